@@ -1,0 +1,64 @@
+// Error types of the engine. Library code throws these and never exits: a GUI must survive a
+// failed run. Each message names the problem (layer and field, file, library call).
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace mixlab {
+
+// Base of every error the engine throws on purpose.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A model spec that cannot be trained: bad JSON, unknown layer or field, shapes that do not fit.
+// The message names the layer ("layer 4 (Conv2D): ...") and the field.
+class SpecError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A run configuration that is invalid (batch size 0, unknown optimizer, model/dataset mismatch).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A dataset file that is missing, truncated, corrupt or of the wrong kind; names the file.
+class DatasetError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A call into a compute library (oneDNN, CUDA, cuBLAS, cuDNN) that failed; carries the
+// expression, file and line.
+class BackendError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Memory for a run could not be allocated.
+class AllocationError : public Error {
+ public:
+  AllocationError(const std::string& what, std::size_t bytes) : Error(what), bytes_(bytes) {}
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::size_t bytes_;
+};
+
+// Throws BackendError("<library> error: <message> in '<expr>' at <file>:<line>").
+[[noreturn]] void throw_backend_error(const char* library, const std::string& message,
+                                      const char* expr, const char* file, int line);
+
+}  // namespace mixlab
+
+// Checks an internal invariant; throws mixlab::Error naming the condition and place.
+#define MIXLAB_ASSERT(cond)                                                           \
+  do {                                                                                \
+    if (!(cond)) ::mixlab::throw_backend_error("internal", "assertion failed", #cond, \
+                                               __FILE__, __LINE__);                   \
+  } while (0)

@@ -1,0 +1,58 @@
+// Datasets: in-memory image sets with integer labels, loaded from the standard files (IDX for
+// MNIST / Fashion-MNIST, the binary versions of CIFAR-10/100) or generated (synthetic).
+// Images are kept as raw pixel bytes (0..255) in HWC order, as Keras's load_data gives them; the
+// loader hands them to the trainer as float32 without scaling (models scale with Rescaling).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab {
+
+struct Dataset {
+  std::string name;                  // "fashion-mnist/train", "cifar10/test", ...
+  Shape sample_shape;                // [H, W, C]
+  int num_classes = 0;
+  std::vector<std::uint8_t> images;  // (size, H, W, C)
+  std::vector<std::int32_t> labels;  // (size), each in [0, num_classes)
+
+  std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+  std::int64_t sample_elements() const { return num_elements(sample_shape); }
+};
+
+struct DatasetPair {
+  Dataset train;
+  Dataset test;
+};
+
+// Which dataset a run uses, as given on the command line:
+//   fashion-mnist              Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)
+//   fashion-mnist:DIR, mnist:DIR   IDX files (plain or .gz) in DIR
+//   cifar10:DIR, cifar100:DIR  the binary versions (DIR holds data_batch_1.bin... / train.bin)
+//   synthetic:HxWxC:CLASSES[:N]    a seeded, learnable set of N training samples (default 10000)
+struct DatasetSpec {
+  enum class Kind : std::uint8_t { fashion_mnist, mnist, cifar10, cifar100, synthetic };
+  Kind kind = Kind::fashion_mnist;
+  std::filesystem::path dir;  // empty for synthetic and for the packaged Fashion-MNIST
+  Shape shape;                // synthetic only: [H, W, C]
+  int classes = 0;            // synthetic only
+  std::int64_t train_size = 10000;  // synthetic only; the test split is a fifth of it (>= 1)
+  std::uint64_t seed = 1;           // synthetic only
+
+  std::string to_string() const;  // the command-line form, parse_dataset_spec's inverse
+};
+
+inline constexpr std::string_view kDebianFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Parses the command-line form above; throws ConfigError naming the problem.
+DatasetSpec parse_dataset_spec(std::string_view text);
+// Loads both splits. Throws DatasetError naming the file and what was expected for a missing,
+// truncated, corrupt or mismatched file.
+DatasetPair load_dataset(const DatasetSpec& spec);
+
+}  // namespace mixlab

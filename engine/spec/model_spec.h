@@ -1,0 +1,105 @@
+// The model spec: a layer stack in Keras vocabulary, read from and written to JSON. It knows
+// nothing about devices; shape_inference.h checks it and computes its tables.
+//
+// File format (a contract scripts outside the project rely on):
+//   {"name": "fashion-cnn", "input": {"shape": [28, 28, 1]},
+//    "loss": "sparse_categorical_crossentropy",
+//    "layers": [{"type": "Conv2D", "filters": 16, "kernel_size": [3, 3], ...}, ...]}
+// Omitted fields take Keras's defaults. Unknown fields, wrong JSON types and out-of-range values
+// are errors (SpecError) that name the layer and the field.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mixlab {
+
+enum class LayerType : std::uint8_t {
+  Dense,
+  Conv2D,
+  MaxPooling2D,
+  AveragePooling2D,
+  Flatten,
+  Dropout,
+  Activation,
+  Rescaling,
+};
+
+enum class ActivationFn : std::uint8_t { linear, relu, sigmoid, tanh, gelu, softmax };
+enum class Padding : std::uint8_t { valid, same };
+enum class LossKind : std::uint8_t {
+  sparse_categorical_crossentropy,
+  categorical_crossentropy,
+  binary_crossentropy,
+};
+
+// Height and width of a kernel, stride or pool window ("kernel_size": 3 or [3, 3]).
+struct Size2 {
+  int h = 1;
+  int w = 1;
+  friend bool operator==(const Size2&, const Size2&) = default;
+};
+
+// One layer. A flat record: each type reads the fields that Keras gives it and ignores none of
+// the others silently (the parser rejects fields a type does not have).
+struct LayerSpec {
+  LayerType type = LayerType::Dense;
+  std::string name;  // optional "name"; empty when the file gives none
+
+  // Dense
+  int units = 0;
+  // Conv2D
+  int filters = 0;
+  Size2 kernel_size;
+  // Conv2D, MaxPooling2D, AveragePooling2D
+  Size2 strides{1, 1};  // pooling: defaults to pool_size (Keras strides=None)
+  Padding padding = Padding::valid;
+  // MaxPooling2D, AveragePooling2D
+  Size2 pool_size{2, 2};
+  // Dense, Conv2D (field "activation", default linear) and Activation (required)
+  ActivationFn activation = ActivationFn::linear;
+  // Dense, Conv2D
+  bool use_bias = true;
+  // Dropout (required; 0 <= rate < 1)
+  double rate = 0.0;
+  // Rescaling: y = x * scale + offset (scale required)
+  double scale = 1.0;
+  double offset = 0.0;
+  // "dtype": "float32" keeps this layer in float32 under a mixed policy (Keras's idiom for the
+  // final softmax).
+  bool force_float32 = false;
+
+  friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<std::int64_t> input_shape;  // without the batch: [H, W, C] or [features]
+  LossKind loss = LossKind::sparse_categorical_crossentropy;
+  std::vector<LayerSpec> layers;
+
+  friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
+};
+
+// Parses a model file's text. `origin` (a file name) prefixes error messages. Checks the JSON's
+// structure, types and value ranges; shape checks are infer_shapes()'s.
+ModelSpec parse_model_json(std::string_view text, std::string_view origin = {});
+// Reads and parses a model file; errors name the file.
+ModelSpec load_model_file(const std::filesystem::path& path);
+// Writes a spec as JSON in the file format above (fields at their defaults are left out), so
+// that parse_model_json(to_json(s)) == s.
+std::string to_json(const ModelSpec& spec, int indent = 2);
+
+std::string_view to_string(LayerType type);
+std::string_view to_string(ActivationFn fn);
+std::string_view to_string(Padding padding);
+std::string_view to_string(LossKind loss);
+std::optional<LayerType> parse_layer_type(std::string_view name);
+std::optional<ActivationFn> parse_activation(std::string_view name);
+std::optional<LossKind> parse_loss(std::string_view name);
+
+}  // namespace mixlab

@@ -1,0 +1,61 @@
+// Shape inference: checks a model spec and computes, per layer, the output shape, parameters,
+// forward FLOPs and activation memory. Device-free; backends plan their memory from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/precision.h"
+#include "engine/spec/model_spec.h"
+
+namespace mixlab {
+
+using Shape = std::vector<std::int64_t>;  // without the batch dimension
+
+std::int64_t num_elements(const Shape& shape);
+std::string format_shape(const Shape& shape);  // "28x28x1"
+
+// A named group of a layer's trainable parameters, in Keras's layout and order.
+enum class ParamKind : std::uint8_t { kernel, bias };
+std::string_view to_string(ParamKind kind);
+
+struct ParamGroup {
+  ParamKind kind = ParamKind::kernel;
+  Shape shape;  // Dense kernel: (in, units); Conv2D kernel: (kh, kw, in, filters); bias: (n)
+  std::int64_t count() const { return num_elements(shape); }
+};
+
+struct LayerInfo {
+  int index = 0;  // position in ModelSpec::layers
+  LayerType type = LayerType::Dense;
+  Shape input_shape;
+  Shape output_shape;
+  std::vector<ParamGroup> params;
+  std::int64_t param_count = 0;
+  // Forward FLOPs per sample: 2 per multiply-add of Dense/Conv2D plus one per bias add and one
+  // per element of a fused activation; pooling one per window element; elementwise layers one
+  // per element (softmax 3, gelu 8).
+  std::int64_t flops = 0;
+  // Bytes of this layer's output per sample, in the dtype it is stored in under the policy.
+  std::int64_t activation_bytes = 0;
+  DType compute = DType::f32;  // the dtype the layer computes and stores its output in
+  // Keras's padding for 'same' (top/left, bottom/right); zero for 'valid'.
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+};
+
+struct ShapeTable {
+  Shape input_shape;
+  Shape output_shape;
+  std::vector<LayerInfo> layers;
+  std::int64_t params_total = 0;
+  std::int64_t flops_total = 0;             // forward, per sample
+  std::int64_t activation_bytes_total = 0;  // per sample
+};
+
+// Validates the spec and computes its table. Throws SpecError naming the layer (index and type)
+// and the field, e.g. "layer 4 (Conv2D): kernel_size 5x5 does not fit input 4x4x32 with padding
+// 'valid'". The policy only affects dtypes and activation bytes.
+ShapeTable infer_shapes(const ModelSpec& spec, Policy policy = Policy::float32);
+
+}  // namespace mixlab

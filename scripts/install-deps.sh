@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs, with apt-get, whatever MixLab's build and tests need that this Debian 12 machine lacks.
+# Usage: scripts/install-deps.sh [--gui] [--bench]   (run as root, or with everything installed)
+set -eu
+
+packages="g++ cmake ninja-build pkgconf libdnnl-dev nlohmann-json3-dev zlib1g-dev
+          libgtest-dev libgmock-dev dataset-fashion-mnist"
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages="$packages python3-torch" ;;
+    *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+missing=""
+for p in $packages; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "install-deps.sh: installing:$missing"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: these packages are missing and installing them needs root:$missing" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
