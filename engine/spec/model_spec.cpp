@@ -1,1 +1,610 @@
-// (being written)
+#include "engine/spec/model_spec.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <sstream>
+
+#include "engine/core/error.h"
+#include "engine/spec/layer_checks.h"
+
+namespace mixlab {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+using spec_detail::kMaxFieldValue;
+
+constexpr std::string_view kDefaultModelName = "model";
+constexpr LossKind kDefaultLoss = LossKind::sparse_categorical_crossentropy;
+constexpr Size2 kDefaultStrides{1, 1};
+constexpr Size2 kDefaultPoolSize{2, 2};
+
+constexpr std::array kLayerTypes = {
+    LayerType::Dense,   LayerType::Conv2D,  LayerType::MaxPooling2D, LayerType::AveragePooling2D,
+    LayerType::Flatten, LayerType::Dropout, LayerType::Activation,   LayerType::Rescaling,
+};
+constexpr std::array kActivations = {
+    ActivationFn::relu, ActivationFn::sigmoid, ActivationFn::tanh,
+    ActivationFn::gelu, ActivationFn::softmax, ActivationFn::linear,
+};
+constexpr std::array kPaddings = {Padding::valid, Padding::same};
+constexpr std::array kLosses = {
+    LossKind::sparse_categorical_crossentropy,
+    LossKind::categorical_crossentropy,
+    LossKind::binary_crossentropy,
+};
+
+constexpr std::array<std::string_view, 4> kTopLevelKeys = {"name", "input", "loss", "layers"};
+constexpr std::array<std::string_view, 3> kCommonFields = {"type", "name", "dtype"};
+
+// The fields a layer type takes besides type, name and dtype (Keras's names).
+std::span<const std::string_view> type_fields(LayerType type) {
+  static constexpr std::array<std::string_view, 3> dense = {"units", "activation", "use_bias"};
+  static constexpr std::array<std::string_view, 6> conv = {"filters", "kernel_size", "strides",
+                                                           "padding", "activation",  "use_bias"};
+  static constexpr std::array<std::string_view, 3> pool = {"pool_size", "strides", "padding"};
+  static constexpr std::array<std::string_view, 1> dropout = {"rate"};
+  static constexpr std::array<std::string_view, 1> activation = {"activation"};
+  static constexpr std::array<std::string_view, 2> rescaling = {"scale", "offset"};
+  switch (type) {
+    case LayerType::Dense:
+      return dense;
+    case LayerType::Conv2D:
+      return conv;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      return pool;
+    case LayerType::Flatten:
+      return {};
+    case LayerType::Dropout:
+      return dropout;
+    case LayerType::Activation:
+      return activation;
+    case LayerType::Rescaling:
+      return rescaling;
+  }
+  return {};
+}
+
+template <typename Range, typename ToText>
+std::string join(const Range& range, ToText to_text) {
+  std::string out;
+  for (const auto& item : range) {
+    if (!out.empty()) out += ", ";
+    out += to_text(item);
+  }
+  return out;
+}
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> parse_enum(std::string_view name, const std::array<Enum, N>& values) {
+  for (Enum value : values) {
+    if (name == to_string(value)) return value;
+  }
+  return std::nullopt;
+}
+
+// What a JSON value is, for "must be X, got Y": numbers and short arrays by value, the rest by
+// type ("string", "boolean", "null", "object").
+std::string describe(const json& value) {
+  if (value.is_number()) return value.dump();
+  if (value.is_array()) {
+    std::string text = value.dump();
+    if (text.size() <= 40) return "array " + text;
+    return "array of " + std::to_string(value.size()) + " elements";
+  }
+  return value.type_name();
+}
+
+enum class IntRead { ok, not_integer, out_of_range };
+
+// Reads a whole number in [1, kMaxFieldValue]. A float with a whole value (16.0) counts as the
+// integer it equals; 2.5, booleans and strings do not.
+IntRead read_positive_int(const json& value, std::int64_t& out) {
+  if (value.is_number_unsigned()) {
+    const auto u = value.get<std::uint64_t>();
+    if (u < 1 || u > static_cast<std::uint64_t>(kMaxFieldValue)) return IntRead::out_of_range;
+    out = static_cast<std::int64_t>(u);
+    return IntRead::ok;
+  }
+  if (value.is_number_integer()) {
+    const auto i = value.get<std::int64_t>();
+    if (i < 1 || i > kMaxFieldValue) return IntRead::out_of_range;
+    out = i;
+    return IntRead::ok;
+  }
+  if (value.is_number_float()) {
+    const auto d = value.get<double>();  // finite: the JSON parser rejects overflow
+    if (std::trunc(d) != d) return IntRead::not_integer;
+    if (d < 1 || d > kMaxFieldValue) return IntRead::out_of_range;
+    out = static_cast<std::int64_t>(d);
+    return IntRead::ok;
+  }
+  return IntRead::not_integer;
+}
+
+// Reads the fields of one JSON object. `where` prefixes every message ("x.json: layer 2 (Dense): "
+// or "x.json: input: "); `noun` is "field" for layers and "key" at the top level.
+class ObjectReader {
+ public:
+  ObjectReader(const json& object, std::string where, std::string_view noun)
+      : object_(object), where_(std::move(where)), noun_(noun) {}
+
+  [[noreturn]] void fail(const std::string& message) const { throw SpecError(where_ + message); }
+  [[noreturn]] void fail_type(std::string_view key, std::string_view expected,
+                              const json& got) const {
+    fail(std::string(noun_) + " '" + std::string(key) + "' must be " + std::string(expected) +
+         ", got " + describe(got));
+  }
+
+  const json* find(std::string_view key) const {
+    auto it = object_.find(std::string(key));
+    return it == object_.end() ? nullptr : &*it;
+  }
+  const json& require(std::string_view key) const {
+    const json* value = find(key);
+    if (value == nullptr)
+      fail("missing required " + std::string(noun_) + " '" + std::string(key) + "'");
+    return *value;
+  }
+
+  // Rejects any key not in `allowed`, listing what `owner` takes.
+  void check_keys(std::span<const std::string_view> allowed, std::string_view owner) const {
+    for (const auto& [key, value] : object_.items()) {
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        fail("unknown " + std::string(noun_) + " '" + key + "' (" + std::string(owner) + " takes " +
+             join(allowed, [](std::string_view s) { return std::string(s); }) + ")");
+      }
+    }
+  }
+
+  std::string get_string(std::string_view key, const json& value) const {
+    if (!value.is_string()) fail_type(key, "a string", value);
+    return value.get<std::string>();
+  }
+
+  int get_positive_int(std::string_view key, const json& value) const {
+    std::int64_t out = 0;
+    switch (read_positive_int(value, out)) {
+      case IntRead::ok:
+        return static_cast<int>(out);
+      case IntRead::not_integer:
+        fail_type(key, "an integer", value);
+      case IntRead::out_of_range:
+        fail(std::string(key) + " " + value.dump() + " is out of range [1, " +
+             std::to_string(kMaxFieldValue) + "]");
+    }
+    return 0;
+  }
+
+  double get_number(std::string_view key, const json& value) const {
+    if (!value.is_number()) fail_type(key, "a number", value);
+    return value.get<double>();
+  }
+
+  bool get_bool(std::string_view key, const json& value) const {
+    if (!value.is_boolean()) fail_type(key, "true or false", value);
+    return value.get<bool>();
+  }
+
+  // An integer n (meaning n x n) or [h, w].
+  Size2 get_size2(std::string_view key, const json& value) const {
+    if (value.is_array()) {
+      if (value.size() != 2 || !value[0].is_number() || !value[1].is_number()) {
+        fail_type(key, "an integer or [h, w]", value);
+      }
+      return {get_positive_int(key, value[0]), get_positive_int(key, value[1])};
+    }
+    if (!value.is_number()) fail_type(key, "an integer or [h, w]", value);
+    const int n = get_positive_int(key, value);
+    return {n, n};
+  }
+
+  template <typename Enum, std::size_t N>
+  Enum get_enum(std::string_view key, const json& value, const std::array<Enum, N>& values) const {
+    const std::string name = get_string(key, value);
+    if (auto parsed = parse_enum(name, values)) return *parsed;
+    fail(std::string(key) + " '" + name + "' is not one of " +
+         join(values, [](Enum e) { return std::string(to_string(e)); }));
+  }
+
+ private:
+  const json& object_;
+  std::string where_;
+  std::string_view noun_;
+};
+
+LayerSpec parse_layer(const json& value, int index, const std::string& origin_prefix) {
+  const std::string anonymous = origin_prefix + "layer " + std::to_string(index) + ": ";
+  if (!value.is_object()) {
+    throw SpecError(anonymous + "must be an object, got " + describe(value));
+  }
+  LayerSpec layer;
+  {
+    const ObjectReader untyped(value, anonymous, "field");
+    const std::string type_name = untyped.get_string("type", untyped.require("type"));
+    const auto type = parse_layer_type(type_name);
+    if (!type) {
+      untyped.fail("unknown layer type '" + type_name + "' (known: " +
+                   join(kLayerTypes, [](LayerType t) { return std::string(to_string(t)); }) + ")");
+    }
+    layer.type = *type;
+  }
+
+  const ObjectReader in(value, origin_prefix + spec_detail::layer_prefix(index, layer.type),
+                        "field");
+  std::vector<std::string_view> allowed(kCommonFields.begin(), kCommonFields.end());
+  const auto fields = type_fields(layer.type);
+  allowed.insert(allowed.begin() + 1, fields.begin(), fields.end());
+  in.check_keys(allowed, to_string(layer.type));
+
+  if (const json* v = in.find("name")) layer.name = in.get_string("name", *v);
+  if (const json* v = in.find("dtype")) {
+    const std::string dtype = in.get_string("dtype", *v);
+    if (dtype != "float32") {
+      in.fail("dtype '" + dtype +
+              "' is not supported: only \"float32\" is supported as a per-layer override");
+    }
+    layer.force_float32 = true;
+  }
+
+  switch (layer.type) {
+    case LayerType::Dense:
+      layer.units = in.get_positive_int("units", in.require("units"));
+      break;
+    case LayerType::Conv2D:
+      layer.filters = in.get_positive_int("filters", in.require("filters"));
+      layer.kernel_size = in.get_size2("kernel_size", in.require("kernel_size"));
+      if (const json* v = in.find("strides")) layer.strides = in.get_size2("strides", *v);
+      break;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      if (const json* v = in.find("pool_size")) layer.pool_size = in.get_size2("pool_size", *v);
+      layer.strides = layer.pool_size;  // Keras: strides=None means pool_size
+      if (const json* v = in.find("strides"); v != nullptr && !v->is_null()) {
+        layer.strides = in.get_size2("strides", *v);
+      }
+      break;
+    case LayerType::Dropout:
+      layer.rate = in.get_number("rate", in.require("rate"));
+      break;
+    case LayerType::Activation:
+      layer.activation = in.get_enum("activation", in.require("activation"), kActivations);
+      break;
+    case LayerType::Rescaling:
+      layer.scale = in.get_number("scale", in.require("scale"));
+      if (const json* v = in.find("offset")) layer.offset = in.get_number("offset", *v);
+      break;
+    case LayerType::Flatten:
+      break;
+  }
+  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
+    if (const json* v = in.find("activation")) {
+      layer.activation = in.get_enum("activation", *v, kActivations);
+    }
+    if (const json* v = in.find("use_bias")) layer.use_bias = in.get_bool("use_bias", *v);
+  }
+  if (layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
+      layer.type == LayerType::AveragePooling2D) {
+    if (const json* v = in.find("padding")) layer.padding = in.get_enum("padding", *v, kPaddings);
+  }
+  spec_detail::check_layer_values(layer, index, origin_prefix);
+  return layer;
+}
+
+std::vector<std::int64_t> parse_input(const json& value, const std::string& origin_prefix) {
+  if (!value.is_object()) {
+    throw SpecError(origin_prefix + "key 'input' must be an object {\"shape\": [...]}, got " +
+                    describe(value));
+  }
+  const ObjectReader in(value, origin_prefix + "input: ", "key");
+  static constexpr std::array<std::string_view, 1> keys = {"shape"};
+  in.check_keys(keys, "input");
+  const json& shape = in.require("shape");
+  if (!shape.is_array() || (shape.size() != 1 && shape.size() != 3)) {
+    in.fail_type("shape", "[features] or [H, W, C]", shape);
+  }
+  std::vector<std::int64_t> dims;
+  for (const json& dim : shape) dims.push_back(in.get_positive_int("shape", dim));
+  return dims;
+}
+
+// Parses JSON text, rejecting duplicate keys (nlohmann would keep the last one silently).
+json parse_json_text(std::string_view text, const std::string& origin_prefix) {
+  struct Frame {
+    bool is_object = false;
+    int elements = 0;  // arrays: elements started so far
+    std::string last_key;
+    std::vector<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  const auto begin_value = [&stack] {
+    if (!stack.empty() && !stack.back().is_object) ++stack.back().elements;
+  };
+  const auto where = [&stack]() -> std::string {
+    // Inside a layer: [top object] [layers array] [layer object].
+    if (stack.size() == 3 && stack[0].last_key == "layers" && !stack[1].is_object) {
+      return "layer " + std::to_string(stack[1].elements - 1) + ": duplicate field '";
+    }
+    if (stack.size() == 2 && stack[0].last_key == "input") return "input: duplicate key '";
+    return "duplicate key '";
+  };
+  json::parser_callback_t callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        begin_value();
+        stack.push_back({event == json::parse_event_t::object_start, 0, {}, {}});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        Frame& frame = stack.back();
+        std::string key = parsed.get<std::string>();
+        if (std::find(frame.keys.begin(), frame.keys.end(), key) != frame.keys.end()) {
+          throw SpecError(origin_prefix + where() + key + "'");
+        }
+        frame.last_key = key;
+        frame.keys.push_back(std::move(key));
+        break;
+      }
+      case json::parse_event_t::value:
+        begin_value();
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), callback);
+  } catch (const json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ...".
+    std::string message = e.what();
+    if (const auto close = message.find("] ");
+        message.starts_with("[json.") && close != std::string::npos) {
+      message.erase(0, close + 2);
+    }
+    throw SpecError(origin_prefix + "invalid JSON: " + message);
+  }
+}
+
+// --- writing ---
+
+// Compact JSON with a space after ':' and ',' ({"shape": [28, 28, 1]}), one line.
+void write_inline(const ordered_json& value, std::string& out) {
+  if (value.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, item] : value.items()) {
+      if (!first) out += ", ";
+      first = false;
+      out += ordered_json(key).dump();
+      out += ": ";
+      write_inline(item, out);
+    }
+    out += '}';
+  } else if (value.is_array()) {
+    out += '[';
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (i != 0) out += ", ";
+      write_inline(value[i], out);
+    }
+    out += ']';
+  } else {
+    out += value.dump();  // numbers in the shortest form that reads back exactly
+  }
+}
+
+ordered_json size2_json(Size2 size) {
+  if (size.h == size.w) return size.h;
+  return ordered_json::array({size.h, size.w});
+}
+
+ordered_json layer_json(const LayerSpec& layer) {
+  ordered_json j = ordered_json::object();
+  j["type"] = to_string(layer.type);
+  if (!layer.name.empty()) j["name"] = layer.name;
+  const bool fused = layer.type == LayerType::Dense || layer.type == LayerType::Conv2D;
+  switch (layer.type) {
+    case LayerType::Dense:
+      j["units"] = layer.units;
+      break;
+    case LayerType::Conv2D:
+      j["filters"] = layer.filters;
+      j["kernel_size"] = size2_json(layer.kernel_size);
+      if (layer.strides != kDefaultStrides) j["strides"] = size2_json(layer.strides);
+      if (layer.padding != Padding::valid) j["padding"] = to_string(layer.padding);
+      break;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      if (layer.pool_size != kDefaultPoolSize) j["pool_size"] = size2_json(layer.pool_size);
+      if (layer.strides != layer.pool_size) j["strides"] = size2_json(layer.strides);
+      if (layer.padding != Padding::valid) j["padding"] = to_string(layer.padding);
+      break;
+    case LayerType::Dropout:
+      j["rate"] = layer.rate;
+      break;
+    case LayerType::Activation:
+      j["activation"] = to_string(layer.activation);
+      break;
+    case LayerType::Rescaling:
+      j["scale"] = layer.scale;
+      if (layer.offset != 0.0) j["offset"] = layer.offset;
+      break;
+    case LayerType::Flatten:
+      break;
+  }
+  if (fused) {
+    if (layer.activation != ActivationFn::linear) j["activation"] = to_string(layer.activation);
+    if (!layer.use_bias) j["use_bias"] = false;
+  }
+  if (layer.force_float32) j["dtype"] = "float32";
+  return j;
+}
+
+}  // namespace
+
+ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
+  const std::string origin_prefix = origin.empty() ? std::string() : std::string(origin) + ": ";
+  const json root = parse_json_text(text, origin_prefix);
+  if (!root.is_object()) {
+    throw SpecError(origin_prefix + "a model file must be a JSON object, got " + describe(root));
+  }
+  const ObjectReader top(root, origin_prefix, "key");
+  top.check_keys(kTopLevelKeys, "a model file");
+
+  ModelSpec spec;
+  spec.name = kDefaultModelName;
+  if (const json* v = top.find("name")) spec.name = top.get_string("name", *v);
+  spec.input_shape = parse_input(top.require("input"), origin_prefix);
+  if (const json* v = top.find("loss")) spec.loss = top.get_enum("loss", *v, kLosses);
+
+  const json& layers = top.require("layers");
+  if (!layers.is_array()) top.fail_type("layers", "an array of layers", layers);
+  if (layers.empty()) top.fail("key 'layers' is empty: a model needs at least one layer");
+  spec.layers.reserve(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    spec.layers.push_back(parse_layer(layers[i], static_cast<int>(i), origin_prefix));
+  }
+  return spec;
+}
+
+ModelSpec load_model_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw SpecError(name + ": cannot read model file: it is a directory");
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    const int err = errno;
+    throw SpecError(
+        name + ": cannot open model file: " + (err != 0 ? std::strerror(err) : "unknown error"));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw SpecError(name + ": cannot read model file");
+  return parse_model_json(text.str(), name);
+}
+
+std::string to_json(const ModelSpec& spec, int indent) {
+  ordered_json root = ordered_json::object();
+  if (spec.name != kDefaultModelName) root["name"] = spec.name;
+  root["input"] = {{"shape", spec.input_shape}};
+  if (spec.loss != kDefaultLoss) root["loss"] = to_string(spec.loss);
+  ordered_json layers = ordered_json::array();
+  for (const LayerSpec& layer : spec.layers) layers.push_back(layer_json(layer));
+  root["layers"] = std::move(layers);
+
+  try {
+    if (indent < 0) return root.dump();
+    // One key per line at the top level and one layer per line, so that files diff well.
+    const std::string pad(static_cast<std::size_t>(indent), ' ');
+    std::string out = "{\n";
+    bool first = true;
+    for (const auto& [key, value] : root.items()) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad + ordered_json(key).dump() + ": ";
+      if (key == "layers") {
+        out += "[\n";
+        for (std::size_t i = 0; i < value.size(); ++i) {
+          out += pad + pad;
+          write_inline(value[i], out);
+          out += i + 1 < value.size() ? ",\n" : "\n";
+        }
+        out += pad + "]";
+      } else {
+        write_inline(value, out);
+      }
+    }
+    out += "\n}\n";
+    return out;
+  } catch (const nlohmann::json::exception& e) {
+    // dump() rejects strings that are not UTF-8 (a layer or model name built in memory).
+    throw SpecError(std::string("cannot write model '") + spec.name + "' as JSON: " + e.what());
+  }
+}
+
+std::string_view to_string(LayerType type) {
+  switch (type) {
+    case LayerType::Dense:
+      return "Dense";
+    case LayerType::Conv2D:
+      return "Conv2D";
+    case LayerType::MaxPooling2D:
+      return "MaxPooling2D";
+    case LayerType::AveragePooling2D:
+      return "AveragePooling2D";
+    case LayerType::Flatten:
+      return "Flatten";
+    case LayerType::Dropout:
+      return "Dropout";
+    case LayerType::Activation:
+      return "Activation";
+    case LayerType::Rescaling:
+      return "Rescaling";
+  }
+  return "?";
+}
+
+std::string_view to_string(ActivationFn fn) {
+  switch (fn) {
+    case ActivationFn::linear:
+      return "linear";
+    case ActivationFn::relu:
+      return "relu";
+    case ActivationFn::sigmoid:
+      return "sigmoid";
+    case ActivationFn::tanh:
+      return "tanh";
+    case ActivationFn::gelu:
+      return "gelu";
+    case ActivationFn::softmax:
+      return "softmax";
+  }
+  return "?";
+}
+
+std::string_view to_string(Padding padding) {
+  switch (padding) {
+    case Padding::valid:
+      return "valid";
+    case Padding::same:
+      return "same";
+  }
+  return "?";
+}
+
+std::string_view to_string(LossKind loss) {
+  switch (loss) {
+    case LossKind::sparse_categorical_crossentropy:
+      return "sparse_categorical_crossentropy";
+    case LossKind::categorical_crossentropy:
+      return "categorical_crossentropy";
+    case LossKind::binary_crossentropy:
+      return "binary_crossentropy";
+  }
+  return "?";
+}
+
+std::optional<LayerType> parse_layer_type(std::string_view name) {
+  return parse_enum(name, kLayerTypes);
+}
+std::optional<ActivationFn> parse_activation(std::string_view name) {
+  return parse_enum(name, kActivations);
+}
+std::optional<LossKind> parse_loss(std::string_view name) {
+  return parse_enum(name, kLosses);
+}
+
+}  // namespace mixlab

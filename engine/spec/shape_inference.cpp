@@ -1,1 +1,275 @@
-// (being written)
+#include "engine/spec/shape_inference.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/core/error.h"
+#include "engine/spec/layer_checks.h"
+
+namespace mixlab {
+namespace {
+
+using spec_detail::layer_prefix;
+
+// Forward FLOPs per element of an activation function (also used when Dense/Conv2D fuse one).
+std::int64_t activation_flops(ActivationFn fn) {
+  switch (fn) {
+    case ActivationFn::linear:
+      return 0;
+    case ActivationFn::relu:
+    case ActivationFn::sigmoid:
+    case ActivationFn::tanh:
+      return 1;
+    case ActivationFn::softmax:
+      return 3;
+    case ActivationFn::gelu:
+      return 8;
+  }
+  return 0;
+}
+
+// Products and sums of a layer's figures; a model too large for int64 is a spec error, not UB.
+class Counter {
+ public:
+  explicit Counter(std::string where) : where_(std::move(where)) {}
+  std::int64_t mul(std::int64_t a, std::int64_t b) const {
+    std::int64_t out = 0;
+    if (__builtin_mul_overflow(a, b, &out)) overflow();
+    return out;
+  }
+  std::int64_t mul(std::int64_t a, std::int64_t b, std::int64_t c) const {
+    return mul(mul(a, b), c);
+  }
+  std::int64_t add(std::int64_t a, std::int64_t b) const {
+    std::int64_t out = 0;
+    if (__builtin_add_overflow(a, b, &out)) overflow();
+    return out;
+  }
+  std::int64_t elements(const Shape& shape) const {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n = mul(n, d);
+    return n;
+  }
+
+ private:
+  [[noreturn]] void overflow() const {
+    throw SpecError(where_ + "the model is too large (sizes overflow 64-bit integers)");
+  }
+  std::string where_;
+};
+
+std::string format_size(Size2 s) {
+  return std::to_string(s.h) + "x" + std::to_string(s.w);
+}
+
+struct Window {
+  std::int64_t out = 0;
+  int pad_before = 0;
+  int pad_after = 0;
+};
+
+// One spatial axis of a convolution or pooling window, as Keras computes it. Returns out = 0 when
+// a 'valid' window does not fit.
+Window window_axis(std::int64_t in, int k, int s, Padding padding) {
+  Window w;
+  if (padding == Padding::valid) {
+    w.out = in < k ? 0 : (in - k) / s + 1;
+    return w;
+  }
+  w.out = (in + s - 1) / s;  // ceil(in / s)
+  const std::int64_t pad_total = std::max<std::int64_t>((w.out - 1) * s + k - in, 0);
+  // pad_total < k + s, both ints, so it fits an int.
+  w.pad_before = static_cast<int>(pad_total / 2);
+  w.pad_after = static_cast<int>(pad_total - pad_total / 2);
+  return w;
+}
+
+// Computes output shape and padding of Conv2D or pooling, the window being `kernel`.
+void spatial(LayerInfo& info, std::string_view field, Size2 kernel, Size2 strides, Padding padding,
+             std::int64_t out_channels, const std::string& where) {
+  const Shape& in = info.input_shape;
+  const Window rows = window_axis(in[0], kernel.h, strides.h, padding);
+  const Window cols = window_axis(in[1], kernel.w, strides.w, padding);
+  if (rows.out == 0 || cols.out == 0) {
+    throw SpecError(where + std::string(field) + " " + format_size(kernel) +
+                    " does not fit input " + format_shape(in) + " with padding '" +
+                    std::string(to_string(padding)) + "'");
+  }
+  info.output_shape = {rows.out, cols.out, out_channels};
+  info.pad_top = rows.pad_before;
+  info.pad_bottom = rows.pad_after;
+  info.pad_left = cols.pad_before;
+  info.pad_right = cols.pad_after;
+}
+
+// Conv2D and pooling need an image; explain how to get one.
+void require_image(const LayerInfo& info, const ModelSpec& spec, const std::string& where) {
+  if (info.input_shape.size() == 3) return;
+  const auto flatten =
+      std::find_if(spec.layers.begin(), spec.layers.begin() + info.index,
+                   [](const LayerSpec& l) { return l.type == LayerType::Flatten; });
+  std::string hint;
+  if (flatten != spec.layers.begin() + info.index) {
+    hint = "remove the Flatten at layer " + std::to_string(flatten - spec.layers.begin()) +
+           " or move it after this layer";
+  } else {
+    hint = "give the model's input shape as [H, W, C]";
+  }
+  throw SpecError(where + "needs an [H, W, C] input but gets " + format_shape(info.input_shape) +
+                  " (rank " + std::to_string(info.input_shape.size()) + "): " + hint);
+}
+
+void check_input_shape(const Shape& shape) {
+  if (shape.size() != 1 && shape.size() != 3) {
+    throw SpecError("input: shape must be [features] or [H, W, C], got " +
+                    std::to_string(shape.size()) + " dimensions");
+  }
+  for (std::int64_t d : shape) {
+    if (d < 1 || d > spec_detail::kMaxFieldValue) {
+      throw SpecError("input: shape " + format_shape(shape) + " has a dimension out of range [1, " +
+                      std::to_string(spec_detail::kMaxFieldValue) + "]");
+    }
+  }
+}
+
+LayerInfo infer_layer(const ModelSpec& spec, int index, const Shape& input, Policy policy) {
+  const LayerSpec& layer = spec.layers[static_cast<std::size_t>(index)];
+  const std::string where = layer_prefix(index, layer.type);
+  spec_detail::check_layer_values(layer, index);
+  const Counter c(where);
+
+  LayerInfo info;
+  info.index = index;
+  info.type = layer.type;
+  info.input_shape = input;
+  info.compute = compute_dtype(policy, layer.force_float32);
+  const std::int64_t in_elements = c.elements(input);
+
+  switch (layer.type) {
+    case LayerType::Dense: {
+      // Applies to the last axis, as in Keras: (..., in) -> (..., units).
+      const std::int64_t in_features = input.back();
+      const std::int64_t positions = in_elements / in_features;
+      info.output_shape = input;
+      info.output_shape.back() = layer.units;
+      info.params.push_back({ParamKind::kernel, {in_features, layer.units}});
+      const std::int64_t out = c.elements(info.output_shape);
+      info.flops = c.mul(2, c.mul(positions, in_features, layer.units));
+      if (layer.use_bias) {
+        info.params.push_back({ParamKind::bias, {layer.units}});
+        info.flops = c.add(info.flops, out);
+      }
+      info.flops = c.add(info.flops, c.mul(out, activation_flops(layer.activation)));
+      break;
+    }
+    case LayerType::Conv2D: {
+      require_image(info, spec, where);
+      const std::int64_t in_channels = input[2];
+      spatial(info, "kernel_size", layer.kernel_size, layer.strides, layer.padding, layer.filters,
+              where);
+      info.params.push_back(
+          {ParamKind::kernel,
+           {layer.kernel_size.h, layer.kernel_size.w, in_channels, layer.filters}});
+      const std::int64_t out = c.elements(info.output_shape);
+      const std::int64_t macs_per_output =
+          c.mul(layer.kernel_size.h, layer.kernel_size.w, in_channels);
+      info.flops = c.mul(2, c.mul(out, macs_per_output));
+      if (layer.use_bias) {
+        info.params.push_back({ParamKind::bias, {layer.filters}});
+        info.flops = c.add(info.flops, out);
+      }
+      info.flops = c.add(info.flops, c.mul(out, activation_flops(layer.activation)));
+      break;
+    }
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      require_image(info, spec, where);
+      spatial(info, "pool_size", layer.pool_size, layer.strides, layer.padding, input[2], where);
+      info.flops = c.mul(c.elements(info.output_shape), layer.pool_size.h, layer.pool_size.w);
+      break;
+    case LayerType::Flatten:
+      info.output_shape = {in_elements};
+      break;
+    case LayerType::Dropout:
+      info.output_shape = input;
+      info.flops = in_elements;
+      break;
+    case LayerType::Activation:
+      info.output_shape = input;
+      info.flops = c.mul(in_elements, activation_flops(layer.activation));
+      break;
+    case LayerType::Rescaling:
+      info.output_shape = input;
+      info.flops = c.mul(2, in_elements);
+      break;
+  }
+
+  for (const ParamGroup& group : info.params)
+    info.param_count = c.add(info.param_count, c.elements(group.shape));
+  if (std::any_of(info.output_shape.begin(), info.output_shape.end(),
+                  [](std::int64_t d) { return d < 1; })) {
+    throw SpecError(where + "output " + format_shape(info.output_shape) +
+                    " has a zero-size dimension");
+  }
+  info.activation_bytes =
+      c.mul(c.elements(info.output_shape), static_cast<std::int64_t>(dtype_bytes(info.compute)));
+  return info;
+}
+
+}  // namespace
+
+std::int64_t num_elements(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string format_shape(const Shape& shape) {
+  if (shape.empty()) return "()";
+  std::string out;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += 'x';
+    out += std::to_string(shape[i]);
+  }
+  return out;
+}
+
+std::string_view to_string(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::kernel:
+      return "kernel";
+    case ParamKind::bias:
+      return "bias";
+  }
+  return "?";
+}
+
+ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
+  check_input_shape(spec.input_shape);
+  if (spec.layers.empty()) throw SpecError("layers: the model has no layers");
+
+  ShapeTable table;
+  table.input_shape = spec.input_shape;
+  table.layers.reserve(spec.layers.size());
+  const Counter total("totals: ");
+  Shape shape = spec.input_shape;
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    LayerInfo info = infer_layer(spec, static_cast<int>(i), shape, policy);
+    shape = info.output_shape;
+    table.params_total = total.add(table.params_total, info.param_count);
+    table.flops_total = total.add(table.flops_total, info.flops);
+    table.activation_bytes_total = total.add(table.activation_bytes_total, info.activation_bytes);
+    table.layers.push_back(std::move(info));
+  }
+  if (shape.size() != 1) {
+    const int last = static_cast<int>(spec.layers.size()) - 1;
+    throw SpecError(layer_prefix(last, spec.layers.back().type) + "the model's output " +
+                    format_shape(shape) + " is not flat, but the loss " +
+                    std::string(to_string(spec.loss)) +
+                    " needs a (classes) output: add Flatten and Dense at the end");
+  }
+  table.output_shape = shape;
+  return table;
+}
+
+}  // namespace mixlab

@@ -1,0 +1,78 @@
+#include "engine/spec/layer_checks.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "engine/core/error.h"
+
+namespace mixlab::spec_detail {
+namespace {
+
+void check_count(int value, std::string_view field, const std::string& where) {
+  if (value < 1) {
+    throw SpecError(where + std::string(field) + " " + std::to_string(value) +
+                    " is out of range [1, " + std::to_string(kMaxFieldValue) + "]");
+  }
+}
+
+void check_size(Size2 size, std::string_view field, const std::string& where) {
+  if (size.h < 1 || size.w < 1) {
+    throw SpecError(where + std::string(field) + " " + std::to_string(size.h) + "x" +
+                    std::to_string(size.w) + " is out of range: h and w must be in [1, " +
+                    std::to_string(kMaxFieldValue) + "]");
+  }
+}
+
+void check_finite(double value, std::string_view field, const std::string& where) {
+  if (!std::isfinite(value)) {
+    throw SpecError(where + std::string(field) + " " + format_number(value) +
+                    " must be a finite number");
+  }
+}
+
+}  // namespace
+
+std::string layer_prefix(int index, LayerType type) {
+  return "layer " + std::to_string(index) + " (" + std::string(to_string(type)) + "): ";
+}
+
+std::string format_number(double value) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  if (ec != std::errc{}) return "?";
+  return std::string(buf, end);
+}
+
+void check_layer_values(const LayerSpec& layer, int index, const std::string& prefix) {
+  const std::string where = prefix + layer_prefix(index, layer.type);
+  switch (layer.type) {
+    case LayerType::Dense:
+      check_count(layer.units, "units", where);
+      break;
+    case LayerType::Conv2D:
+      check_count(layer.filters, "filters", where);
+      check_size(layer.kernel_size, "kernel_size", where);
+      check_size(layer.strides, "strides", where);
+      break;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      check_size(layer.pool_size, "pool_size", where);
+      check_size(layer.strides, "strides", where);
+      break;
+    case LayerType::Dropout:
+      // Written so that NaN fails too.
+      if (!(layer.rate >= 0.0 && layer.rate < 1.0)) {
+        throw SpecError(where + "rate " + format_number(layer.rate) + " is out of range [0, 1)");
+      }
+      break;
+    case LayerType::Rescaling:
+      check_finite(layer.scale, "scale", where);
+      check_finite(layer.offset, "offset", where);
+      break;
+    case LayerType::Flatten:
+    case LayerType::Activation:
+      break;
+  }
+}
+
+}  // namespace mixlab::spec_detail
