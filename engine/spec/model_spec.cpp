@@ -6,8 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <sstream>

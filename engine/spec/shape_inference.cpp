@@ -1,7 +1,7 @@
 #include "engine/spec/shape_inference.h"
 
 #include <algorithm>
-#include <limits>
+#include <string>
 
 #include "engine/core/error.h"
 #include "engine/spec/layer_checks.h"
