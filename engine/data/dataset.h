@@ -15,8 +15,8 @@
 namespace mixlab {
 
 struct Dataset {
-  std::string name;                  // "fashion-mnist/train", "cifar10/test", ...
-  Shape sample_shape;                // [H, W, C]
+  std::string name;    // "fashion-mnist/train", "cifar10/test", ...
+  Shape sample_shape;  // [H, W, C]
   int num_classes = 0;
   std::vector<std::uint8_t> images;  // (size, H, W, C)
   std::vector<std::int32_t> labels;  // (size), each in [0, num_classes)
@@ -35,16 +35,19 @@ struct DatasetPair {
 //   fashion-mnist:DIR, mnist:DIR   IDX files (plain or .gz) in DIR
 //   cifar10:DIR, cifar100:DIR  the binary versions (DIR holds data_batch_1.bin... / train.bin)
 //   synthetic:HxWxC:CLASSES[:N]    a seeded, learnable set of N training samples (default 10000)
+//   synthetic:HxWxC:CLASSES:N:SEED the same with a seed other than the default 1
 struct DatasetSpec {
   enum class Kind : std::uint8_t { fashion_mnist, mnist, cifar10, cifar100, synthetic };
   Kind kind = Kind::fashion_mnist;
-  std::filesystem::path dir;  // empty for synthetic and for the packaged Fashion-MNIST
-  Shape shape;                // synthetic only: [H, W, C]
-  int classes = 0;            // synthetic only
+  std::filesystem::path dir;        // empty for synthetic and for the packaged Fashion-MNIST
+  Shape shape;                      // synthetic only: [H, W, C]
+  int classes = 0;                  // synthetic only
   std::int64_t train_size = 10000;  // synthetic only; the test split is a fifth of it (>= 1)
   std::uint64_t seed = 1;           // synthetic only
 
-  std::string to_string() const;  // the command-line form, parse_dataset_spec's inverse
+  // The command-line form, parse_dataset_spec's inverse. Synthetic specs always carry N, and
+  // SEED when it is not 1: "synthetic:32x32x3:10:10000".
+  std::string to_string() const;
 };
 
 inline constexpr std::string_view kDebianFashionMnistDir = "/usr/share/datasets/fashion-mnist";
