@@ -57,8 +57,8 @@ class AllocationError : public Error {
 }  // namespace mixlab
 
 // Checks an internal invariant; throws mixlab::Error naming the condition and place.
-#define MIXLAB_ASSERT(cond)                                                           \
-  do {                                                                                \
-    if (!(cond)) ::mixlab::throw_backend_error("internal", "assertion failed", #cond, \
-                                               __FILE__, __LINE__);                   \
+#define MIXLAB_ASSERT(cond)                                                                     \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
+      ::mixlab::throw_backend_error("internal", "assertion failed", #cond, __FILE__, __LINE__); \
   } while (0)

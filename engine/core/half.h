@@ -33,7 +33,9 @@ MIXLAB_HD float bf16_bits_to_float(std::uint16_t h) {
   return bits_float(static_cast<std::uint32_t>(h) << 16);
 }
 
-MIXLAB_HD float round_to_bf16(float x) { return bf16_bits_to_float(float_to_bf16_bits(x)); }
+MIXLAB_HD float round_to_bf16(float x) {
+  return bf16_bits_to_float(float_to_bf16_bits(x));
+}
 
 MIXLAB_HD std::uint16_t float_to_f16_bits(float x) {
   const std::uint32_t u = float_bits(x);
@@ -72,11 +74,14 @@ MIXLAB_HD float f16_bits_to_float(std::uint16_t h) {
       ++e;
       mant <<= 1;
     } while ((mant & 0x400u) == 0);
-    return bits_float(sign | ((112u - static_cast<std::uint32_t>(e)) << 23) | ((mant & 0x3ffu) << 13));
+    return bits_float(sign | ((112u - static_cast<std::uint32_t>(e)) << 23) |
+                      ((mant & 0x3ffu) << 13));
   }
   return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-MIXLAB_HD float round_to_f16(float x) { return f16_bits_to_float(float_to_f16_bits(x)); }
+MIXLAB_HD float round_to_f16(float x) {
+  return f16_bits_to_float(float_to_f16_bits(x));
+}
 
 }  // namespace mixlab

@@ -1,0 +1,41 @@
+// Dropout's keep mask from a counter-based hash: the same (seed, layer, step, element) gives the
+// same decision on any device and thread count, and backward recomputes it instead of storing
+// a mask.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/core/hd.h"
+
+namespace mixlab {
+
+MIXLAB_HD std::uint64_t mix64(std::uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+struct DropoutMask {
+  std::uint64_t key = 0;        // from seed, layer and step: make_dropout_key
+  std::uint32_t threshold = 0;  // keep when hash < threshold: (1 - rate) * 2^32
+  float keep_scale = 1.0f;      // 1 / (1 - rate)
+
+  // The factor element i is multiplied by: 0 or 1 / (1 - rate).
+  MIXLAB_HD float factor(std::uint64_t i) const {
+    const auto h = static_cast<std::uint32_t>(mix64(key + i * 0x9e3779b97f4a7c15ull) >> 32);
+    return h < threshold ? keep_scale : 0.0f;
+  }
+};
+
+MIXLAB_HD DropoutMask make_dropout_mask(double rate, std::uint64_t seed, int layer,
+                                        std::uint64_t step) {
+  DropoutMask m;
+  m.key = mix64(mix64(seed ^ 0x5bd1e995u) + static_cast<std::uint64_t>(layer) * 0x100000001b3ull +
+                mix64(step));
+  const double keep = 1.0 - rate;
+  m.threshold = keep >= 1.0 ? 0xffffffffu : static_cast<std::uint32_t>(keep * 4294967296.0);
+  m.keep_scale = static_cast<float>(1.0 / keep);
+  return m;
+}
+
+}  // namespace mixlab
