@@ -1,0 +1,116 @@
+// The one interface every compute backend implements (CPU on oneDNN, CUDA on cuBLAS/cuDNN).
+// A backend compiles a validated model spec into a ModelExecutor: the model's memory planned
+// from the shape table and allocated once, its layers' primitives created, ready to run steps.
+// The trainer drives an executor step by step and times each part; tests drive single-layer
+// executors op by op (the CPU backend is the reference the CUDA backend is checked against).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/precision.h"
+#include "engine/ops/optimizer.h"
+#include "engine/spec/model_spec.h"
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab {
+
+struct DeviceInfo {
+  std::string kind;                // "cpu" or "cuda"
+  std::string name;                // CPU model or GPU name
+  std::string compute_capability;  // "9.0" for a GPU; empty for the CPU
+  int threads = 0;                 // CPU threads the backend uses
+  bool native_bf16 = false;        // bf16 arithmetic in hardware (AMX / AVX512-BF16, sm_80+)
+  bool native_fp16 = false;        // fp16 arithmetic the backend uses (tensor cores on a GPU)
+  std::string library_versions;    // "oneDNN 2.6.3 (isa avx512_core_amx)"
+  std::int64_t memory_bytes = 0;   // device memory (GPU); 0 for the CPU
+};
+
+struct ExecutorOptions {
+  Policy policy = Policy::float32;
+  int batch_size = 32;  // the batch every step runs; a short batch is padded and masked
+  OptimizerConfig optimizer;
+  std::uint64_t seed = 1;       // weight initialisation (Keras: glorot_uniform, zero bias), dropout
+  bool input_gradient = false;  // also compute the gradient w.r.t. the model's input (op tests)
+};
+
+// Bytes of one executor's single allocation, by purpose.
+struct MemoryPlan {
+  std::int64_t parameter_bytes = 0;    // float32 master weights and biases
+  std::int64_t weight_copy_bytes = 0;  // 16-bit (or re-laid-out) copies the layers compute with
+  std::int64_t gradient_bytes = 0;     // float32 parameter gradients
+  std::int64_t optimizer_bytes = 0;    // optimizer state
+  std::int64_t activation_bytes = 0;   // layer outputs kept for backward, at batch_size
+  std::int64_t workspace_bytes = 0;    // activation gradients, scratch, library workspaces
+  std::int64_t total() const {
+    return parameter_bytes + weight_copy_bytes + gradient_bytes + optimizer_bytes +
+           activation_bytes + workspace_bytes;
+  }
+};
+
+// Loss and accuracy of the batch last run forward.
+struct BatchLoss {
+  double loss = 0.0;     // mean over the batch's real samples
+  double correct = 0.0;  // samples predicted right (binary: fraction of outputs, summed)
+  int samples = 0;
+};
+
+enum class Phase : std::uint8_t { train, eval };
+
+class ModelExecutor {
+ public:
+  virtual ~ModelExecutor() = default;
+
+  virtual const MemoryPlan& memory_plan() const = 0;
+  virtual int batch_size() const = 0;
+
+  // --- one step, in the parts the trainer times ---
+  // Copies n <= batch_size samples in: images (n, input shape) float32, labels (n).
+  virtual void load_batch(std::span<const float> images, std::span<const std::int32_t> labels,
+                          int n) = 0;
+  // `step` varies dropout's mask from step to step.
+  virtual void forward(Phase phase, std::uint64_t step) = 0;
+  // The loss of the loaded batch; with compute_gradient, seeds backward with
+  // loss_scale * dLoss/dOutput (in the output layer's dtype).
+  virtual BatchLoss loss(bool compute_gradient, float loss_scale) = 0;
+  virtual void backward() = 0;
+  // Whether every parameter gradient is finite (the loss-scaling overflow check).
+  virtual bool gradients_finite() = 0;
+  // One optimizer update with gradients multiplied by grad_scale (1 / loss scale); `iteration`
+  // counts applied updates from 1. Refreshes the weight copies the layers compute with.
+  virtual void apply_gradients(float grad_scale, std::int64_t iteration) = 0;
+  virtual void synchronize() = 0;
+
+  // --- op-level access, float32 on the host, Keras layouts ---
+  virtual std::vector<float> read_output() = 0;  // (batch, output shape) of the last layer
+  virtual std::vector<float> read_activation(int layer) = 0;  // output of layer i
+  // Seeds backward with dLoss/dOutput directly instead of loss(); (batch, output shape).
+  virtual void set_output_gradient(std::span<const float> dy) = 0;
+  // (batch, input shape); needs ExecutorOptions::input_gradient.
+  virtual std::vector<float> read_input_gradient() = 0;
+  virtual std::vector<float> read_parameter(int layer, ParamKind kind) = 0;
+  virtual void write_parameter(int layer, ParamKind kind, std::span<const float> values) = 0;
+  virtual std::vector<float> read_gradient(int layer, ParamKind kind) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceInfo device() const = 0;
+  // Throws SpecError / ConfigError for what this backend cannot run, AllocationError when the
+  // memory plan does not fit.
+  virtual std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, const ShapeTable& table,
+                                                 const ExecutorOptions& options) = 0;
+};
+
+// The oneDNN backend; threads 0 means every core.
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+
+// The CPU, then every CUDA GPU found (when built with the CUDA backend; none without a driver).
+std::vector<DeviceInfo> available_devices();
+bool built_with_cuda();
+
+}  // namespace mixlab

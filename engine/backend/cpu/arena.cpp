@@ -1,0 +1,89 @@
+#include "engine/backend/cpu/arena.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace mixlab::cpu {
+
+namespace {
+constexpr std::size_t kAlign = 64;
+
+// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
+std::size_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+std::string mib(std::size_t bytes) {
+  return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
+}
+}  // namespace
+
+Arena::Id Arena::reserve(std::size_t bytes, Purpose purpose) {
+  MIXLAB_ASSERT(!base_);
+  const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  offsets_.push_back(size_);
+  size_ += rounded;
+  const auto b = static_cast<std::int64_t>(rounded);
+  switch (purpose) {
+    case Purpose::parameters:
+      plan_.parameter_bytes += b;
+      break;
+    case Purpose::weight_copies:
+      plan_.weight_copy_bytes += b;
+      break;
+    case Purpose::gradients:
+      plan_.gradient_bytes += b;
+      break;
+    case Purpose::optimizer:
+      plan_.optimizer_bytes += b;
+      break;
+    case Purpose::activations:
+      plan_.activation_bytes += b;
+      break;
+    case Purpose::workspace:
+      plan_.workspace_bytes += b;
+      break;
+  }
+  return offsets_.size() - 1;
+}
+
+void Arena::allocate() {
+  const std::size_t bytes = size_ == 0 ? kAlign : size_;
+  // Refuse what would only be granted by overcommit and then killed while being touched.
+  const std::size_t available = available_memory_bytes();
+  if (available != 0 && bytes > available) {
+    throw AllocationError("the model needs " + std::to_string(bytes) + " bytes (" + mib(bytes) +
+                              ") of memory; " + mib(available) + " are available",
+                          bytes);
+  }
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, bytes));
+  if (!p) {
+    throw AllocationError("cannot allocate " + std::to_string(bytes) + " bytes (" + mib(bytes) +
+                              ") for the model's memory",
+                          bytes);
+  }
+  std::memset(p, 0, bytes);
+  base_.reset(p);
+}
+
+std::byte* Arena::ptr(Id id) const {
+  MIXLAB_ASSERT(base_ && id < offsets_.size());
+  return base_.get() + offsets_[id];
+}
+
+void Arena::FreeDeleter::operator()(std::byte* p) const {
+  std::free(p);
+}
+
+}  // namespace mixlab::cpu

@@ -1,0 +1,100 @@
+// The CPU executor runs a model as a list of nodes: each Keras layer lowers to one node, plus a
+// cast node before a oneDNN op whose input arrives in another dtype and an activation node after
+// a Dense or Conv2D with a non-linear activation. Each node type lives in its own file pair.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/arena.h"
+#include "engine/backend/cpu/cpu_tensor.h"
+
+namespace mixlab::cpu {
+
+struct CpuContext {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::uint64_t seed = 1;
+  std::int64_t batch = 0;
+};
+
+// One trainable parameter group (a kernel or a bias) and where its buffers live. The master,
+// gradient and optimizer state share one layout (the one oneDNN computes weight gradients in) and
+// sit at the same offset of the executor's flat float32 arrays, so that the optimizer and the
+// overflow check are one loop over all parameters. `copy` is what the layer computes with: the
+// master itself, or a 16-bit / re-laid-out copy refreshed after every update.
+struct ParamSlot {
+  int layer = 0;
+  ParamKind kind = ParamKind::kernel;
+  dnnl::memory::desc keras_desc;   // float32, Keras's layout
+  dnnl::memory::desc master_desc;  // float32, the gradient layout
+  dnnl::memory::desc copy_desc;    // the compute dtype, the layout the forward op wants
+  // The layout backward-data wants, when oneDNN picks another one (a second copy, re-laid out
+  // from the first); empty when the forward copy serves both.
+  dnnl::memory::desc backward_copy_desc;
+  Storage copy_storage = Storage::f32;
+  bool copy_is_master = false;
+  std::int64_t offset = 0;               // in floats, into the flat arrays
+  std::int64_t count = 0;                // floats of master_desc (padding included)
+  std::int64_t fan_in = 0, fan_out = 0;  // for glorot_uniform
+  Arena::Id copy_id = 0;
+  Arena::Id backward_copy_id = 0;
+
+  // Bound after allocation.
+  dnnl::memory master, grad, copy;
+  dnnl::memory backward_copy;      // == copy unless backward_copy_desc is set
+  dnnl::reorder to_copy;           // master -> copy, when the copy is not an elementwise image
+  dnnl::reorder to_backward_copy;  // copy -> backward_copy, when there is one
+};
+
+class CpuNode {
+ public:
+  virtual ~CpuNode() = default;
+
+  // Reserves scratch buffers; returns the largest oneDNN scratchpad its primitives need.
+  virtual std::size_t reserve(Arena& arena) {
+    (void)arena;
+    return 0;
+  }
+  // Creates memory objects and argument maps once the arena exists; `scratchpad` is shared by
+  // every primitive (they run one at a time).
+  virtual void bind(const Arena& arena, const dnnl::memory& scratchpad) {
+    (void)arena;
+    (void)scratchpad;
+  }
+  virtual void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+                       std::uint64_t step) = 0;
+  // dx is null when nothing upstream needs the input gradient.
+  virtual void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                        const Tensor* dx) = 0;
+  // The node's parameter groups (Dense, Conv2D); registered with the executor at planning.
+  virtual std::vector<ParamSlot*> params() { return {}; }
+  // The output shares the input's buffer (Flatten): no copy forward, none backward.
+  virtual bool aliases_input() const { return false; }
+
+  int layer = -1;     // the Keras layer this node belongs to
+  std::string label;  // "Dense", "Cast", "Activation(relu)", ...
+  Storage out_storage = Storage::f32;
+};
+
+// Executes a primitive on the context's stream with the shared scratchpad, turning dnnl::error
+// into BackendError naming the node.
+// Argument maps are built once per node (bind) and their handles re-pointed per call, so the
+// step loop builds no maps.
+using ArgMap = std::unordered_map<int, dnnl::memory>;
+void execute(CpuContext& ctx, const dnnl::primitive& p, const ArgMap& args, const std::string& node,
+             const char* part);
+
+// A primitive attribute asking for the user scratchpad (ours, in the arena).
+dnnl::primitive_attr scratchpad_attr();
+// The glorot_uniform limit sqrt(6 / (fan_in + fan_out)) draws of a kernel, in Keras's layout.
+std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::int64_t fan_out,
+                                  std::uint64_t seed);
+
+}  // namespace mixlab::cpu

@@ -1,0 +1,31 @@
+#include "engine/backend/cpu/cpu_tensor.h"
+
+#include <cmath>
+
+namespace mixlab::cpu {
+
+void convert(const void* src, Storage src_storage, void* dst, Storage dst_storage, std::int64_t n) {
+  with_storage(src_storage, [&](auto s) {
+    with_storage(dst_storage, [&](auto d) {
+#pragma omp parallel for simd schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) store<d()>(dst, i, load<s()>(src, i));
+    });
+  });
+}
+
+void round_to_f16_inplace(float* data, std::int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) data[i] = round_to_f16(data[i]);
+}
+
+bool all_finite(const float* data, std::int64_t n) {
+  int bad = 0;
+#pragma omp parallel for simd schedule(static) reduction(| : bad)
+  for (std::int64_t i = 0; i < n; ++i) {
+    // Exponent all ones: inf or NaN. Works under -ffast-math too.
+    bad |= (float_bits(data[i]) & 0x7f800000u) == 0x7f800000u;
+  }
+  return bad == 0;
+}
+
+}  // namespace mixlab::cpu

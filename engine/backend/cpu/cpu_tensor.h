@@ -1,0 +1,96 @@
+// Element storage of the CPU backend and typed access to it.
+// float16 has no arithmetic on most CPUs, so a float16 tensor is kept as float32 values rounded
+// to float16 after every write: overflow, underflow and loss scaling behave as on a GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "engine/core/half.h"
+#include "engine/core/precision.h"
+
+namespace mixlab::cpu {
+
+enum class Storage : std::uint8_t { f32, bf16, f16 };
+
+inline Storage storage_for(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return Storage::f32;
+    case DType::bf16:
+      return Storage::bf16;
+    case DType::f16:
+      return Storage::f16;
+  }
+  return Storage::f32;
+}
+
+inline std::size_t storage_bytes(Storage s) {
+  return s == Storage::bf16 ? 2 : 4;
+}
+
+// The oneDNN type a storage is computed in.
+inline dnnl::memory::data_type dnnl_type(Storage s) {
+  return s == Storage::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
+template <Storage S>
+inline float load(const void* p, std::int64_t i) {
+  if constexpr (S == Storage::bf16) {
+    return bf16_bits_to_float(static_cast<const std::uint16_t*>(p)[i]);
+  } else {
+    return static_cast<const float*>(p)[i];
+  }
+}
+
+template <Storage S>
+inline void store(void* p, std::int64_t i, float v) {
+  if constexpr (S == Storage::bf16) {
+    static_cast<std::uint16_t*>(p)[i] = float_to_bf16_bits(v);
+  } else if constexpr (S == Storage::f16) {
+    static_cast<float*>(p)[i] = round_to_f16(v);
+  } else {
+    static_cast<float*>(p)[i] = v;
+  }
+}
+
+// Calls f(std::integral_constant<Storage, s>{}) so loops are compiled per storage.
+template <class F>
+decltype(auto) with_storage(Storage s, F&& f) {
+  switch (s) {
+    case Storage::bf16:
+      return f(std::integral_constant<Storage, Storage::bf16>{});
+    case Storage::f16:
+      return f(std::integral_constant<Storage, Storage::f16>{});
+    case Storage::f32:
+      break;
+  }
+  return f(std::integral_constant<Storage, Storage::f32>{});
+}
+
+// A tensor in the arena: (batch, ...) elements of one storage.
+struct Tensor {
+  void* data = nullptr;
+  Storage storage = Storage::f32;
+  std::vector<std::int64_t> dims;  // with the batch first; NHWC for images
+  std::int64_t elements() const {
+    std::int64_t n = 1;
+    for (auto d : dims) n *= d;
+    return n;
+  }
+  std::size_t bytes() const {
+    return static_cast<std::size_t>(elements()) * storage_bytes(storage);
+  }
+};
+
+// Converts n values between storages (the float16 rounding included).
+void convert(const void* src, Storage src_storage, void* dst, Storage dst_storage, std::int64_t n);
+// Rounds n float32 values to float16 in place (after a oneDNN op wrote f16-storage data).
+void round_to_f16_inplace(float* data, std::int64_t n);
+// Whether all n float32 values are finite.
+bool all_finite(const float* data, std::int64_t n);
+
+}  // namespace mixlab::cpu

@@ -1,0 +1,182 @@
+#include "engine/backend/cpu/elementwise.h"
+
+#include <vector>
+
+#include "engine/ops/activation.h"
+#include "engine/ops/dropout.h"
+#include "engine/ops/loss.h"
+
+namespace mixlab::cpu {
+
+namespace {
+
+// y[i] = f(x[i]) with x read in its storage and y written in its own.
+template <class F>
+void map1(const Tensor& x, const Tensor& y, F f) {
+  const std::int64_t n = y.elements();
+  with_storage(x.storage, [&](auto si) {
+    with_storage(y.storage, [&](auto so) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) store<so()>(y.data, i, f(load<si()>(x.data, i), i));
+    });
+  });
+}
+
+// out[i] = f(a[i], b[i]) with a and b in their storages (b may be a's, or another).
+template <class F>
+void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
+  const std::int64_t n = out.elements();
+  with_storage(a.storage, [&](auto sa) {
+    with_storage(b.storage, [&](auto sb) {
+      with_storage(out.storage, [&](auto so) {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) {
+          store<so()>(out.data, i, f(load<sa()>(a.data, i), load<sb()>(b.data, i)));
+        }
+      });
+    });
+  });
+}
+
+}  // namespace
+
+CastNode::CastNode(int layer_index, Storage to) {
+  layer = layer_index;
+  label = "Cast";
+  out_storage = to;
+}
+
+void CastNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
+  convert(x.data, x.storage, y.data, y.storage, y.elements());
+}
+
+void CastNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor& dy,
+                        const Tensor* dx) {
+  if (dx) convert(dy.data, dy.storage, dx->data, dx->storage, dx->elements());
+}
+
+ActivationNode::ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length,
+                               Storage storage)
+    : fn_(fn), row_length_(row_length) {
+  layer = layer_index;
+  label = std::string("Activation(") + std::string(to_string(fn)) + ")";
+  out_storage = storage;
+}
+
+void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
+  if (fn_ != ActivationFn::softmax) {
+    const ActivationFn fn = fn_;
+    map1(x, y, [fn](float v, std::int64_t) { return activation_forward(fn, v); });
+    return;
+  }
+  const std::int64_t k = row_length_;
+  const std::int64_t rows = y.elements() / k;
+  with_storage(x.storage, [&](auto si) {
+    with_storage(y.storage, [&](auto so) {
+#pragma omp parallel
+      {
+        std::vector<float> in(static_cast<std::size_t>(k)), out(static_cast<std::size_t>(k));
+#pragma omp for schedule(static)
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t j = 0; j < k; ++j) in[j] = load<si()>(x.data, r * k + j);
+          softmax_row(in.data(), static_cast<int>(k), out.data());
+          for (std::int64_t j = 0; j < k; ++j) store<so()>(y.data, r * k + j, out[j]);
+        }
+      }
+    });
+  });
+}
+
+void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, const Tensor& dy,
+                              const Tensor* dx) {
+  if (!dx) return;
+  const ActivationFn fn = fn_;
+  if (fn_ == ActivationFn::gelu) {
+    map2(x, dy, *dx, [fn](float xv, float g) { return activation_backward(fn, xv, 0.0f, g); });
+    return;
+  }
+  if (fn_ != ActivationFn::softmax) {
+    map2(y, dy, *dx, [fn](float yv, float g) { return activation_backward(fn, 0.0f, yv, g); });
+    return;
+  }
+  const std::int64_t k = row_length_;
+  const std::int64_t rows = y.elements() / k;
+  with_storage(y.storage, [&](auto sy) {
+    with_storage(dy.storage, [&](auto sdy) {
+      with_storage(dx->storage, [&](auto sdx) {
+#pragma omp parallel
+        {
+          std::vector<float> yr(static_cast<std::size_t>(k)), gr(static_cast<std::size_t>(k)),
+              out(static_cast<std::size_t>(k));
+#pragma omp for schedule(static)
+          for (std::int64_t r = 0; r < rows; ++r) {
+            for (std::int64_t j = 0; j < k; ++j) {
+              yr[j] = load<sy()>(y.data, r * k + j);
+              gr[j] = load<sdy()>(dy.data, r * k + j);
+            }
+            softmax_backward_row(yr.data(), gr.data(), static_cast<int>(k), out.data());
+            for (std::int64_t j = 0; j < k; ++j) store<sdx()>(dx->data, r * k + j, out[j]);
+          }
+        }
+      });
+    });
+  });
+}
+
+RescalingNode::RescalingNode(int layer_index, double scale, double offset, Storage storage)
+    : scale_(static_cast<float>(scale)), offset_(static_cast<float>(offset)) {
+  layer = layer_index;
+  label = "Rescaling";
+  out_storage = storage;
+}
+
+void RescalingNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
+  const float scale = scale_, offset = offset_;
+  map1(x, y, [=](float v, std::int64_t) { return v * scale + offset; });
+}
+
+void RescalingNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor& dy,
+                             const Tensor* dx) {
+  if (!dx) return;
+  const float scale = scale_;
+  map1(dy, *dx, [=](float g, std::int64_t) { return g * scale; });
+}
+
+DropoutNode::DropoutNode(int layer_index, double rate, Storage storage) : rate_(rate) {
+  layer = layer_index;
+  label = "Dropout";
+  out_storage = storage;
+}
+
+void DropoutNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+                          std::uint64_t step) {
+  trained_ = phase == Phase::train && rate_ > 0.0;
+  step_ = step;
+  if (!trained_) {
+    map1(x, y, [](float v, std::int64_t) { return v; });
+    return;
+  }
+  const DropoutMask mask = make_dropout_mask(rate_, ctx.seed, layer, step);
+  map1(x, y,
+       [mask](float v, std::int64_t i) { return v * mask.factor(static_cast<std::uint64_t>(i)); });
+}
+
+void DropoutNode::backward(CpuContext& ctx, const Tensor&, const Tensor&, const Tensor& dy,
+                           const Tensor* dx) {
+  if (!dx) return;
+  if (!trained_) {
+    map1(dy, *dx, [](float g, std::int64_t) { return g; });
+    return;
+  }
+  const DropoutMask mask = make_dropout_mask(rate_, ctx.seed, layer, step_);
+  map1(dy, *dx,
+       [mask](float g, std::int64_t i) { return g * mask.factor(static_cast<std::uint64_t>(i)); });
+}
+
+FlattenNode::FlattenNode(int layer_index, Storage storage) {
+  layer = layer_index;
+  label = "Flatten";
+  out_storage = storage;
+}
+
+}  // namespace mixlab::cpu

@@ -1,0 +1,71 @@
+// Nodes without oneDNN primitives: cast, activation (softmax by rows), rescaling, dropout and
+// flatten. They read their input in any storage and write their own, so a dtype change at a
+// Keras layer boundary costs no extra pass. Their math is engine/ops/, shared with CUDA.
+#pragma once
+
+#include "engine/backend/cpu/cpu_node.h"
+
+namespace mixlab::cpu {
+
+// Converts to another storage (Keras's autocast of a layer's inputs to its compute dtype).
+class CastNode : public CpuNode {
+ public:
+  CastNode(int layer_index, Storage to);
+  void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+               std::uint64_t step) override;
+  void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor* dx) override;
+};
+
+// An activation: elementwise, or softmax over the last axis (rows of `row_length`).
+class ActivationNode : public CpuNode {
+ public:
+  ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length, Storage storage);
+  void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+               std::uint64_t step) override;
+  void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor* dx) override;
+  ActivationFn fn() const { return fn_; }
+
+ private:
+  ActivationFn fn_;
+  std::int64_t row_length_;
+};
+
+class RescalingNode : public CpuNode {
+ public:
+  RescalingNode(int layer_index, double scale, double offset, Storage storage);
+  void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+               std::uint64_t step) override;
+  void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor* dx) override;
+
+ private:
+  float scale_, offset_;
+};
+
+// Inverted dropout; the mask is recomputed in backward from (seed, layer, step).
+class DropoutNode : public CpuNode {
+ public:
+  DropoutNode(int layer_index, double rate, Storage storage);
+  void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+               std::uint64_t step) override;
+  void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor* dx) override;
+
+ private:
+  double rate_;
+  std::uint64_t step_ = 0;  // of the last training forward
+  bool trained_ = false;    // the last forward applied the mask
+};
+
+// Flatten: NHWC is already Keras's flattening order, so the output is the input's buffer.
+class FlattenNode : public CpuNode {
+ public:
+  FlattenNode(int layer_index, Storage storage);
+  bool aliases_input() const override { return true; }
+  void forward(CpuContext&, const Tensor&, const Tensor&, Phase, std::uint64_t) override {}
+  void backward(CpuContext&, const Tensor&, const Tensor&, const Tensor&, const Tensor*) override {}
+};
+
+}  // namespace mixlab::cpu

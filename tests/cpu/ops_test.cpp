@@ -1,0 +1,330 @@
+// Every layer's forward and backward on the CPU backend, op by op: forward against a float64
+// reference, backward against that reference's central finite differences; then the same ops
+// under mixed_bfloat16 and mixed_float16 against float32 with a tolerance scaled by the 16-bit
+// type's epsilon.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "engine/backend/backend.h"
+#include "engine/core/half.h"
+#include "engine/spec/shape_inference.h"
+#include "tests/cpu/reference.h"
+
+namespace mixlab {
+namespace {
+
+constexpr int kBatch = 3;
+constexpr std::uint64_t kSeed = 11;
+constexpr std::uint64_t kStep = 5;
+
+struct OpCase {
+  std::string name;
+  std::vector<std::int64_t> input;
+  LayerSpec layer;
+};
+
+LayerSpec dense(int units, ActivationFn fn = ActivationFn::linear, bool bias = true) {
+  LayerSpec l;
+  l.type = LayerType::Dense;
+  l.units = units;
+  l.activation = fn;
+  l.use_bias = bias;
+  return l;
+}
+
+LayerSpec conv(int filters, Size2 k, Size2 s, Padding p, ActivationFn fn = ActivationFn::linear,
+               bool bias = true) {
+  LayerSpec l;
+  l.type = LayerType::Conv2D;
+  l.filters = filters;
+  l.kernel_size = k;
+  l.strides = s;
+  l.padding = p;
+  l.activation = fn;
+  l.use_bias = bias;
+  return l;
+}
+
+LayerSpec pool(LayerType type, Size2 size, Size2 strides, Padding p) {
+  LayerSpec l;
+  l.type = type;
+  l.pool_size = size;
+  l.strides = strides;
+  l.padding = p;
+  return l;
+}
+
+LayerSpec activation(ActivationFn fn) {
+  LayerSpec l;
+  l.type = LayerType::Activation;
+  l.activation = fn;
+  return l;
+}
+
+LayerSpec simple(LayerType type) {
+  LayerSpec l;
+  l.type = type;
+  return l;
+}
+
+std::vector<OpCase> cases() {
+  using A = ActivationFn;
+  LayerSpec rescale = simple(LayerType::Rescaling);
+  rescale.scale = 0.5;
+  rescale.offset = -1.25;
+  LayerSpec drop = simple(LayerType::Dropout);
+  drop.rate = 0.3;
+  return {
+      {"DenseLinear", {7}, dense(5)},
+      {"DenseRelu", {6}, dense(4, A::relu)},
+      {"DenseSigmoid", {6}, dense(3, A::sigmoid)},
+      {"DenseTanh", {5}, dense(3, A::tanh)},
+      {"DenseGelu", {5}, dense(4, A::gelu)},
+      {"DenseSoftmax", {6}, dense(4, A::softmax)},
+      {"DenseNoBias", {6}, dense(3, A::linear, false)},
+      {"DenseOnLastAxis", {2, 3, 4}, dense(3)},
+      {"Conv2DValid", {6, 5, 2}, conv(3, {3, 3}, {1, 1}, Padding::valid)},
+      {"Conv2DSameStride2", {7, 6, 3}, conv(4, {3, 3}, {2, 2}, Padding::same)},
+      {"Conv2DSameRectRelu", {5, 5, 2}, conv(2, {2, 3}, {1, 1}, Padding::same, A::relu)},
+      {"Conv2DNoBias", {5, 4, 2}, conv(2, {2, 2}, {1, 1}, Padding::valid, A::linear, false)},
+      {"MaxPool2", {6, 6, 3}, pool(LayerType::MaxPooling2D, {2, 2}, {2, 2}, Padding::valid)},
+      {"MaxPool3SameStride2",
+       {7, 7, 2},
+       pool(LayerType::MaxPooling2D, {3, 3}, {2, 2}, Padding::same)},
+      {"AvgPool2", {6, 4, 2}, pool(LayerType::AveragePooling2D, {2, 2}, {2, 2}, Padding::valid)},
+      {"AvgPool3SameStride2",
+       {7, 5, 2},
+       pool(LayerType::AveragePooling2D, {3, 3}, {2, 2}, Padding::same)},
+      {"ActivationRelu", {10}, activation(A::relu)},
+      {"ActivationSigmoid", {10}, activation(A::sigmoid)},
+      {"ActivationTanh", {10}, activation(A::tanh)},
+      {"ActivationGelu", {10}, activation(A::gelu)},
+      {"ActivationSoftmax", {7}, activation(A::softmax)},
+      {"ActivationLinear", {10}, activation(A::linear)},
+      {"Rescaling", {9}, rescale},
+      {"Dropout", {40}, drop},
+      {"Flatten", {2, 3, 4}, simple(LayerType::Flatten)},
+  };
+}
+
+// A model of the case's layer (plus a Flatten when its output is not flat).
+ModelSpec model_of(const OpCase& c) {
+  ModelSpec spec;
+  spec.name = c.name;
+  spec.input_shape = c.input;
+  spec.layers.push_back(c.layer);
+  const bool spatial = c.layer.type == LayerType::Conv2D ||
+                       c.layer.type == LayerType::MaxPooling2D ||
+                       c.layer.type == LayerType::AveragePooling2D ||
+                       (c.layer.type == LayerType::Dense && c.input.size() == 3);
+  if (spatial) spec.layers.push_back(simple(LayerType::Flatten));
+  return spec;
+}
+
+std::vector<double> random_values(std::size_t n, std::mt19937_64& rng, double scale = 1.0) {
+  std::uniform_real_distribution<double> dist(-scale, scale);
+  std::vector<double> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<float> to_float(const std::vector<double>& v) {
+  return {v.begin(), v.end()};
+}
+std::vector<double> to_double(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
+
+// The float64 forward of the case's layer for a batch.
+std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
+                                      const std::vector<double>& x,
+                                      const std::vector<double>& kernel,
+                                      const std::vector<double>& bias) {
+  const LayerSpec& l = c.layer;
+  switch (l.type) {
+    case LayerType::Dense:
+      return reference::dense(x, kernel, bias, info.input_shape.back(), l.units, l.activation);
+    case LayerType::Conv2D:
+      return reference::conv2d(x, kernel, bias, kBatch, l, info);
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      return reference::pool(x, kBatch, l, info);
+    case LayerType::Activation:
+      return reference::activate(l.activation, x, info.output_shape.back());
+    case LayerType::Rescaling: {
+      std::vector<double> y(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * l.scale + l.offset;
+      return y;
+    }
+    case LayerType::Dropout:
+      return reference::dropout(x, l.rate, kSeed, 0, kStep);
+    case LayerType::Flatten:
+      return x;
+  }
+  return {};
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+// Expects |got - want| <= tol * max(1, max|want|) elementwise.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double scale = std::max(1.0, max_abs(want));
+  int reported = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(std::abs(got[i] - want[i]) <= tol * scale) && reported++ < 5) {
+      ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i]
+                    << " (tolerance " << tol * scale << ")";
+    }
+  }
+}
+
+// Central differences of L(v) = sum(dy * forward(v)) w.r.t. each element of v.
+std::vector<double> finite_difference(
+    std::vector<double> v, const std::vector<double>& dy,
+    const std::function<std::vector<double>(const std::vector<double>&)>& f) {
+  constexpr double h = 1e-4;
+  std::vector<double> g(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double keep = v[i];
+    double lp = 0, lm = 0;
+    v[i] = keep + h;
+    const auto yp = f(v);
+    v[i] = keep - h;
+    const auto ym = f(v);
+    v[i] = keep;
+    for (std::size_t j = 0; j < dy.size(); ++j) {
+      lp += dy[j] * yp[j];
+      lm += dy[j] * ym[j];
+    }
+    g[i] = (lp - lm) / (2 * h);
+  }
+  return g;
+}
+
+struct OpResult {
+  std::vector<double> y, dx, dkernel, dbias;
+};
+
+struct OpInputs {
+  std::vector<double> x, kernel, bias, dy;
+};
+
+// Inputs are bfloat16 values, so that casting them for a 16-bit policy is exact and the policies
+// differ only in what the op itself rounds. Pooling gets distinct values (no ties for max).
+OpInputs make_inputs(const OpCase& c, const ShapeTable& table) {
+  std::mt19937_64 rng(1234);
+  OpInputs in;
+  const auto n = static_cast<std::size_t>(kBatch * num_elements(table.input_shape));
+  in.x = random_values(n, rng, 2.0);
+  for (auto& v : in.x) v = round_to_bf16(static_cast<float>(v));
+  if (c.layer.type == LayerType::MaxPooling2D || c.layer.type == LayerType::AveragePooling2D) {
+    for (std::size_t i = 0; i < n; ++i) in.x[i] = (static_cast<double>(i) - n / 2.0) / 16.0;
+    std::shuffle(in.x.begin(), in.x.end(), rng);
+  }
+  for (const auto& p : table.layers[0].params) {
+    auto& dst = p.kind == ParamKind::kernel ? in.kernel : in.bias;
+    dst = random_values(static_cast<std::size_t>(p.count()), rng, 0.7);
+  }
+  in.dy = random_values(static_cast<std::size_t>(kBatch * num_elements(table.output_shape)), rng);
+  (void)c;
+  return in;
+}
+
+OpResult run_backend(const OpCase& c, Policy policy, const OpInputs& in) {
+  const ModelSpec spec = model_of(c);
+  const ShapeTable table = infer_shapes(spec, policy);
+  auto backend = make_cpu_backend(2);
+  ExecutorOptions options;
+  options.policy = policy;
+  options.batch_size = kBatch;
+  options.seed = kSeed;
+  options.input_gradient = true;
+  auto exec = backend->compile(spec, table, options);
+  if (!in.kernel.empty()) exec->write_parameter(0, ParamKind::kernel, to_float(in.kernel));
+  if (!in.bias.empty()) exec->write_parameter(0, ParamKind::bias, to_float(in.bias));
+  const std::vector<std::int32_t> labels(kBatch, 0);
+  exec->load_batch(to_float(in.x), labels, kBatch);
+  exec->forward(Phase::train, kStep);
+  OpResult r;
+  r.y = to_double(exec->read_output());
+  exec->set_output_gradient(to_float(in.dy));
+  exec->backward();
+  r.dx = to_double(exec->read_input_gradient());
+  if (!in.kernel.empty()) r.dkernel = to_double(exec->read_gradient(0, ParamKind::kernel));
+  if (!in.bias.empty()) r.dbias = to_double(exec->read_gradient(0, ParamKind::bias));
+  return r;
+}
+
+class CpuOp : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(CpuOp, Float32MatchesFloat64ReferenceAndFiniteDifferences) {
+  const OpCase& c = GetParam();
+  const ShapeTable table = infer_shapes(model_of(c), Policy::float32);
+  const LayerInfo& info = table.layers[0];
+  const OpInputs in = make_inputs(c, table);
+  const OpResult r = run_backend(c, Policy::float32, in);
+
+  expect_close(r.y, reference_forward(c, info, in.x, in.kernel, in.bias), 1e-5, "forward");
+  expect_close(r.dx,
+               finite_difference(in.x, in.dy,
+                                 [&](const auto& x) {
+                                   return reference_forward(c, info, x, in.kernel, in.bias);
+                                 }),
+               2e-4, "input gradient");
+  if (!in.kernel.empty()) {
+    expect_close(r.dkernel,
+                 finite_difference(
+                     in.kernel, in.dy,
+                     [&](const auto& k) { return reference_forward(c, info, in.x, k, in.bias); }),
+                 2e-4, "kernel gradient");
+  }
+  if (!in.bias.empty()) {
+    expect_close(r.dbias,
+                 finite_difference(
+                     in.bias, in.dy,
+                     [&](const auto& b) { return reference_forward(c, info, in.x, in.kernel, b); }),
+                 2e-4, "bias gradient");
+  }
+}
+
+// 16-bit policies: the same op against float32, within a few epsilons of the 16-bit type per
+// rounding the op goes through (inputs, weights, output; more for long dot products).
+TEST_P(CpuOp, MixedPoliciesMatchFloat32WithinTheirEpsilon) {
+  const OpCase& c = GetParam();
+  const ShapeTable table = infer_shapes(model_of(c), Policy::float32);
+  const OpInputs in = make_inputs(c, table);
+  const OpResult ref = run_backend(c, Policy::float32, in);
+  for (Policy policy : {Policy::mixed_bfloat16, Policy::mixed_float16}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    const double eps = policy == Policy::mixed_bfloat16 ? 1.0 / 256 : 1.0 / 2048;
+    const double tol = 16 * eps;
+    const OpResult r = run_backend(c, policy, in);
+    expect_close(r.y, ref.y, tol, "forward");
+    expect_close(r.dx, ref.dx, tol, "input gradient");
+    if (!ref.dkernel.empty()) expect_close(r.dkernel, ref.dkernel, tol, "kernel gradient");
+    if (!ref.dbias.empty()) expect_close(r.dbias, ref.dbias, tol, "bias gradient");
+    if (policy == Policy::mixed_float16) {
+      for (double v : r.y) {
+        ASSERT_EQ(static_cast<float>(v), round_to_f16(static_cast<float>(v)))
+            << "a mixed_float16 output is not a float16 value";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, CpuOp, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace mixlab

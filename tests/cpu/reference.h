@@ -1,0 +1,126 @@
+// Straightforward float64 implementations of every layer's forward pass, in Keras's layouts
+// (NHWC activations, kernels (in, units) and (kh, kw, in, filters)). The op tests compare the
+// backend's forward with these and its backward with their finite differences.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/ops/dropout.h"
+#include "engine/spec/model_spec.h"
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab::reference {
+
+using Vec = std::vector<double>;
+
+inline double activation(ActivationFn fn, double x) {
+  switch (fn) {
+    case ActivationFn::relu:
+      return x > 0 ? x : 0;
+    case ActivationFn::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case ActivationFn::tanh:
+      return std::tanh(x);
+    case ActivationFn::gelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ActivationFn::linear:
+    case ActivationFn::softmax:
+      return x;
+  }
+  return x;
+}
+
+// Applies an activation to rows of length k (softmax by rows, others elementwise).
+inline Vec activate(ActivationFn fn, const Vec& x, std::int64_t k) {
+  Vec y(x.size());
+  if (fn != ActivationFn::softmax) {
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = activation(fn, x[i]);
+    return y;
+  }
+  for (std::size_t r = 0; r < x.size() / k; ++r) {
+    double m = x[r * k];
+    for (std::int64_t j = 1; j < k; ++j) m = std::max(m, x[r * k + j]);
+    double s = 0;
+    for (std::int64_t j = 0; j < k; ++j) s += std::exp(x[r * k + j] - m);
+    for (std::int64_t j = 0; j < k; ++j) y[r * k + j] = std::exp(x[r * k + j] - m) / s;
+  }
+  return y;
+}
+
+// x: (rows, in), kernel (in, out), bias (out)
+inline Vec dense(const Vec& x, const Vec& kernel, const Vec& bias, std::int64_t in,
+                 std::int64_t out, ActivationFn fn) {
+  const std::int64_t rows = static_cast<std::int64_t>(x.size()) / in;
+  Vec z(static_cast<std::size_t>(rows * out));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t o = 0; o < out; ++o) {
+      double s = bias.empty() ? 0.0 : bias[o];
+      for (std::int64_t i = 0; i < in; ++i) s += x[r * in + i] * kernel[i * out + o];
+      z[r * out + o] = s;
+    }
+  }
+  return activate(fn, z, out);
+}
+
+// x: (n, h, w, c) -> (n, oh, ow, filters), with the info's padding and the spec's strides.
+inline Vec conv2d(const Vec& x, const Vec& kernel, const Vec& bias, std::int64_t n,
+                  const LayerSpec& spec, const LayerInfo& info) {
+  const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
+  const auto oh = info.output_shape[0], ow = info.output_shape[1], f = info.output_shape[2];
+  const int kh = spec.kernel_size.h, kw = spec.kernel_size.w;
+  Vec z(static_cast<std::size_t>(n * oh * ow * f));
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox)
+        for (std::int64_t o = 0; o < f; ++o) {
+          double s = bias.empty() ? 0.0 : bias[o];
+          for (int ky = 0; ky < kh; ++ky)
+            for (int kx = 0; kx < kw; ++kx) {
+              const std::int64_t iy = oy * spec.strides.h + ky - info.pad_top;
+              const std::int64_t ix = ox * spec.strides.w + kx - info.pad_left;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              for (std::int64_t ci = 0; ci < c; ++ci) {
+                s +=
+                    x[((b * h + iy) * w + ix) * c + ci] * kernel[((ky * kw + kx) * c + ci) * f + o];
+              }
+            }
+          z[((b * oh + oy) * ow + ox) * f + o] = s;
+        }
+  return activate(spec.activation, z, f);
+}
+
+inline Vec pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const LayerInfo& info) {
+  const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
+  const auto oh = info.output_shape[0], ow = info.output_shape[1];
+  const bool max = spec.type == LayerType::MaxPooling2D;
+  Vec y(static_cast<std::size_t>(n * oh * ow * c));
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox)
+        for (std::int64_t ci = 0; ci < c; ++ci) {
+          double acc = max ? -INFINITY : 0.0;
+          int count = 0;
+          for (int ky = 0; ky < spec.pool_size.h; ++ky)
+            for (int kx = 0; kx < spec.pool_size.w; ++kx) {
+              const std::int64_t iy = oy * spec.strides.h + ky - info.pad_top;
+              const std::int64_t ix = ox * spec.strides.w + kx - info.pad_left;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              const double v = x[((b * h + iy) * w + ix) * c + ci];
+              acc = max ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          y[((b * oh + oy) * ow + ox) * c + ci] = max ? acc : acc / count;
+        }
+  return y;
+}
+
+inline Vec dropout(const Vec& x, double rate, std::uint64_t seed, int layer, std::uint64_t step) {
+  const DropoutMask mask = make_dropout_mask(rate, seed, layer, step);
+  Vec y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * mask.factor(i);
+  return y;
+}
+
+}  // namespace mixlab::reference
