@@ -1,0 +1,307 @@
+#include "engine/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/data/batch_loader.h"
+#include "engine/train/stats.h"
+
+namespace mixlab {
+
+std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::running:
+      return "running";
+    case RunStatus::finished:
+      return "finished";
+    case RunStatus::stopped:
+      return "stopped";
+    case RunStatus::diverged:
+      return "diverged";
+    case RunStatus::failed:
+      return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void check_range(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+// Loss and accuracy over a whole split, in evaluation mode (no dropout, no update).
+struct Evaluation {
+  double loss = kNotMeasured;
+  double accuracy = kNotMeasured;
+  bool cancelled = false;
+};
+
+Evaluation evaluate(ModelExecutor& executor, const Dataset& data, const RunConfig& config,
+                    const std::atomic<bool>& cancel) {
+  BatchLoaderOptions options;
+  options.batch_size = executor.batch_size();
+  options.shuffle = false;
+  options.epochs = 1;
+  options.seed = config.seed;
+  BatchLoader loader(data, options);
+  Batch batch;
+  double loss_sum = 0.0, correct = 0.0;
+  std::int64_t samples = 0;
+  while (loader.next(batch)) {
+    if (cancel.load(std::memory_order_relaxed)) return {kNotMeasured, kNotMeasured, true};
+    executor.load_batch(batch.images, batch.labels, batch.size);
+    executor.forward(Phase::eval, 0);
+    const BatchLoss l = executor.loss(false, 1.0f);
+    loss_sum += l.loss * l.samples;
+    correct += l.correct;
+    samples += l.samples;
+  }
+  executor.synchronize();
+  if (samples == 0) return {};
+  return {loss_sum / static_cast<double>(samples), correct / static_cast<double>(samples), false};
+}
+
+}  // namespace
+
+ShapeTable validate_run(const ModelSpec& spec, const RunConfig& config, const DatasetPair& data) {
+  ShapeTable table = infer_shapes(spec, config.precision);
+  check_range(config.batch_size >= 1,
+              "batch size must be at least 1, got " + std::to_string(config.batch_size));
+  check_range(config.epochs >= 1,
+              "epochs must be at least 1, got " + std::to_string(config.epochs));
+  check_range(config.steps >= 0, "steps must not be negative, got " + std::to_string(config.steps));
+  check_range(config.threads >= 0,
+              "threads must not be negative, got " + std::to_string(config.threads));
+  const auto& opt = config.optimizer;
+  check_range(std::isfinite(opt.learning_rate) && opt.learning_rate > 0.0,
+              "learning rate must be a positive number, got " + std::to_string(opt.learning_rate));
+  check_range(opt.momentum >= 0.0 && opt.momentum < 1.0,
+              "momentum must be in [0, 1), got " + std::to_string(opt.momentum));
+  check_range(opt.beta_1 >= 0.0 && opt.beta_1 < 1.0 && opt.beta_2 >= 0.0 && opt.beta_2 < 1.0,
+              "Adam's beta_1 and beta_2 must be in [0, 1)");
+  check_range(opt.epsilon > 0.0, "Adam's epsilon must be positive");
+  const auto& ls = config.loss_scale;
+  check_range(ls.mode == LossScaleConfig::Mode::none ||
+                  (std::isfinite(ls.initial_scale) && ls.initial_scale > 0.0),
+              "the loss scale must be a positive number");
+
+  const Dataset& train = data.train;
+  check_range(train.size() > 0, "dataset '" + train.name + "' has no samples");
+  if (table.input_shape != train.sample_shape) {
+    throw ConfigError("model '" + spec.name + "' takes input " + format_shape(table.input_shape) +
+                      " but dataset '" + train.name + "' has samples of " +
+                      format_shape(train.sample_shape));
+  }
+  const std::int64_t outputs = num_elements(table.output_shape);
+  const std::int64_t classes = train.num_classes;
+  if (spec.loss == LossKind::binary_crossentropy) {
+    if (!(outputs == classes || (outputs == 1 && classes == 2))) {
+      throw ConfigError("binary_crossentropy: the model has " + std::to_string(outputs) +
+                        " outputs but dataset '" + train.name + "' has " + std::to_string(classes) +
+                        " classes (use 1 output for 2 classes, or one per class)");
+    }
+  } else if (outputs != classes) {
+    throw ConfigError(std::string(to_string(spec.loss)) + ": the model has " +
+                      std::to_string(outputs) + " outputs but dataset '" + train.name + "' has " +
+                      std::to_string(classes) + " classes");
+  }
+  return table;
+}
+
+RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPair& data,
+                 Backend& backend, RunSink& sink, const std::atomic<bool>& cancel) {
+  const ShapeTable table = validate_run(spec, config, data);
+  const auto run_start = Clock::now();
+  RunSummary summary;
+  std::vector<double> step_ms;
+  std::vector<int> step_samples;
+
+  const auto finish = [&](RunStatus status, std::string message) -> RunSummary {
+    summary.status = status;
+    summary.message = std::move(message);
+    summary.wall_s = ms_between(run_start, Clock::now()) / 1000.0;
+    const auto n = static_cast<std::int64_t>(step_ms.size());
+    summary.warmup_steps = std::min<std::int64_t>(config.warmup_steps, n / 2);
+    const std::vector<double> measured(step_ms.begin() + summary.warmup_steps, step_ms.end());
+    if (!measured.empty()) {
+      summary.median_step_ms = quantile(measured, 0.5);
+      summary.p5_step_ms = quantile(measured, 0.05);
+      summary.p95_step_ms = quantile(measured, 0.95);
+      double ms = 0.0, samples = 0.0;
+      for (std::size_t i = static_cast<std::size_t>(summary.warmup_steps); i < step_ms.size();
+           ++i) {
+        ms += step_ms[i];
+        samples += step_samples[i];
+      }
+      summary.samples_per_s = ms > 0.0 ? samples / (ms / 1000.0) : kNotMeasured;
+    }
+    sink.on_finish(summary);
+    return summary;
+  };
+
+  std::unique_ptr<ModelExecutor> executor;
+  ExecutorOptions options;
+  options.policy = config.precision;
+  options.batch_size = config.batch_size;
+  options.optimizer = config.optimizer;
+  options.seed = config.seed;
+  try {
+    executor = backend.compile(spec, table, options);
+  } catch (const AllocationError& e) {
+    summary.failed_allocation_bytes = static_cast<std::int64_t>(e.bytes());
+    return finish(RunStatus::failed, e.what());
+  } catch (const std::bad_alloc&) {
+    return finish(RunStatus::failed, "out of memory while preparing the model");
+  } catch (const Error& e) {
+    return finish(RunStatus::failed, e.what());
+  }
+  summary.peak_memory_bytes = executor->memory_plan().total();
+
+  const Dataset& train_set = data.train;
+  const std::int64_t steps_per_epoch =
+      (train_set.size() + config.batch_size - 1) / config.batch_size;
+  const std::int64_t total_steps =
+      config.steps > 0 ? config.steps : steps_per_epoch * config.epochs;
+  const int epochs = static_cast<int>((total_steps + steps_per_epoch - 1) / steps_per_epoch);
+
+  RunInfo info;
+  info.model_name = spec.name;
+  info.device = backend.device();
+  info.memory = executor->memory_plan();
+  info.table = table;
+  info.total_steps = total_steps;
+  info.steps_per_epoch = steps_per_epoch;
+  info.train_samples = train_set.size();
+  info.test_samples = data.test.size();
+  sink.on_start(info);
+
+  LossScaler scaler(config.loss_scale);
+  summary.final_loss_scale = scaler.scale();
+  step_ms.reserve(static_cast<std::size_t>(total_steps));
+  step_samples.reserve(static_cast<std::size_t>(total_steps));
+
+  try {
+    BatchLoaderOptions loader_options;
+    loader_options.batch_size = config.batch_size;
+    loader_options.seed = config.seed;
+    loader_options.epochs = epochs;
+    BatchLoader loader(train_set, loader_options);
+    Batch batch;
+    std::int64_t step = 0, iteration = 0;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      const auto epoch_start = Clock::now();
+      double loss_sum = 0.0, correct = 0.0, samples = 0.0;
+      std::int64_t epoch_steps = 0, epoch_samples = 0;
+      for (std::int64_t i = 0; i < steps_per_epoch && step < total_steps; ++i, ++step) {
+        if (cancel.load(std::memory_order_relaxed)) {
+          return finish(RunStatus::stopped, "stopped at step " + std::to_string(step));
+        }
+        const auto t0 = Clock::now();
+        if (!loader.next(batch)) throw Error("the batch loader ended early");
+        const auto t1 = Clock::now();
+        const double scale = scaler.scale();
+        executor->load_batch(batch.images, batch.labels, batch.size);
+        executor->forward(Phase::train, static_cast<std::uint64_t>(step));
+        executor->synchronize();
+        const auto t2 = Clock::now();
+        const BatchLoss l = executor->loss(true, static_cast<float>(scale));
+        executor->backward();
+        executor->synchronize();
+        const auto t3 = Clock::now();
+        const bool finite = executor->gradients_finite();
+        const bool loss_finite = std::isfinite(l.loss);
+        const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
+        const bool applied = scaler.update(finite && loss_finite);
+        if (applied) executor->apply_gradients(static_cast<float>(1.0 / scale), ++iteration);
+        executor->synchronize();
+        const auto t4 = Clock::now();
+
+        StepMetrics m;
+        m.step = step;
+        m.epoch = epoch;
+        m.wall_offset_s = ms_between(run_start, t4) / 1000.0;
+        m.step_ms = ms_between(t0, t4);
+        m.data_wait_ms = ms_between(t0, t1);
+        m.forward_ms = ms_between(t1, t2);
+        m.backward_ms = ms_between(t2, t3);
+        m.optimizer_ms = ms_between(t3, t4);
+        m.loss = l.loss;
+        m.accuracy = l.samples > 0 ? l.correct / l.samples : 0.0;
+        m.loss_scale = scale;
+        m.skipped = !applied;
+        m.samples = l.samples;
+        step_ms.push_back(m.step_ms);
+        step_samples.push_back(l.samples);
+        summary.steps = step + 1;
+        if (!applied) ++summary.skipped_steps;
+        summary.final_loss_scale = scaler.scale();
+        sink.on_step(m);
+
+        if (!loss_finite) {
+          summary.diverged_at_step = step;
+          return finish(
+              RunStatus::diverged,
+              "the loss became " + std::string(std::isnan(l.loss) ? "NaN" : "infinite") +
+                  " at step " + std::to_string(step) +
+                  (unscaled ? "" : " (in the forward pass: loss scaling cannot recover it)"));
+        }
+        if (!finite && unscaled) {
+          // Without loss scaling nothing recovers from this: Keras would write NaN into the
+          // weights.
+          summary.diverged_at_step = step;
+          return finish(RunStatus::diverged, "the gradients became NaN or infinite at step " +
+                                                 std::to_string(step) +
+                                                 " (the update was skipped; no loss scaling)");
+        }
+        loss_sum += l.loss * l.samples;
+        correct += l.correct;
+        samples += l.samples;
+        ++epoch_steps;
+        epoch_samples += l.samples;
+      }
+      const double epoch_s = ms_between(epoch_start, Clock::now()) / 1000.0;
+      EpochMetrics em;
+      em.epoch = epoch;
+      em.steps = epoch_steps;
+      em.train_loss = samples > 0 ? loss_sum / samples : kNotMeasured;
+      em.train_accuracy = samples > 0 ? correct / samples : kNotMeasured;
+      em.time_s = epoch_s;
+      em.samples_per_s = epoch_s > 0 ? static_cast<double>(epoch_samples) / epoch_s : kNotMeasured;
+      if (config.evaluate && data.test.size() > 0) {
+        const Evaluation ev = evaluate(*executor, data.test, config, cancel);
+        if (ev.cancelled) return finish(RunStatus::stopped, "stopped while evaluating");
+        em.test_loss = ev.loss;
+        em.test_accuracy = ev.accuracy;
+      }
+      summary.epochs_completed = epoch + 1;
+      summary.final_loss = em.train_loss;
+      summary.final_accuracy = em.train_accuracy;
+      summary.test_loss = em.test_loss;
+      summary.test_accuracy = em.test_accuracy;
+      sink.on_epoch(em);
+    }
+  } catch (const AllocationError& e) {
+    summary.failed_allocation_bytes = static_cast<std::int64_t>(e.bytes());
+    return finish(RunStatus::failed, e.what());
+  } catch (const std::bad_alloc&) {
+    return finish(RunStatus::failed, "out of memory during the run");
+  } catch (const std::exception& e) {
+    return finish(RunStatus::failed, e.what());
+  }
+  return finish(RunStatus::finished, {});
+}
+
+}  // namespace mixlab
