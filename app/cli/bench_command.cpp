@@ -1,0 +1,154 @@
+// mixlab-cli bench: median step time and achieved GFLOP/s of the PRODUCT.md models on synthetic
+// CIFAR-shaped data, per precision policy, with the thread count given. Figures, not a test.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/common.h"
+#include "engine/backend/backend.h"
+#include "engine/train/trainer.h"
+
+namespace mixlab::cli {
+
+namespace {
+
+struct BenchModel {
+  std::string name;
+  int batch;
+  OptimizerKind optimizer;  // what the model's user trains it with (PRODUCT.md)
+};
+
+const std::vector<BenchModel>& default_models() {
+  static const std::vector<BenchModel> models = {
+      {"cifar10-mlp", 32, OptimizerKind::sgd},
+      {"cifar100-convnet", 128, OptimizerKind::adam},
+  };
+  return models;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& argv) {
+  const Args args(argv,
+                  {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer"},
+                  {"json"});
+  std::vector<BenchModel> models;
+  if (const auto list = args.get("models")) {
+    for (const auto& name : split(*list)) {
+      BenchModel m{name, 32, OptimizerKind::adam};
+      for (const auto& d : default_models()) {
+        if (d.name == name) m = d;
+      }
+      models.push_back(m);
+    }
+  } else {
+    models = default_models();
+  }
+  std::vector<Policy> policies;
+  for (const auto& p : split(args.get_or("precisions", "float32,mixed_bfloat16"))) {
+    const auto parsed = parse_policy(p);
+    if (!parsed) throw UsageError("unknown precision '" + p + "'");
+    policies.push_back(*parsed);
+  }
+  const int threads = static_cast<int>(args.get_int("threads", 0, 4096).value_or(0));
+  const std::int64_t steps = args.get_int("steps", 2, 1000000).value_or(30);
+  const int warmup = static_cast<int>(args.get_int("warmup", 0, 1000000).value_or(5));
+  const auto batch_override = args.get_int("batch-size", 1, 1 << 20);
+  std::optional<OptimizerKind> optimizer_override;
+  if (const auto o = args.get("optimizer")) {
+    optimizer_override = parse_optimizer(*o);
+    if (!optimizer_override) throw UsageError("unknown optimizer '" + *o + "' (sgd, adam)");
+  }
+
+  auto backend = make_cpu_backend(threads);
+  const DeviceInfo device = backend->device();
+  if (!args.has("json")) {
+    std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
+                device.library_versions.c_str());
+    std::printf("%-18s %-15s %-9s %6s %10s %10s %10s %11s %9s\n", "model", "precision", "optimizer",
+                "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s");
+  }
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  std::atomic<bool> cancel{false};
+  for (const BenchModel& bm : models) {
+    const ModelSpec spec = load_model_argument(bm.name);
+    const ShapeTable table = infer_shapes(spec);
+    const int batch = batch_override ? static_cast<int>(*batch_override) : bm.batch;
+    const OptimizerKind kind = optimizer_override.value_or(bm.optimizer);
+    DatasetSpec ds;
+    ds.kind = DatasetSpec::Kind::synthetic;
+    ds.shape = table.input_shape;
+    ds.classes = static_cast<int>(num_elements(table.output_shape));
+    ds.train_size = std::max<std::int64_t>(batch, std::min<std::int64_t>(steps * batch, 8 * batch));
+    const DatasetPair data = load_dataset(ds);
+    double f32_median = NAN;
+    for (Policy policy : policies) {
+      RunConfig config;
+      config.precision = policy;
+      config.batch_size = batch;
+      config.steps = steps;
+      config.epochs = 1;
+      config.optimizer = default_optimizer(kind);
+      config.threads = threads;
+      config.dataset = ds;
+      config.evaluate = false;
+      config.warmup_steps = warmup;
+      RunSink sink;
+      const RunSummary s = train(spec, config, data, *backend, sink, cancel);
+      if (s.status != RunStatus::finished) {
+        std::fprintf(stderr, "mixlab-cli bench: %s %s: %s: %s\n", bm.name.c_str(),
+                     std::string(to_string(policy)).c_str(),
+                     std::string(to_string(s.status)).c_str(), s.message.c_str());
+        return kExitRunFailed;
+      }
+      // Training FLOPs taken as 3x forward (forward, backward data, backward weights).
+      const double gflops =
+          3.0 * static_cast<double>(table.flops_total) * batch / (s.median_step_ms / 1000.0) / 1e9;
+      if (policy == Policy::float32) f32_median = s.median_step_ms;
+      const double speedup = f32_median / s.median_step_ms;
+      results.push_back({{"model", bm.name},
+                         {"precision", std::string(to_string(policy))},
+                         {"optimizer", std::string(to_string(kind))},
+                         {"batch_size", batch},
+                         {"threads", device.threads},
+                         {"steps", s.steps},
+                         {"warmup_steps", s.warmup_steps},
+                         {"median_step_ms", s.median_step_ms},
+                         {"p5_step_ms", s.p5_step_ms},
+                         {"p95_step_ms", s.p95_step_ms},
+                         {"samples_per_s", s.samples_per_s},
+                         {"gflops_per_s", gflops},
+                         {"speedup_vs_float32",
+                          std::isfinite(speedup) ? nlohmann::json(speedup) : nlohmann::json()}});
+      if (!args.has("json")) {
+        std::printf("%-18s %-15s %-9s %6d %10.2f %10.2f %10.2f %11s %9.1f", bm.name.c_str(),
+                    std::string(to_string(policy)).c_str(), std::string(to_string(kind)).c_str(),
+                    batch, s.median_step_ms, s.p5_step_ms, s.p95_step_ms,
+                    group_digits(std::llround(s.samples_per_s)).c_str(), gflops);
+        if (policy != Policy::float32 && std::isfinite(speedup))
+          std::printf("  %.2fx float32", speedup);
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (args.has("json")) std::cout << results.dump(2) << std::endl;
+  return kExitOk;
+}
+
+}  // namespace mixlab::cli
