@@ -1,0 +1,38 @@
+#include "engine/backend/cuda/cuda_devices.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace mixlab::cuda {
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> devices;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: clear the sticky error, report none
+    return devices;
+  }
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+    DeviceInfo info;
+    info.kind = "cuda";
+    info.name = prop.name;
+    info.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+    info.native_bf16 = prop.major >= 8;
+    info.native_fp16 = prop.major >= 7;  // tensor cores from Volta on
+    info.library_versions = "CUDA runtime " + std::to_string(runtime / 1000) + "." +
+                            std::to_string(runtime % 1000 / 10) + ", driver " +
+                            std::to_string(driver / 1000) + "." +
+                            std::to_string(driver % 1000 / 10);
+    info.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
+    devices.push_back(std::move(info));
+  }
+  return devices;
+}
+
+}  // namespace mixlab::cuda
