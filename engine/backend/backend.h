@@ -80,8 +80,10 @@ class ModelExecutor {
   // Whether every parameter gradient is finite (the loss-scaling overflow check).
   virtual bool gradients_finite() = 0;
   // One optimizer update with gradients multiplied by grad_scale (1 / loss scale); `iteration`
-  // counts applied updates from 1. Refreshes the weight copies the layers compute with.
-  virtual void apply_gradients(float grad_scale, std::int64_t iteration) = 0;
+  // counts applied updates from 1. Refreshes the weight copies the layers compute with. Returns
+  // whether every gradient was finite, checked in the same pass: without loss scaling the trainer
+  // skips the separate gradients_finite() pass (a non-finite gradient then ends the run anyway).
+  virtual bool apply_gradients(float grad_scale, std::int64_t iteration) = 0;
   virtual void synchronize() = 0;
 
   // --- op-level access, float32 on the host, Keras layouts ---

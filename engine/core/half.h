@@ -23,10 +23,11 @@ MIXLAB_HD float bits_float(std::uint32_t u) {
 }
 
 MIXLAB_HD std::uint16_t float_to_bf16_bits(float x) {
-  std::uint32_t u = float_bits(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);  // NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
+  // Branch-free so that loops over it vectorise: both results computed, one selected.
+  const std::uint32_t u = float_bits(x);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;
+  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 MIXLAB_HD float bf16_bits_to_float(std::uint16_t h) {

@@ -221,11 +221,22 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         executor->backward();
         executor->synchronize();
         const auto t3 = Clock::now();
-        const bool finite = executor->gradients_finite();
         const bool loss_finite = std::isfinite(l.loss);
         const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
-        const bool applied = scaler.update(finite && loss_finite);
-        if (applied) executor->apply_gradients(static_cast<float>(1.0 / scale), ++iteration);
+        bool finite = loss_finite;
+        bool applied = false;
+        if (unscaled) {
+          // No scaler to consult: update, checking the gradients in the same pass; a
+          // non-finite one ends the run below.
+          if (loss_finite) finite = executor->apply_gradients(1.0f, iteration + 1);
+          applied = finite;
+          scaler.update(finite);
+        } else {
+          finite = loss_finite && executor->gradients_finite();
+          applied = scaler.update(finite);
+          if (applied) executor->apply_gradients(static_cast<float>(1.0 / scale), iteration + 1);
+        }
+        if (applied) ++iteration;
         executor->synchronize();
         const auto t4 = Clock::now();
 
@@ -263,8 +274,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
           // weights.
           summary.diverged_at_step = step;
           return finish(RunStatus::diverged, "the gradients became NaN or infinite at step " +
-                                                 std::to_string(step) +
-                                                 " (the update was skipped; no loss scaling)");
+                                                 std::to_string(step) + " (no loss scaling)");
         }
         loss_sum += l.loss * l.samples;
         correct += l.correct;

@@ -84,6 +84,10 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
     const int li = static_cast<int>(i);
     const Storage s = storage_for(info.compute);
     const Shape& out = info.output_shape;
+    // An activation (a layer of its own, or fused into Dense / Conv2D) over the layer's output.
+    const auto activation = [&](ActivationFn fn) {
+      return std::make_unique<ActivationNode>(li, fn, out.back(), batch_ * num_elements(out), s);
+    };
     try {
       switch (layer.type) {
         case LayerType::Dense: {
@@ -93,17 +97,13 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           add(std::make_unique<DenseNode>(ctx_, layer, li, rows, info.input_shape.back(),
                                           out.back(), s),
               out);
-          if (layer.activation != ActivationFn::linear) {
-            add(std::make_unique<ActivationNode>(li, layer.activation, out.back(), s), out);
-          }
+          if (layer.activation != ActivationFn::linear) add(activation(layer.activation), out);
           break;
         }
         case LayerType::Conv2D:
           cast_to(s, li);
           add(std::make_unique<Conv2DNode>(ctx_, layer, info, batch_, s), out);
-          if (layer.activation != ActivationFn::linear) {
-            add(std::make_unique<ActivationNode>(li, layer.activation, out.back(), s), out);
-          }
+          if (layer.activation != ActivationFn::linear) add(activation(layer.activation), out);
           break;
         case LayerType::MaxPooling2D:
         case LayerType::AveragePooling2D:
@@ -121,7 +121,7 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           add(std::make_unique<DropoutNode>(li, layer.rate, s), out);
           break;
         case LayerType::Activation:
-          add(std::make_unique<ActivationNode>(li, layer.activation, out.back(), s), out);
+          add(activation(layer.activation), out);
           break;
         case LayerType::Rescaling:
           add(std::make_unique<RescalingNode>(li, layer.scale, layer.offset, s), out);
@@ -175,12 +175,15 @@ void CpuExecutor::plan_and_allocate() {
   for (auto& node : nodes_) scratchpad_bytes = std::max(scratchpad_bytes, node->reserve(arena_));
   scratchpad_id_ = arena_.reserve(scratchpad_bytes, Purpose::workspace);
 
+  std::int64_t grad_bytes = 0;
   for (auto& node : nodes_) {
     for (ParamSlot* slot : node->params()) {
       slot->count = static_cast<std::int64_t>(slot->master_desc.get_size() / sizeof(float));
       slot->offset = param_floats_;
       param_floats_ += (slot->count + 15) / 16 * 16;  // 64-byte aligned slots
-      if (!slot->copy_is_master) {
+      slot->grad_offset = grad_bytes;
+      grad_bytes += (static_cast<std::int64_t>(slot->grad_desc.get_size()) + 63) / 64 * 64;
+      if (slot->copy_mode != CopyMode::master) {
         slot->copy_id = arena_.reserve(slot->copy_desc.get_size(), Purpose::weight_copies);
       }
       if (!slot->backward_copy_desc.is_zero()) {
@@ -192,10 +195,11 @@ void CpuExecutor::plan_and_allocate() {
   }
   const auto param_bytes = static_cast<std::size_t>(param_floats_) * sizeof(float);
   master_id_ = arena_.reserve(param_bytes, Purpose::parameters);
-  grad_id_ = arena_.reserve(param_bytes, Purpose::gradients);
+  grad_id_ = arena_.reserve(static_cast<std::size_t>(grad_bytes), Purpose::gradients);
   state_arrays_ = optimizer_state_per_param(options_.optimizer);
-  for (int i = 0; i < state_arrays_; ++i)
+  for (int i = 0; i < state_arrays_; ++i) {
     state_ids_[i] = arena_.reserve(param_bytes, Purpose::optimizer);
+  }
 
   arena_.allocate();
 
@@ -206,15 +210,14 @@ void CpuExecutor::plan_and_allocate() {
   }
   const auto& eng = ctx_.engine;
   float* master = arena_.as<float>(master_id_);
-  float* grad = arena_.as<float>(grad_id_);
+  std::byte* grads = arena_.ptr(grad_id_);
   for (ParamSlot* slot : slots_) {
     slot->master = memory(slot->master_desc, eng, master + slot->offset);
-    slot->grad = memory(slot->master_desc, eng, grad + slot->offset);
-    slot->copy = slot->copy_is_master ? slot->master
-                                      : memory(slot->copy_desc, eng, arena_.ptr(slot->copy_id));
-    const bool elementwise_round =
-        slot->copy_storage == Storage::f16 && slot->copy_desc == slot->master_desc;
-    if (!slot->copy_is_master && !elementwise_round) {
+    slot->grad = memory(slot->grad_desc, eng, grads + slot->grad_offset);
+    slot->copy = slot->copy_mode == CopyMode::master
+                     ? slot->master
+                     : memory(slot->copy_desc, eng, arena_.ptr(slot->copy_id));
+    if (slot->copy_mode == CopyMode::reorder) {
       slot->to_copy = DNNL_CHECK(dnnl::reorder(slot->master, slot->copy));
     }
     slot->backward_copy = slot->copy;
@@ -240,32 +243,32 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
   refresh_copies();
 }
 
-void CpuExecutor::refresh_copy(ParamSlot& slot) {
-  refresh_forward_copy(slot);
+void CpuExecutor::refresh_copy(ParamSlot& slot, bool forward_copy) {
+  if (forward_copy) {
+    switch (slot.copy_mode) {
+      case CopyMode::master:
+        break;
+      case CopyMode::elementwise:
+        convert(slot.master.get_data_handle(), Storage::f32, slot.copy.get_data_handle(),
+                slot.copy_storage, slot.count);
+        break;
+      case CopyMode::reorder:
+        DNNL_CHECK(slot.to_copy.execute(ctx_.stream, slot.master, slot.copy));
+        if (slot.copy_storage == Storage::f16) {
+          round_to_f16_inplace(
+              static_cast<float*>(slot.copy.get_data_handle()),
+              static_cast<std::int64_t>(slot.copy_desc.get_size() / sizeof(float)));
+        }
+        break;
+    }
+  }
   if (slot.to_backward_copy) {
     DNNL_CHECK(slot.to_backward_copy.execute(ctx_.stream, slot.copy, slot.backward_copy));
   }
 }
 
-void CpuExecutor::refresh_forward_copy(ParamSlot& slot) {
-  if (slot.copy_is_master) return;
-  float* copy = static_cast<float*>(slot.copy.get_data_handle());
-  if (slot.to_copy) {
-    DNNL_CHECK(slot.to_copy.execute(ctx_.stream, slot.master, slot.copy));
-    if (slot.copy_storage == Storage::f16) {
-      round_to_f16_inplace(copy,
-                           static_cast<std::int64_t>(slot.copy_desc.get_size() / sizeof(float)));
-    }
-    return;
-  }
-  const float* master = static_cast<const float*>(slot.master.get_data_handle());
-  const std::int64_t n = slot.count;
-#pragma omp parallel for simd schedule(static)
-  for (std::int64_t j = 0; j < n; ++j) copy[j] = round_to_f16(master[j]);
-}
-
 void CpuExecutor::refresh_copies() {
-  for (ParamSlot* slot : slots_) refresh_copy(*slot);
+  for (ParamSlot* slot : slots_) refresh_copy(*slot, true);
 }
 
 ParamSlot& CpuExecutor::slot(int layer, ParamKind kind) {
@@ -415,19 +418,31 @@ void CpuExecutor::backward() {
 
 bool CpuExecutor::gradients_finite() {
   use_threads();
-  return all_finite(arena_.as<float>(grad_id_), param_floats_);
+  for (const ParamSlot* slot : slots_) {
+    if (!all_finite(slot->grad.get_data_handle(), slot->grad_storage, slot->count)) return false;
+  }
+  return true;
 }
 
-void CpuExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {
+bool CpuExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {
   use_threads();
-  FlatParams p;
-  p.master = arena_.as<float>(master_id_);
-  p.grad = arena_.as<float>(grad_id_);
-  p.state0 = state_arrays_ > 0 ? arena_.as<float>(state_ids_[0]) : nullptr;
-  p.state1 = state_arrays_ > 1 ? arena_.as<float>(state_ids_[1]) : nullptr;
-  p.n = param_floats_;
-  apply_update(options_.optimizer, p, grad_scale, iteration);
-  refresh_copies();
+  bool finite = true;
+  for (ParamSlot* slot : slots_) {
+    SlotArrays p;
+    p.master = static_cast<float*>(slot->master.get_data_handle());
+    p.grad = slot->grad.get_data_handle();
+    p.grad_storage = slot->grad_storage;
+    p.state0 = state_arrays_ > 0 ? arena_.as<float>(state_ids_[0]) + slot->offset : nullptr;
+    p.state1 = state_arrays_ > 1 ? arena_.as<float>(state_ids_[1]) + slot->offset : nullptr;
+    if (slot->copy_mode == CopyMode::elementwise) {  // written by the update loop itself
+      p.copy = slot->copy.get_data_handle();
+      p.copy_storage = slot->copy_storage;
+    }
+    p.n = slot->count;
+    finite &= apply_update(options_.optimizer, p, grad_scale, iteration);
+    refresh_copy(*slot, slot->copy_mode == CopyMode::reorder);
+  }
+  return finite;
 }
 
 std::vector<float> CpuExecutor::read_output() {
@@ -473,7 +488,7 @@ void CpuExecutor::write_parameter(int layer, ParamKind kind, std::span<const flo
   }
   memory keras(s.keras_desc, ctx_.engine, const_cast<float*>(values.data()));
   DNNL_CHECK(dnnl::reorder(keras, s.master).execute(ctx_.stream, keras, s.master));
-  refresh_copy(s);
+  refresh_copy(s, true);
 }
 
 }  // namespace mixlab::cpu

@@ -24,7 +24,7 @@ class CpuExecutor final : public ModelExecutor {
   BatchLoss loss(bool compute_gradient, float loss_scale) override;
   void backward() override;
   bool gradients_finite() override;
-  void apply_gradients(float grad_scale, std::int64_t iteration) override;
+  bool apply_gradients(float grad_scale, std::int64_t iteration) override;
   void synchronize() override {}
 
   std::vector<float> read_output() override;
@@ -47,8 +47,9 @@ class CpuExecutor final : public ModelExecutor {
   void plan_and_allocate();
   void initialise_parameters(std::uint64_t seed);
   void refresh_copies();
-  void refresh_copy(ParamSlot& slot);
-  void refresh_forward_copy(ParamSlot& slot);
+  // Brings the layer's copies up to date with the master (the forward copy only when asked:
+  // the update loop writes elementwise copies itself).
+  void refresh_copy(ParamSlot& slot, bool forward_copy);
   ParamSlot& slot(int layer, ParamKind kind);
   void use_threads() const;
   const Tensor& node_input(int k) const { return k == 0 ? input_ : outputs_[k - 1]; }
@@ -74,7 +75,8 @@ class CpuExecutor final : public ModelExecutor {
   int first_param_node_ = -1;  // backward stops below it unless the input gradient is wanted
   int real_samples_ = 0;       // of the loaded batch
 
-  // Parameters: flat float32 arrays with every slot at its offset.
+  // Parameters: flat float32 master and state arrays with every slot at its offset; gradients
+  // in one region, each slot at its byte offset.
   std::vector<ParamSlot*> slots_;
   std::int64_t param_floats_ = 0;
   Arena::Id master_id_ = 0, grad_id_ = 0, state_ids_[2] = {0, 0};

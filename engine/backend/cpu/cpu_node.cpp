@@ -22,6 +22,40 @@ dnnl::primitive_attr scratchpad_attr() {
   return attr;
 }
 
+dnnl::memory::desc with_type(const dnnl::memory::desc& desc, dnnl::memory::data_type type) {
+  dnnl_memory_desc_t c = desc.data;
+  c.data_type = static_cast<dnnl_data_type_t>(type);
+  return dnnl::memory::desc(c);
+}
+
+void describe_kernel(ParamSlot& slot, const dnnl::memory::desc& keras_desc,
+                     const dnnl::memory::desc& grad_desc, const dnnl::memory::desc& weights_desc,
+                     Storage storage) {
+  using dt = dnnl::memory::data_type;
+  slot.kind = ParamKind::kernel;
+  slot.keras_desc = keras_desc;
+  slot.grad_desc = grad_desc;
+  slot.grad_storage = grad_desc.data_type() == dt::bf16 ? Storage::bf16 : Storage::f32;
+  slot.master_desc = with_type(grad_desc, dt::f32);
+  slot.copy_desc = weights_desc;
+  slot.copy_storage = storage;
+  if (storage == Storage::f32 && weights_desc == slot.master_desc) {
+    slot.copy_mode = CopyMode::master;
+  } else if (with_type(weights_desc, dt::f32) == slot.master_desc) {
+    slot.copy_mode = CopyMode::elementwise;
+  } else {
+    slot.copy_mode = CopyMode::reorder;
+  }
+}
+
+void describe_bias(ParamSlot& slot, const dnnl::memory::desc& bias_desc, Storage storage) {
+  slot.kind = ParamKind::bias;
+  slot.keras_desc = slot.grad_desc = slot.master_desc = slot.copy_desc = bias_desc;
+  slot.grad_storage = Storage::f32;
+  slot.copy_storage = storage == Storage::f16 ? Storage::f16 : Storage::f32;
+  slot.copy_mode = storage == Storage::f16 ? CopyMode::elementwise : CopyMode::master;
+}
+
 std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::int64_t fan_out,
                                   std::uint64_t seed) {
   const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));

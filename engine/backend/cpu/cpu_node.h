@@ -24,24 +24,34 @@ struct CpuContext {
   std::int64_t batch = 0;
 };
 
-// One trainable parameter group (a kernel or a bias) and where its buffers live. The master,
-// gradient and optimizer state share one layout (the one oneDNN computes weight gradients in) and
-// sit at the same offset of the executor's flat float32 arrays, so that the optimizer and the
-// overflow check are one loop over all parameters. `copy` is what the layer computes with: the
-// master itself, or a 16-bit / re-laid-out copy refreshed after every update.
+// How a layer's compute copy of a parameter follows its float32 master.
+enum class CopyMode : std::uint8_t {
+  master,       // the layer computes with the master itself (float32, same layout)
+  elementwise,  // same element order: the optimizer's loop writes the copy as it updates
+  reorder,      // another layout: oneDNN re-lays it out after each update
+};
+
+// One trainable parameter group (a kernel or a bias) and where its buffers live. The master and
+// the optimizer state share the gradient's element order and sit at the same offset of the
+// executor's flat float32 arrays, so that each group's update is one loop. For a bfloat16 layer,
+// oneDNN writes bfloat16 weight gradients in the forward weights' own layout, so the update loop
+// also writes the layer's bfloat16 copy: no re-layout pass.
 struct ParamSlot {
   int layer = 0;
   ParamKind kind = ParamKind::kernel;
   dnnl::memory::desc keras_desc;   // float32, Keras's layout
-  dnnl::memory::desc master_desc;  // float32, the gradient layout
+  dnnl::memory::desc grad_desc;    // what backward-weights writes (float32 or bfloat16)
+  dnnl::memory::desc master_desc;  // float32, the gradient's element order
   dnnl::memory::desc copy_desc;    // the compute dtype, the layout the forward op wants
   // The layout backward-data wants, when oneDNN picks another one (a second copy, re-laid out
   // from the first); empty when the forward copy serves both.
   dnnl::memory::desc backward_copy_desc;
+  Storage grad_storage = Storage::f32;
   Storage copy_storage = Storage::f32;
-  bool copy_is_master = false;
-  std::int64_t offset = 0;               // in floats, into the flat arrays
-  std::int64_t count = 0;                // floats of master_desc (padding included)
+  CopyMode copy_mode = CopyMode::master;
+  std::int64_t offset = 0;               // in floats, into the flat master and state arrays
+  std::int64_t count = 0;                // elements of master_desc (padding included)
+  std::int64_t grad_offset = 0;          // in bytes, into the gradient region
   std::int64_t fan_in = 0, fan_out = 0;  // for glorot_uniform
   Arena::Id copy_id = 0;
   Arena::Id backward_copy_id = 0;
@@ -49,9 +59,19 @@ struct ParamSlot {
   // Bound after allocation.
   dnnl::memory master, grad, copy;
   dnnl::memory backward_copy;      // == copy unless backward_copy_desc is set
-  dnnl::reorder to_copy;           // master -> copy, when the copy is not an elementwise image
+  dnnl::reorder to_copy;           // master -> copy, CopyMode::reorder
   dnnl::reorder to_backward_copy;  // copy -> backward_copy, when there is one
 };
+
+// Describes a kernel slot from the layouts oneDNN chose: the gradient's (which the master and
+// state follow) and the forward weights' (the copy's).
+void describe_kernel(ParamSlot& slot, const dnnl::memory::desc& keras_desc,
+                     const dnnl::memory::desc& grad_desc, const dnnl::memory::desc& weights_desc,
+                     Storage storage);
+// Describes a float32 bias slot (a float16-rounded copy under float16 storage).
+void describe_bias(ParamSlot& slot, const dnnl::memory::desc& bias_desc, Storage storage);
+// The same layout with another element type.
+dnnl::memory::desc with_type(const dnnl::memory::desc& desc, dnnl::memory::data_type type);
 
 class CpuNode {
  public:

@@ -18,12 +18,19 @@ void round_to_f16_inplace(float* data, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) data[i] = round_to_f16(data[i]);
 }
 
-bool all_finite(const float* data, std::int64_t n) {
+bool all_finite(const void* data, Storage storage, std::int64_t n) {
   int bad = 0;
+  if (storage == Storage::bf16) {
+    const auto* h = static_cast<const std::uint16_t*>(data);
+#pragma omp parallel for simd schedule(static) reduction(| : bad)
+    for (std::int64_t i = 0; i < n; ++i) bad |= (h[i] & 0x7f80u) == 0x7f80u;
+    return bad == 0;
+  }
+  const auto* f = static_cast<const float*>(data);
 #pragma omp parallel for simd schedule(static) reduction(| : bad)
   for (std::int64_t i = 0; i < n; ++i) {
     // Exponent all ones: inf or NaN. Works under -ffast-math too.
-    bad |= (float_bits(data[i]) & 0x7f800000u) == 0x7f800000u;
+    bad |= (float_bits(f[i]) & 0x7f800000u) == 0x7f800000u;
   }
   return bad == 0;
 }

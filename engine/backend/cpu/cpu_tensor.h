@@ -90,7 +90,7 @@ struct Tensor {
 void convert(const void* src, Storage src_storage, void* dst, Storage dst_storage, std::int64_t n);
 // Rounds n float32 values to float16 in place (after a oneDNN op wrote f16-storage data).
 void round_to_f16_inplace(float* data, std::int64_t n);
-// Whether all n float32 values are finite.
-bool all_finite(const float* data, std::int64_t n);
+// Whether all n values (float32 or bfloat16) are finite.
+bool all_finite(const void* data, Storage storage, std::int64_t n);
 
 }  // namespace mixlab::cpu

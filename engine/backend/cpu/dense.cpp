@@ -1,7 +1,5 @@
 #include "engine/backend/cpu/dense.h"
 
-#include <algorithm>
-
 #include "engine/backend/cpu/dnnl_check.h"
 
 namespace mixlab::cpu {
@@ -11,116 +9,35 @@ using dt = dnnl::memory::data_type;
 using dnnl::memory;
 
 DenseNode::DenseNode(CpuContext& ctx, const LayerSpec& spec, int layer_index, std::int64_t rows,
-                     std::int64_t in_features, std::int64_t out_features, Storage storage)
-    : storage_(storage),
-      use_bias_(spec.use_bias),
-      rows_(rows),
-      in_(in_features),
-      out_(out_features) {
-  layer = layer_index;
-  label = "Dense";
-  out_storage = storage;
+                     std::int64_t in, std::int64_t out, Storage storage)
+    : WeightedNode(layer_index, "Dense", storage, spec.use_bias) {
   const dt type = dnnl_type(storage);
-  const memory::desc src_md({rows_, in_}, type, tag::ab);
-  const memory::desc dst_md({rows_, out_}, type, tag::ab);
-  const memory::desc weights_any({out_, in_}, type, tag::any);
-  const memory::desc diff_weights_any({out_, in_}, dt::f32, tag::any);
-  const memory::desc bias_md({out_}, dt::f32, tag::a);
+  const memory::desc src_md({rows, in}, type, tag::ab);   // (rows, in)
+  const memory::desc dst_md({rows, out}, type, tag::ab);  // (rows, out)
+  const memory::desc weights_any({out, in}, type, tag::any);
+  const memory::desc bias_md({out}, dt::f32, tag::a);
   const auto attr = scratchpad_attr();
   const auto& eng = ctx.engine;
+  const bool bias = spec.use_bias;
 
   using fwd = dnnl::inner_product_forward;
   using bwd_d = dnnl::inner_product_backward_data;
   using bwd_w = dnnl::inner_product_backward_weights;
-  fwd_pd_ = DNNL_CHECK(fwd::primitive_desc(
-      use_bias_ ? fwd::desc(dnnl::prop_kind::forward_training, src_md, weights_any, bias_md, dst_md)
-                : fwd::desc(dnnl::prop_kind::forward_training, src_md, weights_any, dst_md),
+  const auto fwd_pd = DNNL_CHECK(fwd::primitive_desc(
+      bias ? fwd::desc(dnnl::prop_kind::forward_training, src_md, weights_any, bias_md, dst_md)
+           : fwd::desc(dnnl::prop_kind::forward_training, src_md, weights_any, dst_md),
       attr, eng));
-  bwd_data_pd_ = DNNL_CHECK(
-      bwd_d::primitive_desc(bwd_d::desc(src_md, weights_any, dst_md), attr, eng, fwd_pd_));
-  bwd_weights_pd_ = DNNL_CHECK(
-      bwd_w::primitive_desc(use_bias_ ? bwd_w::desc(src_md, diff_weights_any, bias_md, dst_md)
-                                      : bwd_w::desc(src_md, diff_weights_any, dst_md),
-                            attr, eng, fwd_pd_));
-  fwd_ = fwd(fwd_pd_);
-  bwd_data_ = bwd_d(bwd_data_pd_);
-  bwd_weights_ = bwd_w(bwd_weights_pd_);
-
-  kernel_.layer = layer;
-  kernel_.kind = ParamKind::kernel;
-  kernel_.keras_desc = memory::desc({out_, in_}, dt::f32, tag::ba);  // Keras: (in, units)
-  kernel_.master_desc = bwd_weights_pd_.diff_weights_desc();
-  kernel_.copy_desc = fwd_pd_.weights_desc();
-  if (bwd_data_pd_.weights_desc() != kernel_.copy_desc) {
-    kernel_.backward_copy_desc = bwd_data_pd_.weights_desc();
-  }
-  kernel_.copy_storage = storage;
-  kernel_.copy_is_master = storage == Storage::f32 && kernel_.copy_desc == kernel_.master_desc;
-  kernel_.fan_in = in_;
-  kernel_.fan_out = out_;
-
-  bias_.layer = layer;
-  bias_.kind = ParamKind::bias;
-  bias_.keras_desc = bias_.master_desc = bias_.copy_desc = bias_md;
-  bias_.copy_storage = storage == Storage::f16 ? Storage::f16 : Storage::f32;
-  bias_.copy_is_master = storage != Storage::f16;
-}
-
-std::vector<ParamSlot*> DenseNode::params() {
-  if (use_bias_) return {&kernel_, &bias_};
-  return {&kernel_};
-}
-
-std::size_t DenseNode::reserve(Arena&) {
-  return std::max({fwd_pd_.scratchpad_desc().get_size(), bwd_data_pd_.scratchpad_desc().get_size(),
-                   bwd_weights_pd_.scratchpad_desc().get_size()});
-}
-
-void DenseNode::bind(const Arena&, const dnnl::memory& scratchpad) {
-  const auto& eng = fwd_pd_.get_engine();
-  src_ = memory(fwd_pd_.src_desc(), eng, nullptr);
-  dst_ = memory(fwd_pd_.dst_desc(), eng, nullptr);
-  diff_dst_ = memory(bwd_data_pd_.diff_dst_desc(), eng, nullptr);
-  diff_src_ = memory(bwd_data_pd_.diff_src_desc(), eng, nullptr);
-  fwd_args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, kernel_.copy}, {DNNL_ARG_DST, dst_}};
-  bwd_data_args_ = {{DNNL_ARG_DIFF_DST, diff_dst_},
-                    {DNNL_ARG_WEIGHTS, kernel_.backward_copy},
-                    {DNNL_ARG_DIFF_SRC, diff_src_}};
-  bwd_weights_args_ = {
-      {DNNL_ARG_SRC, src_}, {DNNL_ARG_DIFF_DST, diff_dst_}, {DNNL_ARG_DIFF_WEIGHTS, kernel_.grad}};
-  if (use_bias_) {
-    fwd_args_[DNNL_ARG_BIAS] = bias_.copy;
-    bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_.grad;
-  }
-  for (ArgMap* args : {&fwd_args_, &bwd_data_args_, &bwd_weights_args_}) {
-    (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad;
-  }
-}
-
-void DenseNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
-  src_.set_data_handle(x.data);
-  dst_.set_data_handle(y.data);
-  execute(ctx, fwd_, fwd_args_, label, "forward");
-  if (storage_ == Storage::f16) round_to_f16_inplace(static_cast<float*>(y.data), y.elements());
-}
-
-void DenseNode::backward(CpuContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy,
-                         const Tensor* dx) {
-  src_.set_data_handle(x.data);
-  diff_dst_.set_data_handle(dy.data);
-  execute(ctx, bwd_weights_, bwd_weights_args_, label, "backward (weights)");
-  if (storage_ == Storage::f16) {
-    // The gradient of a float16 weight copy is float16 (it may overflow to inf).
-    round_to_f16_inplace(static_cast<float*>(kernel_.grad.get_data_handle()), kernel_.count);
-    if (use_bias_)
-      round_to_f16_inplace(static_cast<float*>(bias_.grad.get_data_handle()), bias_.count);
-  }
-  if (dx) {
-    diff_src_.set_data_handle(dx->data);
-    execute(ctx, bwd_data_, bwd_data_args_, label, "backward (data)");
-    if (storage_ == Storage::f16)
-      round_to_f16_inplace(static_cast<float*>(dx->data), dx->elements());
-  }
+  const auto bwd_data_pd = DNNL_CHECK(
+      bwd_d::primitive_desc(bwd_d::desc(src_md, weights_any, dst_md), attr, eng, fwd_pd));
+  const auto make_bwd_weights = [&](const memory::desc& diff_weights) -> dnnl::primitive_desc {
+    return DNNL_CHECK(bwd_w::primitive_desc(bias
+                                                ? bwd_w::desc(src_md, diff_weights, bias_md, dst_md)
+                                                : bwd_w::desc(src_md, diff_weights, dst_md),
+                                            attr, eng, fwd_pd));
+  };
+  init(fwd_pd, bwd_data_pd, make_bwd_weights, {out, in},
+       memory::desc({out, in}, dt::f32, tag::ba),  // Keras: (in, units)
+       in, out, bias_md);
 }
 
 }  // namespace mixlab::cpu

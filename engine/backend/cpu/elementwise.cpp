@@ -1,7 +1,5 @@
 #include "engine/backend/cpu/elementwise.h"
 
-#include <vector>
-
 #include "engine/ops/activation.h"
 #include "engine/ops/dropout.h"
 #include "engine/ops/loss.h"
@@ -56,11 +54,26 @@ void CastNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor&
 }
 
 ActivationNode::ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length,
-                               Storage storage)
-    : fn_(fn), row_length_(row_length) {
+                               std::int64_t elements, Storage storage)
+    : fn_(fn), row_length_(row_length), elements_(elements) {
   layer = layer_index;
   label = std::string("Activation(") + std::string(to_string(fn)) + ")";
   out_storage = storage;
+}
+
+std::size_t ActivationNode::reserve(Arena& arena) {
+  if (fn_ == ActivationFn::softmax) {
+    for (auto& id : stage_ids_) {
+      id = arena.reserve(static_cast<std::size_t>(elements_) * sizeof(float), Purpose::workspace);
+    }
+  }
+  return 0;
+}
+
+void ActivationNode::bind(const Arena& arena, const dnnl::memory&) {
+  if (fn_ == ActivationFn::softmax) {
+    for (int i = 0; i < 2; ++i) stage_[i] = arena.as<float>(stage_ids_[i]);
+  }
 }
 
 void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
@@ -71,20 +84,12 @@ void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phas
   }
   const std::int64_t k = row_length_;
   const std::int64_t rows = y.elements() / k;
-  with_storage(x.storage, [&](auto si) {
-    with_storage(y.storage, [&](auto so) {
-#pragma omp parallel
-      {
-        std::vector<float> in(static_cast<std::size_t>(k)), out(static_cast<std::size_t>(k));
-#pragma omp for schedule(static)
-        for (std::int64_t r = 0; r < rows; ++r) {
-          for (std::int64_t j = 0; j < k; ++j) in[j] = load<si()>(x.data, r * k + j);
-          softmax_row(in.data(), static_cast<int>(k), out.data());
-          for (std::int64_t j = 0; j < k; ++j) store<so()>(y.data, r * k + j, out[j]);
-        }
-      }
-    });
-  });
+  float* in = stage_[0];
+  float* out = stage_[1];
+  convert(x.data, x.storage, in, Storage::f32, y.elements());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) softmax_row(in + r * k, static_cast<int>(k), out + r * k);
+  convert(out, Storage::f32, y.data, y.storage, y.elements());
 }
 
 void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -101,26 +106,16 @@ void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, con
   }
   const std::int64_t k = row_length_;
   const std::int64_t rows = y.elements() / k;
-  with_storage(y.storage, [&](auto sy) {
-    with_storage(dy.storage, [&](auto sdy) {
-      with_storage(dx->storage, [&](auto sdx) {
-#pragma omp parallel
-        {
-          std::vector<float> yr(static_cast<std::size_t>(k)), gr(static_cast<std::size_t>(k)),
-              out(static_cast<std::size_t>(k));
-#pragma omp for schedule(static)
-          for (std::int64_t r = 0; r < rows; ++r) {
-            for (std::int64_t j = 0; j < k; ++j) {
-              yr[j] = load<sy()>(y.data, r * k + j);
-              gr[j] = load<sdy()>(dy.data, r * k + j);
-            }
-            softmax_backward_row(yr.data(), gr.data(), static_cast<int>(k), out.data());
-            for (std::int64_t j = 0; j < k; ++j) store<sdx()>(dx->data, r * k + j, out[j]);
-          }
-        }
-      });
-    });
-  });
+  float* ys = stage_[0];
+  float* gs = stage_[1];
+  convert(y.data, y.storage, ys, Storage::f32, y.elements());
+  convert(dy.data, dy.storage, gs, Storage::f32, y.elements());
+  // dx = y * (dy - <dy, y>), written over the staged gradient row by row.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    softmax_backward_row(ys + r * k, gs + r * k, static_cast<int>(k), gs + r * k);
+  }
+  convert(gs, Storage::f32, dx->data, dx->storage, dx->elements());
 }
 
 RescalingNode::RescalingNode(int layer_index, double scale, double offset, Storage storage)

@@ -17,10 +17,14 @@ class CastNode : public CpuNode {
                 const Tensor* dx) override;
 };
 
-// An activation: elementwise, or softmax over the last axis (rows of `row_length`).
+// An activation: elementwise, or softmax over the last axis (rows of `row_length`; the rows
+// are staged as float32 in two arena buffers of `elements`).
 class ActivationNode : public CpuNode {
  public:
-  ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length, Storage storage);
+  ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length, std::int64_t elements,
+                 Storage storage);
+  std::size_t reserve(Arena& arena) override;
+  void bind(const Arena& arena, const dnnl::memory& scratchpad) override;
   void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
                std::uint64_t step) override;
   void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -30,6 +34,9 @@ class ActivationNode : public CpuNode {
  private:
   ActivationFn fn_;
   std::int64_t row_length_;
+  std::int64_t elements_;
+  Arena::Id stage_ids_[2] = {0, 0};
+  float* stage_[2] = {nullptr, nullptr};  // (elements) float32, softmax only
 };
 
 class RescalingNode : public CpuNode {
