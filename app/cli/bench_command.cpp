@@ -1,5 +1,6 @@
 // mixlab-cli bench: median step time and achieved GFLOP/s of the PRODUCT.md models on synthetic
 // CIFAR-shaped data, per precision policy, with the thread count given. Figures, not a test.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
 #include "engine/backend/backend.h"
+#include "engine/train/stats.h"
 #include "engine/train/trainer.h"
 
 namespace mixlab::cli {
@@ -30,6 +32,24 @@ const std::vector<BenchModel>& default_models() {
   };
   return models;
 }
+
+// Keeps each step's parts for their medians.
+struct PartsSink : RunSink {
+  std::vector<double> data_ms, forward_ms, backward_ms, optimizer_ms;
+  void on_step(const StepMetrics& s) override {
+    data_ms.push_back(s.data_wait_ms);
+    forward_ms.push_back(s.forward_ms);
+    backward_ms.push_back(s.backward_ms);
+    optimizer_ms.push_back(s.optimizer_ms);
+  }
+  static double median_after(const std::vector<double>& v, std::int64_t warmup) {
+    return quantile(
+        std::vector<double>(
+            v.begin() + std::min<std::int64_t>(warmup, static_cast<std::int64_t>(v.size())),
+            v.end()),
+        0.5);
+  }
+};
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> parts;
@@ -80,8 +100,9 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!args.has("json")) {
     std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
                 device.library_versions.c_str());
-    std::printf("%-18s %-15s %-9s %6s %10s %10s %10s %11s %9s\n", "model", "precision", "optimizer",
-                "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s");
+    std::printf("%-18s %-15s %-9s %6s %10s %8s %8s %11s %8s  %s\n", "model", "precision",
+                "optimizer", "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s",
+                "fwd / bwd / opt ms");
   }
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   std::atomic<bool> cancel{false};
@@ -108,8 +129,12 @@ int run_bench(const std::vector<std::string>& argv) {
       config.dataset = ds;
       config.evaluate = false;
       config.warmup_steps = warmup;
-      RunSink sink;
+      PartsSink sink;
       const RunSummary s = train(spec, config, data, *backend, sink, cancel);
+      const double fwd = PartsSink::median_after(sink.forward_ms, s.warmup_steps);
+      const double bwd = PartsSink::median_after(sink.backward_ms, s.warmup_steps);
+      const double opt = PartsSink::median_after(sink.optimizer_ms, s.warmup_steps);
+      const double wait = PartsSink::median_after(sink.data_ms, s.warmup_steps);
       if (s.status != RunStatus::finished) {
         std::fprintf(stderr, "mixlab-cli bench: %s %s: %s: %s\n", bm.name.c_str(),
                      std::string(to_string(policy)).c_str(),
@@ -133,13 +158,18 @@ int run_bench(const std::vector<std::string>& argv) {
                          {"p95_step_ms", s.p95_step_ms},
                          {"samples_per_s", s.samples_per_s},
                          {"gflops_per_s", gflops},
+                         {"median_data_wait_ms", wait},
+                         {"median_forward_ms", fwd},
+                         {"median_backward_ms", bwd},
+                         {"median_optimizer_ms", opt},
                          {"speedup_vs_float32",
                           std::isfinite(speedup) ? nlohmann::json(speedup) : nlohmann::json()}});
       if (!args.has("json")) {
-        std::printf("%-18s %-15s %-9s %6d %10.2f %10.2f %10.2f %11s %9.1f", bm.name.c_str(),
-                    std::string(to_string(policy)).c_str(), std::string(to_string(kind)).c_str(),
-                    batch, s.median_step_ms, s.p5_step_ms, s.p95_step_ms,
-                    group_digits(std::llround(s.samples_per_s)).c_str(), gflops);
+        std::printf("%-18s %-15s %-9s %6d %10.2f %8.2f %8.2f %11s %8.1f  %.1f / %.1f / %.1f",
+                    bm.name.c_str(), std::string(to_string(policy)).c_str(),
+                    std::string(to_string(kind)).c_str(), batch, s.median_step_ms, s.p5_step_ms,
+                    s.p95_step_ms, group_digits(std::llround(s.samples_per_s)).c_str(), gflops, fwd,
+                    bwd, opt);
         if (policy != Policy::float32 && std::isfinite(speedup))
           std::printf("  %.2fx float32", speedup);
         std::printf("\n");
