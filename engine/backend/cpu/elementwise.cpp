@@ -8,14 +8,17 @@ namespace mixlab::cpu {
 
 namespace {
 
-// y[i] = f(x[i]) with x read in its storage and y written in its own.
+// y[i] = f(x[i], i) with x read in its storage and y written in its own. The loops are
+// instantiated per storage pair (and per activation by the callers) so that they vectorise.
 template <class F>
 void map1(const Tensor& x, const Tensor& y, F f) {
   const std::int64_t n = y.elements();
+  const void* const in = x.data;
+  void* const out = y.data;
   with_storage(x.storage, [&](auto si) {
     with_storage(y.storage, [&](auto so) {
-#pragma omp parallel for schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) store<so()>(y.data, i, f(load<si()>(x.data, i), i));
+#pragma omp parallel for simd schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) store<so()>(out, i, f(load<si()>(in, i), i));
     });
   });
 }
@@ -24,16 +27,44 @@ void map1(const Tensor& x, const Tensor& y, F f) {
 template <class F>
 void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const std::int64_t n = out.elements();
+  const void* const pa = a.data;
+  const void* const pb = b.data;
+  void* const po = out.data;
   with_storage(a.storage, [&](auto sa) {
     with_storage(b.storage, [&](auto sb) {
       with_storage(out.storage, [&](auto so) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
         for (std::int64_t i = 0; i < n; ++i) {
-          store<so()>(out.data, i, f(load<sa()>(a.data, i), load<sb()>(b.data, i)));
+          store<so()>(po, i, f(load<sa()>(pa, i), load<sb()>(pb, i)));
         }
       });
     });
   });
+}
+
+// Calls f(std::integral_constant<ActivationFn, fn>{}): the activation becomes a compile-time
+// constant inside the loops.
+template <class F>
+void with_activation(ActivationFn fn, F&& f) {
+  using A = ActivationFn;
+  switch (fn) {
+    case A::relu:
+      f(std::integral_constant<A, A::relu>{});
+      return;
+    case A::sigmoid:
+      f(std::integral_constant<A, A::sigmoid>{});
+      return;
+    case A::tanh:
+      f(std::integral_constant<A, A::tanh>{});
+      return;
+    case A::gelu:
+      f(std::integral_constant<A, A::gelu>{});
+      return;
+    case A::linear:
+    case A::softmax:
+      f(std::integral_constant<A, A::linear>{});
+      return;
+  }
 }
 
 }  // namespace
@@ -78,8 +109,10 @@ void ActivationNode::bind(const Arena& arena, const dnnl::memory&) {
 
 void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
   if (fn_ != ActivationFn::softmax) {
-    const ActivationFn fn = fn_;
-    map1(x, y, [fn](float v, std::int64_t) { return activation_forward(fn, v); });
+    with_activation(fn_, [&](auto fn) {
+      constexpr ActivationFn kFn = decltype(fn)::value;
+      map1(x, y, [](float v, std::int64_t) { return activation_forward(kFn, v); });
+    });
     return;
   }
   const std::int64_t k = row_length_;
@@ -95,13 +128,15 @@ void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phas
 void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor* dx) {
   if (!dx) return;
-  const ActivationFn fn = fn_;
-  if (fn_ == ActivationFn::gelu) {
-    map2(x, dy, *dx, [fn](float xv, float g) { return activation_backward(fn, xv, 0.0f, g); });
+  if (fn_ == ActivationFn::gelu) {  // gelu's derivative needs the input
+    map2(x, dy, *dx, [](float xv, float g) { return gelu_backward(xv, g); });
     return;
   }
   if (fn_ != ActivationFn::softmax) {
-    map2(y, dy, *dx, [fn](float yv, float g) { return activation_backward(fn, 0.0f, yv, g); });
+    with_activation(fn_, [&](auto fn) {
+      constexpr ActivationFn kFn = decltype(fn)::value;
+      map2(y, dy, *dx, [](float yv, float g) { return activation_backward(kFn, 0.0f, yv, g); });
+    });
     return;
   }
   const std::int64_t k = row_length_;
