@@ -12,15 +12,6 @@ namespace mixlab {
 
 namespace {
 
-std::string shape_text(const Shape& shape) {
-  std::string text;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += 'x';
-    text += std::to_string(shape[i]);
-  }
-  return text;
-}
-
 bool has_full_capacity(const Batch& batch, std::size_t images, std::size_t labels) {
   return batch.images.capacity() >= images && batch.labels.capacity() >= labels;
 }
@@ -45,7 +36,7 @@ BatchLoader::BatchLoader(const Dataset& dataset, const BatchLoaderOptions& optio
   sample_elements_ = dataset.sample_shape.empty() ? 0 : 1;
   for (const std::int64_t side : dataset.sample_shape) {
     if (side < 1) {
-      throw DatasetError(name + ": bad sample shape " + shape_text(dataset.sample_shape));
+      throw DatasetError(name + ": bad sample shape " + format_shape(dataset.sample_shape));
     }
     sample_elements_ *= side;
   }
@@ -55,7 +46,7 @@ BatchLoader::BatchLoader(const Dataset& dataset, const BatchLoaderOptions& optio
       static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(sample_elements_)) {
     throw DatasetError(name + ": " + std::to_string(dataset.images.size()) +
                        " image bytes do not match " + std::to_string(size) + " samples of " +
-                       shape_text(dataset.sample_shape));
+                       format_shape(dataset.sample_shape));
   }
   for (std::int64_t i = 0; i < size; ++i) {
     if (dataset.labels[i] < 0 || dataset.labels[i] >= dataset.num_classes) {

@@ -69,11 +69,7 @@ Dataset make_split(const std::vector<std::uint8_t>& prototypes, const Shape& sha
 
 std::string check_synthetic(const Shape& shape, std::int64_t classes, std::int64_t train_size) {
   constexpr std::int64_t kMaxSide = std::int64_t{1} << 16;
-  std::string shape_text;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) shape_text += 'x';
-    shape_text += std::to_string(shape[i]);
-  }
+  const std::string shape_text = format_shape(shape);
   if (shape.size() != 3) return "bad shape '" + shape_text + "': expected HxWxC (3 sizes)";
   for (const std::int64_t side : shape) {
     if (side < 1 || side > kMaxSide) {
