@@ -465,17 +465,18 @@ std::vector<float> CpuExecutor::read_input_gradient() {
 
 std::vector<float> CpuExecutor::read_parameter(int layer, ParamKind kind) {
   ParamSlot& s = slot(layer, kind);
-  std::vector<float> out(static_cast<std::size_t>(keras_count(s)));
-  memory keras(s.keras_desc, ctx_.engine, out.data());
-  DNNL_CHECK(dnnl::reorder(s.master, keras).execute(ctx_.stream, s.master, keras));
-  return out;
+  return to_keras_layout(s, s.master);
 }
 
 std::vector<float> CpuExecutor::read_gradient(int layer, ParamKind kind) {
   ParamSlot& s = slot(layer, kind);
-  std::vector<float> out(static_cast<std::size_t>(keras_count(s)));
-  memory keras(s.keras_desc, ctx_.engine, out.data());
-  DNNL_CHECK(dnnl::reorder(s.grad, keras).execute(ctx_.stream, s.grad, keras));
+  return to_keras_layout(s, s.grad);
+}
+
+std::vector<float> CpuExecutor::to_keras_layout(const ParamSlot& slot, memory from) {
+  std::vector<float> out(static_cast<std::size_t>(keras_count(slot)));
+  memory keras(slot.keras_desc, ctx_.engine, out.data());
+  DNNL_CHECK(dnnl::reorder(from, keras).execute(ctx_.stream, from, keras));
   return out;
 }
 

@@ -55,6 +55,8 @@ class CpuExecutor final : public ModelExecutor {
   const Tensor& node_input(int k) const { return k == 0 ? input_ : outputs_[k - 1]; }
   Tensor grad_view(int buffer, const Tensor& like) const;
   std::vector<float> to_host(const Tensor& t) const;
+  // A slot's master or gradient as float32 in Keras's layout.
+  std::vector<float> to_keras_layout(const ParamSlot& slot, dnnl::memory from);
 
   ExecutorOptions options_;
   int threads_;
