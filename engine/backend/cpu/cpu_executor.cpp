@@ -43,7 +43,6 @@ CpuExecutor::CpuExecutor(const ModelSpec& spec, const ShapeTable& table,
   }
   use_threads();
   ctx_.seed = options.seed;
-  ctx_.batch = batch_;
   lower(spec, table);
   plan_and_allocate();
   initialise_parameters(options.seed);
@@ -163,9 +162,10 @@ void CpuExecutor::plan_and_allocate() {
     }
     max_elements = std::max(max_elements, outputs_[k].elements());
   }
-  grad_buffer_bytes_ = max_elements * static_cast<std::int64_t>(sizeof(float));
+  // Two gradient buffers, used in turn, each as large as the largest tensor in float32.
+  const auto grad_buffer_bytes = static_cast<std::size_t>(max_elements) * sizeof(float);
   for (auto& id : grad_ids_) {
-    id = arena_.reserve(static_cast<std::size_t>(grad_buffer_bytes_), Purpose::workspace);
+    id = arena_.reserve(grad_buffer_bytes, Purpose::workspace);
   }
   const auto loss_bytes = static_cast<std::size_t>(batch_ * classes_) * sizeof(float);
   loss_values_id_ = arena_.reserve(loss_bytes, Purpose::workspace);

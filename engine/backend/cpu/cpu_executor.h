@@ -71,7 +71,6 @@ class CpuExecutor final : public ModelExecutor {
   Tensor input_;                       // (batch, input shape) float32
   Arena::Id input_id_ = 0, labels_id_ = 0, grad_ids_[2] = {0, 0};
   Arena::Id loss_values_id_ = 0, loss_grads_id_ = 0, scratchpad_id_ = 0;
-  std::int64_t grad_buffer_bytes_ = 0;
   std::int64_t classes_ = 0;  // elements of the model's output per sample
   Head head_ = Head::probabilities;
   int first_param_node_ = -1;  // backward stops below it unless the input gradient is wanted

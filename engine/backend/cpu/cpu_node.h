@@ -20,8 +20,7 @@ namespace mixlab::cpu {
 struct CpuContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::uint64_t seed = 1;
-  std::int64_t batch = 0;
+  std::uint64_t seed = 1;  // dropout masks
 };
 
 // How a layer's compute copy of a parameter follows its float32 master.
