@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [--gui] [--bench]   (run as root, or with everything installed)
 set -eu
 
-packages="g++ cmake ninja-build pkgconf libdnnl-dev nlohmann-json3-dev zlib1g-dev
+packages="g++ cmake ninja-build pkgconf libdnnl-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev
           libgtest-dev libgmock-dev dataset-fashion-mnist"
 for arg in "$@"; do
   case "$arg" in

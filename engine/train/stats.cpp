@@ -16,4 +16,22 @@ double quantile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * frac;
 }
 
+void summarize_step_times(std::span<const double> step_ms, std::span<const int> step_samples,
+                          int warmup_steps, RunSummary& summary) {
+  const auto n = static_cast<std::int64_t>(step_ms.size());
+  summary.warmup_steps = std::min<std::int64_t>(warmup_steps, n / 2);
+  const auto first = static_cast<std::size_t>(summary.warmup_steps);
+  const std::vector<double> measured(step_ms.begin() + summary.warmup_steps, step_ms.end());
+  if (measured.empty()) return;
+  summary.median_step_ms = quantile(measured, 0.5);
+  summary.p5_step_ms = quantile(measured, 0.05);
+  summary.p95_step_ms = quantile(measured, 0.95);
+  double ms = 0.0, samples = 0.0;
+  for (std::size_t i = first; i < step_ms.size(); ++i) {
+    ms += step_ms[i];
+    samples += step_samples[i];
+  }
+  summary.samples_per_s = ms > 0.0 ? samples / (ms / 1000.0) : kNotMeasured;
+}
+
 }  // namespace mixlab

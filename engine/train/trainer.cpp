@@ -133,21 +133,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
     summary.status = status;
     summary.message = std::move(message);
     summary.wall_s = ms_between(run_start, Clock::now()) / 1000.0;
-    const auto n = static_cast<std::int64_t>(step_ms.size());
-    summary.warmup_steps = std::min<std::int64_t>(config.warmup_steps, n / 2);
-    const std::vector<double> measured(step_ms.begin() + summary.warmup_steps, step_ms.end());
-    if (!measured.empty()) {
-      summary.median_step_ms = quantile(measured, 0.5);
-      summary.p5_step_ms = quantile(measured, 0.05);
-      summary.p95_step_ms = quantile(measured, 0.95);
-      double ms = 0.0, samples = 0.0;
-      for (std::size_t i = static_cast<std::size_t>(summary.warmup_steps); i < step_ms.size();
-           ++i) {
-        ms += step_ms[i];
-        samples += step_samples[i];
-      }
-      summary.samples_per_s = ms > 0.0 ? samples / (ms / 1000.0) : kNotMeasured;
-    }
+    summarize_step_times(step_ms, step_samples, config.warmup_steps, summary);
     sink.on_finish(summary);
     return summary;
   };

@@ -1,0 +1,35 @@
+// CSV export of the run history: RFC 4180 (CRLF line ends; fields with a comma, quote, CR or LF
+// quoted, quotes doubled), UTF-8, a header row of snake_case names, '.' as the decimal point
+// whatever the locale, numbers in the shortest form that reads back exactly, NaN (not measured)
+// as an empty field, timestamps in ISO-8601 UTC ("2026-11-30T02:45:07.123Z").
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "app/store/run_store.h"
+
+namespace mixlab::store {
+
+// One run's steps: step, epoch, wall_offset_s, step_ms, data_wait_ms, forward_ms, backward_ms,
+// optimizer_ms, device_ms, loss, accuracy, loss_scale, skipped (0/1), samples.
+void write_steps_csv(std::ostream& out, RunStore& store, std::int64_t run_id);
+
+// Many runs' steps in long form, one row per (run, step): run_id, run_name, precision,
+// loss_scaling, batch_size, then the columns of write_steps_csv.
+void write_long_steps_csv(std::ostream& out, RunStore& store,
+                          std::span<const std::int64_t> run_ids);
+
+// One row per run: its configuration, environment and summary figures, tags (';'-separated)
+// and note.
+void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
+
+// One field, quoted when it must be.
+std::string csv_field(std::string_view text);
+// A number: shortest round-trip form with '.', integers without a fraction; "" for NaN.
+std::string csv_number(double value);
+
+}  // namespace mixlab::store

@@ -1,0 +1,88 @@
+// MixLab's run history: one SQLite database file (WAL mode, foreign keys, a schema version with
+// forward migrations) that the GUI and mixlab-cli both record into and read from.
+//
+// A RunStore is one connection, used from one thread. Recording during a run goes through a
+// StoreWriter (its own thread and connection), so the trainer never waits on the disk; readers
+// such as the history view use their own RunStore and never block it (WAL).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "app/store/run_record.h"
+#include "app/store/sqlite.h"
+
+namespace mixlab::store {
+
+// The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
+// a file as a MixLab run database (PRAGMA application_id, "MXLB").
+inline constexpr int kSchemaVersion = 1;
+inline constexpr std::int32_t kApplicationId = 0x4D584C42;
+
+struct StoreOptions {
+  bool read_only = false;             // open for reading only; never changes the file
+  int busy_timeout_ms = 10000;        // wait this long for another process's write lock
+  std::int64_t max_page_count = 0;    // > 0: cap the file at this many pages (a full disk)
+  bool mark_interrupted = true;       // on open, mark runs whose process is gone `interrupted`
+};
+
+// The default database: $MIXLAB_DB, else $XDG_DATA_HOME/mixlab/runs.sqlite, else
+// ~/.local/share/mixlab/runs.sqlite.
+std::filesystem::path default_store_path();
+
+class RunStore {
+ public:
+  // Opens the database at `path`, creating it (and its folder) when missing, and migrates an
+  // older schema. Throws StoreError, leaving the file untouched, for a file that is not a MixLab
+  // database, is corrupt, comes from a newer MixLab, or cannot be written (unless read_only).
+  static RunStore open(const std::filesystem::path& path, const StoreOptions& options = {});
+
+  const std::string& path() const { return db_.path(); }
+  Connection& connection() { return db_; }
+
+  // --- recording (a StoreWriter calls these on its thread; tests call them directly) ---
+  // Inserts a new run as `running`, owned by this process; returns its id. `created_at_ms` 0
+  // means now; a name left empty becomes "<model> <precision> b<batch>".
+  std::int64_t insert_run(RunRecord record);
+  void mark_started(std::int64_t run_id, std::int64_t started_at_ms, const Environment& env,
+                    std::int64_t total_steps, std::int64_t peak_memory_bytes);
+  void insert_steps(std::int64_t run_id, std::span<const StepMetrics> steps);
+  void insert_epoch(std::int64_t run_id, const EpochMetrics& epoch);
+  void finish_run(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
+  // Marks `running` runs whose recording process has ended as `interrupted`, with figures from
+  // the steps they kept. Returns how many it marked.
+  int mark_interrupted_runs();
+
+  // --- reading ---
+  // All runs, newest first, without their steps.
+  std::vector<RunRecord> list_runs();
+  std::optional<RunRecord> find_run(std::int64_t run_id);
+  RunRecord run(std::int64_t run_id);  // throws StoreError "no run N in PATH"
+  std::vector<StepMetrics> steps(std::int64_t run_id);
+  // Streams a run's steps in order without holding them all (exports of long runs).
+  void for_each_step(std::int64_t run_id, const std::function<void(const StepMetrics&)>& visit);
+  std::vector<EpochMetrics> epochs(std::int64_t run_id);
+  std::int64_t step_count(std::int64_t run_id);
+
+  // --- editing (each throws StoreError for an unknown id) ---
+  void rename(std::int64_t run_id, const std::string& name);
+  void add_tags(std::int64_t run_id, const std::vector<std::string>& tags);
+  void remove_tags(std::int64_t run_id, const std::vector<std::string>& tags);
+  void set_note(std::int64_t run_id, const std::string& note);
+  // Deletes the run with its steps, epochs and tags.
+  void delete_run(std::int64_t run_id);
+
+ private:
+  explicit RunStore(Connection db) : db_(std::move(db)) {}
+  void require_run(std::int64_t run_id);
+  std::vector<std::string> tags_of(std::int64_t run_id);
+
+  Connection db_;
+};
+
+}  // namespace mixlab::store

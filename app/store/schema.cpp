@@ -1,0 +1,154 @@
+#include "app/store/schema.h"
+
+#include <string>
+
+#include "app/store/run_store.h"
+
+namespace mixlab::store {
+
+namespace {
+
+// Version 1: runs with their configuration, environment and summary; steps, epochs and tags in
+// their own tables, deleted with their run. Timestamps are UTC milliseconds since 1970; NaN
+// figures are NULL.
+constexpr std::string_view kVersion1 = R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN
+    ('running', 'finished', 'stopped', 'diverged', 'failed', 'interrupted')),
+  message TEXT NOT NULL DEFAULT '',
+  created_at_ms INTEGER NOT NULL,
+  started_at_ms INTEGER,
+  finished_at_ms INTEGER,
+  model_name TEXT NOT NULL,
+  model_json TEXT NOT NULL,
+  -- configuration
+  precision TEXT NOT NULL,
+  loss_scaling TEXT NOT NULL,
+  batch_size INTEGER NOT NULL,
+  epochs INTEGER NOT NULL,
+  steps INTEGER NOT NULL,
+  optimizer TEXT NOT NULL,
+  learning_rate REAL NOT NULL,
+  momentum REAL NOT NULL,
+  nesterov INTEGER NOT NULL,
+  beta_1 REAL NOT NULL,
+  beta_2 REAL NOT NULL,
+  epsilon REAL NOT NULL,
+  seed INTEGER NOT NULL,
+  threads INTEGER NOT NULL,
+  dataset TEXT NOT NULL,
+  evaluate INTEGER NOT NULL,
+  warmup_steps INTEGER NOT NULL,
+  device TEXT NOT NULL,
+  -- environment
+  env_device_kind TEXT NOT NULL DEFAULT '',
+  env_device_name TEXT NOT NULL DEFAULT '',
+  env_compute_capability TEXT NOT NULL DEFAULT '',
+  env_driver_version TEXT NOT NULL DEFAULT '',
+  env_cuda_version TEXT NOT NULL DEFAULT '',
+  env_cudnn_version TEXT NOT NULL DEFAULT '',
+  env_cublas_version TEXT NOT NULL DEFAULT '',
+  env_onednn_version TEXT NOT NULL DEFAULT '',
+  env_cpu_model TEXT NOT NULL DEFAULT '',
+  env_threads INTEGER NOT NULL DEFAULT 0,
+  env_mixlab_version TEXT NOT NULL DEFAULT '',
+  env_hostname TEXT NOT NULL DEFAULT '',
+  -- summary
+  total_steps INTEGER NOT NULL DEFAULT 0,
+  steps_done INTEGER NOT NULL DEFAULT 0,
+  skipped_steps INTEGER NOT NULL DEFAULT 0,
+  epochs_completed INTEGER NOT NULL DEFAULT 0,
+  final_loss_scale REAL,
+  warmup_steps_excluded INTEGER NOT NULL DEFAULT 0,
+  median_step_ms REAL,
+  p5_step_ms REAL,
+  p95_step_ms REAL,
+  samples_per_s REAL,
+  final_loss REAL,
+  final_accuracy REAL,
+  test_loss REAL,
+  test_accuracy REAL,
+  peak_memory_bytes INTEGER NOT NULL DEFAULT 0,
+  diverged_at_step INTEGER NOT NULL DEFAULT -1,
+  failed_allocation_bytes INTEGER NOT NULL DEFAULT 0,
+  wall_s REAL NOT NULL DEFAULT 0,
+  note TEXT NOT NULL DEFAULT '',
+  -- the process recording a running run: tells one still running from one interrupted
+  owner_host TEXT NOT NULL DEFAULT '',
+  owner_boot_id TEXT NOT NULL DEFAULT '',
+  owner_pid INTEGER NOT NULL DEFAULT 0,
+  owner_start_ticks INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_by_created ON runs (created_at_ms);
+CREATE INDEX runs_by_status ON runs (status);
+
+CREATE TABLE steps (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  wall_offset_s REAL NOT NULL,
+  step_ms REAL,
+  data_wait_ms REAL,
+  forward_ms REAL,
+  backward_ms REAL,
+  optimizer_ms REAL,
+  device_ms REAL,
+  loss REAL,
+  accuracy REAL,
+  loss_scale REAL,
+  skipped INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+
+CREATE TABLE epochs (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  epoch INTEGER NOT NULL,
+  steps INTEGER NOT NULL,
+  train_loss REAL,
+  train_accuracy REAL,
+  test_loss REAL,
+  test_accuracy REAL,
+  time_s REAL,
+  samples_per_s REAL,
+  PRIMARY KEY (run_id, epoch)
+) WITHOUT ROWID;
+
+CREATE TABLE run_tags (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  tag TEXT NOT NULL,
+  PRIMARY KEY (run_id, tag)
+) WITHOUT ROWID;
+)sql";
+
+constexpr Migration kMigrations[] = {{1, kVersion1}};
+static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
+
+}  // namespace
+
+std::span<const Migration> schema_migrations() {
+  return kMigrations;
+}
+
+void migrate(Connection& db, std::span<const Migration> steps, int target) {
+  Transaction tx(db);
+  const auto from = static_cast<int>(db.query_int("PRAGMA user_version"));
+  for (const Migration& m : steps) {
+    if (m.version <= from || m.version > target) continue;
+    try {
+      db.exec(m.sql);
+    } catch (const StoreError& e) {
+      throw StoreError("migrating " + db.path() + " to schema version " +
+                           std::to_string(m.version) + " failed; it was left at version " +
+                           std::to_string(from) + ": " + e.what(),
+                       e.code());
+    }
+  }
+  db.exec("PRAGMA user_version = " + std::to_string(target));
+  db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+  tx.commit();
+}
+
+}  // namespace mixlab::store
