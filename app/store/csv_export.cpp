@@ -1,0 +1,236 @@
+#include "app/store/csv_export.h"
+
+#include <charconv>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mixlab::store {
+
+namespace {
+
+constexpr std::string_view kStepColumns =
+    "step,epoch,wall_offset_s,step_ms,data_wait_ms,forward_ms,backward_ms,optimizer_ms,device_ms,"
+    "loss,accuracy,loss_scale,skipped,samples";
+
+constexpr std::string_view kLongStepColumns = "run_id,run_name,precision,loss_scaling,batch_size,";
+
+constexpr std::string_view kSummaryColumns =
+    "run_id,name,status,created_at,started_at,finished_at,model,dataset,precision,loss_scaling,"
+    "batch_size,optimizer,learning_rate,epochs,steps,seed,threads,device,device_name,"
+    "compute_capability,cpu_model,mixlab_version,steps_done,skipped_steps,epochs_completed,"
+    "warmup_steps,median_step_ms,p5_step_ms,p95_step_ms,samples_per_s,final_loss,final_accuracy,"
+    "test_loss,test_accuracy,final_loss_scale,peak_memory_bytes,wall_s,tags,note,message";
+
+constexpr std::string_view kRecordEnd = "\r\n";
+
+// Builds one record in a reused buffer and writes it in one call: a million-step export then
+// costs one stream write per row, and no allocation once the buffer has grown.
+class RowBuffer {
+ public:
+  explicit RowBuffer(std::ostream& out) : out_(out) {}
+
+  RowBuffer& text(std::string_view value) {
+    separate();
+    append_field(line_, value);
+    return *this;
+  }
+  RowBuffer& number(double value) {
+    separate();
+    append_number(line_, value);
+    return *this;
+  }
+  template <typename Integer>
+  RowBuffer& integer(Integer value) {
+    separate();
+    char buf[24];
+    const auto result = std::to_chars(buf, buf + sizeof buf, value);
+    line_.append(buf, result.ptr);
+    return *this;
+  }
+  // Fields already in CSV form: a header, or the columns a run repeats on each of its rows.
+  RowBuffer& raw(std::string_view csv) {
+    separate();
+    line_ += csv;
+    return *this;
+  }
+  void end() {
+    line_ += kRecordEnd;
+    out_.write(line_.data(), static_cast<std::streamsize>(line_.size()));
+    line_.clear();
+    first_ = true;
+  }
+
+  static void append_field(std::string& to, std::string_view value) {
+    if (value.find_first_of(",\"\r\n") == std::string_view::npos) {
+      to += value;
+      return;
+    }
+    to += '"';
+    for (const char c : value) {
+      if (c == '"') to += '"';
+      to += c;
+    }
+    to += '"';
+  }
+  static void append_number(std::string& to, double value) {
+    if (std::isnan(value)) return;  // not measured
+    if (std::isinf(value)) {
+      to += value > 0 ? "inf" : "-inf";
+      return;
+    }
+    // std::to_chars never consults the locale, and without a precision it writes the shortest
+    // form that reads back to the same double ("3", "0.1", "1e-07").
+    char buf[32];
+    const auto result = std::to_chars(buf, buf + sizeof buf, value);
+    to.append(buf, result.ptr);
+  }
+
+ private:
+  void separate() {
+    if (!first_) line_ += ',';
+    first_ = false;
+  }
+
+  std::ostream& out_;
+  std::string line_;
+  bool first_ = true;
+};
+
+void append_step(RowBuffer& row, const StepMetrics& s) {
+  row.integer(s.step)
+      .integer(s.epoch)
+      .number(s.wall_offset_s)
+      .number(s.step_ms)
+      .number(s.data_wait_ms)
+      .number(s.forward_ms)
+      .number(s.backward_ms)
+      .number(s.optimizer_ms)
+      .number(s.device_ms)
+      .number(s.loss)
+      .number(s.accuracy)
+      .number(s.loss_scale)
+      .integer(s.skipped ? 1 : 0)
+      .integer(s.samples);
+}
+
+// Every record first, so that an unknown id fails before anything is written.
+std::vector<RunRecord> records_of(RunStore& store, std::span<const std::int64_t> run_ids) {
+  std::vector<RunRecord> records;
+  records.reserve(run_ids.size());
+  for (const std::int64_t id : run_ids) records.push_back(store.run(id));
+  return records;
+}
+
+std::string join_tags(const std::vector<std::string>& tags) {
+  std::string joined;
+  for (const std::string& tag : tags) {
+    if (!joined.empty()) joined += ';';
+    joined += tag;
+  }
+  return joined;
+}
+
+}  // namespace
+
+std::string csv_field(std::string_view text) {
+  std::string field;
+  RowBuffer::append_field(field, text);
+  return field;
+}
+
+std::string csv_number(double value) {
+  std::string number;
+  RowBuffer::append_number(number, value);
+  return number;
+}
+
+void write_steps_csv(std::ostream& out, RunStore& store, std::int64_t run_id) {
+  records_of(store, {&run_id, 1});  // an unknown id throws before the header is written
+  RowBuffer row(out);
+  row.raw(kStepColumns).end();
+  store.for_each_step(run_id, [&](const StepMetrics& step) {
+    append_step(row, step);
+    row.end();
+  });
+}
+
+void write_long_steps_csv(std::ostream& out, RunStore& store,
+                          std::span<const std::int64_t> run_ids) {
+  const std::vector<RunRecord> records = records_of(store, run_ids);
+  RowBuffer row(out);
+  row.raw(std::string(kLongStepColumns) + std::string(kStepColumns)).end();
+  for (const RunRecord& r : records) {
+    // The run's columns are the same on each of its rows: format them once.
+    std::string prefix;
+    RowBuffer::append_field(prefix, std::to_string(r.id));
+    prefix += ',';
+    RowBuffer::append_field(prefix, r.name);
+    prefix += ',';
+    RowBuffer::append_field(prefix, to_string(r.config.precision));
+    prefix += ',';
+    RowBuffer::append_field(prefix, r.config.loss_scale.to_string());
+    prefix += ',';
+    RowBuffer::append_field(prefix, std::to_string(r.config.batch_size));
+    store.for_each_step(r.id, [&](const StepMetrics& step) {
+      row.raw(prefix);
+      append_step(row, step);
+      row.end();
+    });
+  }
+}
+
+void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids) {
+  const std::vector<RunRecord> records = records_of(store, run_ids);
+  RowBuffer row(out);
+  row.raw(kSummaryColumns).end();
+  for (const RunRecord& r : records) {
+    const RunConfig& c = r.config;
+    const Environment& env = r.environment;
+    const RunSummary& s = r.summary;
+    row.integer(r.id)
+        .text(r.name)
+        .text(to_string(r.status))
+        .text(format_utc(r.created_at_ms))
+        .text(format_utc(r.started_at_ms))
+        .text(format_utc(r.finished_at_ms))
+        .text(r.model_name)
+        .text(c.dataset.to_string())
+        .text(to_string(c.precision))
+        .text(c.loss_scale.to_string())
+        .integer(c.batch_size)
+        .text(to_string(c.optimizer.kind))
+        .number(c.optimizer.learning_rate)
+        .integer(c.epochs)
+        .integer(r.total_steps)
+        .integer(c.seed)
+        .integer(env.threads)
+        .text(r.device)
+        .text(env.device_name)
+        .text(env.compute_capability)
+        .text(env.cpu_model)
+        .text(env.mixlab_version)
+        .integer(s.steps)
+        .integer(s.skipped_steps)
+        .integer(s.epochs_completed)
+        .integer(s.warmup_steps)
+        .number(s.median_step_ms)
+        .number(s.p5_step_ms)
+        .number(s.p95_step_ms)
+        .number(s.samples_per_s)
+        .number(s.final_loss)
+        .number(s.final_accuracy)
+        .number(s.test_loss)
+        .number(s.test_accuracy)
+        .number(s.final_loss_scale)
+        .integer(s.peak_memory_bytes)
+        .number(s.wall_s)
+        .text(join_tags(r.tags))
+        .text(r.note)
+        .text(r.message);
+    row.end();
+  }
+}
+
+}  // namespace mixlab::store
