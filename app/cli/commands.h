@@ -1,15 +1,24 @@
 // mixlab-cli's commands; each returns the process's exit code and throws UsageError,
-// SpecError, ConfigError or DatasetError for bad input (exit code 2, mapped in main).
+// SpecError, ConfigError, DatasetError or RunNotFoundError for bad input (exit code 2, mapped in
+// main). A run store that cannot be opened, read or written throws StoreError (exit code 1).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace mixlab::cli {
 
+// A run id that the run store does not hold: bad input, not a broken store.
+class RunNotFoundError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 int run_inspect(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_devices(const std::vector<std::string>& args);
+int run_runs(const std::vector<std::string>& args);
 
 }  // namespace mixlab::cli

@@ -1,7 +1,7 @@
 #include "app/cli/common.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "engine/core/error.h"
@@ -33,25 +33,22 @@ std::string group_digits(std::int64_t value) {
 }
 
 std::string format_bytes(std::int64_t bytes) {
-  char buf[32];
   const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  } else if (b >= 1024.0 * 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
-  } else if (b >= 1024.0) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  }
-  return buf;
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  if (b >= kGiB) return format_fixed(b / kGiB, 2) + " GiB";
+  if (b >= kMiB) return format_fixed(b / kMiB, 1) + " MiB";
+  if (b >= kKiB) return format_fixed(b / kKiB, 1) + " KiB";
+  return std::to_string(bytes) + " B";
 }
 
 std::string format_fixed(double value, int decimals) {
   if (std::isnan(value)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // std::to_chars, unlike printf, writes '.' whatever the C locale says.
+  char buf[400];
+  const auto result =
+      std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
+  return std::string(buf, result.ptr);
 }
 
 }  // namespace mixlab::cli

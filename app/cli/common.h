@@ -25,7 +25,7 @@ ModelSpec load_model_argument(const std::string& argument);
 std::string group_digits(std::int64_t value);
 // "12.3 MiB"
 std::string format_bytes(std::int64_t bytes);
-// A fixed-point number, or "-" for NaN.
+// A fixed-point number with a decimal point whatever the locale, or "-" for NaN.
 std::string format_fixed(double value, int decimals);
 
 }  // namespace mixlab::cli

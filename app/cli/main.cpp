@@ -7,6 +7,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
+#include "app/store/sqlite.h"
 #include "engine/core/error.h"
 
 namespace {
@@ -23,10 +24,14 @@ constexpr const char* kHelp =
     "  inspect   the layer table of a model: mixlab-cli inspect MODEL [--precision P] [--json]\n"
     "  bench     step times of the reference models: mixlab-cli bench [--threads N] [--steps N]\n"
     "  devices   the devices this build can train on\n"
+    "  runs      the recorded runs: mixlab-cli runs list|show|export|compare|rename|tag|note|\n"
+    "            delete [--db PATH] (mixlab-cli runs --help says more)\n"
     "\n"
     "MODEL is a model file (JSON) or a built-in model: fashion-mlp, fashion-cnn, cifar10-mlp,\n"
     "cifar100-convnet.\n"
-    "exit codes: 0 success, 1 run failed or diverged, 2 bad input, 130 interrupted\n";
+    "exit codes: 0 success, 1 run failed or diverged, or the run store or an output file could\n"
+    "not be read or written, 2 bad input (including a run id the store does not hold),\n"
+    "130 interrupted\n";
 
 }  // namespace
 
@@ -49,7 +54,8 @@ int main(int argc, char** argv) {
     if (command == "inspect") return run_inspect(args);
     if (command == "bench") return run_bench(args);
     if (command == "devices") return run_devices(args);
-    throw UsageError("unknown command '" + command + "' (train, inspect, bench, devices)");
+    if (command == "runs") return run_runs(args);
+    throw UsageError("unknown command '" + command + "' (train, inspect, bench, devices, runs)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;
@@ -59,6 +65,12 @@ int main(int argc, char** argv) {
   } catch (const DatasetError& e) {
     std::fprintf(stderr, "mixlab-cli: dataset: %s\n", e.what());
     return kExitBadInput;
+  } catch (const RunNotFoundError& e) {
+    std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const store::StoreError& e) {
+    std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    return kExitRunFailed;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;
