@@ -5,7 +5,9 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,8 @@
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
 #include "app/cli/progress_sink.h"
+#include "app/store/run_recorder.h"
+#include "app/store/store_writer.h"
 #include "engine/backend/backend.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
@@ -34,7 +38,9 @@ constexpr const char* kUsage =
     "mixed_bfloat16] [--loss-scale auto|none|dynamic[:INITIAL]|NUMBER] [--batch-size N] [--epochs "
     "N | --steps N] "
     "[--optimizer sgd|adam] [--lr X] [--momentum X] [--nesterov] [--seed N] [--threads N] "
-    "[--no-eval] [--json] [--quiet]";
+    "[--no-eval] [--db PATH | --no-store] [--json] [--quiet]\n"
+    "Runs are recorded in the run database (--db PATH, else $MIXLAB_DB, else\n"
+    "$XDG_DATA_HOME/mixlab/runs.sqlite) unless --no-store is given.";
 
 nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
@@ -98,8 +104,8 @@ RunConfig run_config_from(const Args& args) {
 int run_train(const std::vector<std::string>& argv) {
   const Args args(argv,
                   {"model", "dataset", "precision", "loss-scale", "batch-size", "epochs", "steps",
-                   "optimizer", "lr", "momentum", "seed", "threads", "device"},
-                  {"json", "quiet", "nesterov", "no-eval", "help"});
+                   "optimizer", "lr", "momentum", "seed", "threads", "device", "db"},
+                  {"json", "quiet", "nesterov", "no-eval", "no-store", "help"});
   if (args.has("help")) {
     std::cout << kUsage << "\n";
     return kExitOk;
@@ -107,22 +113,65 @@ int run_train(const std::vector<std::string>& argv) {
   if (!args.positionals().empty())
     throw UsageError(std::string("unexpected argument '") + args.positionals()[0] + "'\n" + kUsage);
   const RunConfig config = run_config_from(args);
-  const ModelSpec spec = load_model_argument(args.get_or("model", "fashion-mlp"));
-  const DatasetPair data = load_dataset(config.dataset);
+  const std::string model_argument = args.get_or("model", "fashion-mlp");
+  const ModelSpec spec = load_model_argument(model_argument);
+  if (args.has("no-store") && args.has("db")) throw UsageError("give --db or --no-store, not both");
+
+  // The run is recorded from here on, so that one whose dataset cannot be read is kept too.
+  std::optional<store::StoreWriter> writer;
+  std::optional<store::RunRecorder> recorder;
+  if (!args.has("no-store")) {
+    writer.emplace(args.has("db") ? std::filesystem::path(*args.get("db"))
+                                  : store::default_store_path());
+    store::RunRecord record;
+    record.model_name =
+        spec.name.empty() ? std::filesystem::path(model_argument).stem().string() : spec.name;
+    record.model_json = to_json(spec);
+    record.config = config;
+    record.device = "cpu";
+    record.environment.mixlab_version = MIXLAB_VERSION;
+    recorder.emplace(*writer, std::move(record));
+  }
+  const auto record_failure = [&](const std::exception& e) {
+    if (!recorder) return;
+    recorder->fail(e.what());
+    writer->flush();
+  };
 
   auto backend = make_cpu_backend(config.threads);
   const bool json = args.has("json");
   const bool interactive = !args.has("quiet") && isatty(STDERR_FILENO);
   ProgressSink progress(stderr, interactive, config.epochs);
   RunSink quiet_sink;
-  RunSink& sink = args.has("quiet") ? quiet_sink : progress;
+  RunSink& display = args.has("quiet") ? quiet_sink : progress;
+  RunSink no_recorder;
+  store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder};
 
   g_cancel.store(false);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const RunSummary s = train(spec, config, data, *backend, sink, g_cancel);
+  RunSummary s;
+  try {
+    const DatasetPair data = load_dataset(config.dataset);
+    s = train(spec, config, data, *backend, sink, g_cancel);
+  } catch (const Error& e) {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    record_failure(e);
+    throw;
+  }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+
+  // Everything the run produced is committed before the summary is shown.
+  std::string store_error;
+  if (writer) {
+    try {
+      writer->flush();
+    } catch (const store::StoreError& e) {
+      store_error = e.what();
+    }
+  }
 
   if (json) {
     nlohmann::ordered_json out;
@@ -153,6 +202,8 @@ int run_train(const std::vector<std::string>& argv) {
     out["test_accuracy"] = number_or_null(s.test_accuracy);
     out["peak_memory_bytes"] = s.peak_memory_bytes;
     out["wall_s"] = s.wall_s;
+    out["run_id"] = recorder ? nlohmann::json(recorder->run_id()) : nlohmann::json();
+    if (writer) out["db"] = writer->path().string();
     if (s.diverged_at_step >= 0) out["diverged_at_step"] = s.diverged_at_step;
     if (s.failed_allocation_bytes > 0) out["failed_allocation_bytes"] = s.failed_allocation_bytes;
     std::cout << out.dump(2) << std::endl;
@@ -175,6 +226,15 @@ int run_train(const std::vector<std::string>& argv) {
                 format_fixed(s.test_accuracy, 4).c_str());
     std::printf("memory:      %s, wall time %.1f s\n", format_bytes(s.peak_memory_bytes).c_str(),
                 s.wall_s);
+    if (recorder) {
+      std::printf("run id:      %lld (in %s)\n", static_cast<long long>(recorder->run_id()),
+                  writer->path().c_str());
+    }
+  }
+  if (!store_error.empty()) {
+    std::fprintf(stderr, "mixlab-cli: run store: the run was not fully recorded: %s\n",
+                 store_error.c_str());
+    return kExitRunFailed;
   }
   switch (s.status) {
     case RunStatus::finished:

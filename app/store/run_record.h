@@ -51,7 +51,7 @@ struct RunRecord {
   std::int64_t id = 0;
   std::string name;
   RecordStatus status = RecordStatus::running;
-  std::string message;  // why it stopped, diverged, failed or was interrupted
+  std::string message;              // why it stopped, diverged, failed or was interrupted
   std::int64_t created_at_ms = 0;   // UTC, milliseconds since 1970
   std::int64_t started_at_ms = 0;   // training began (after loading); 0 if it never did
   std::int64_t finished_at_ms = 0;  // 0 while running
@@ -60,7 +60,7 @@ struct RunRecord {
   RunConfig config;
   std::string device;  // the device asked for: "cpu", "cuda:0"
   Environment environment;
-  RunSummary summary;  // figures; its status and message mirror the fields above
+  RunSummary summary;            // figures; its status and message mirror the fields above
   std::int64_t total_steps = 0;  // planned
   std::vector<std::string> tags;
   std::string note;

@@ -25,10 +25,10 @@ inline constexpr int kSchemaVersion = 1;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
 
 struct StoreOptions {
-  bool read_only = false;             // open for reading only; never changes the file
-  int busy_timeout_ms = 10000;        // wait this long for another process's write lock
-  std::int64_t max_page_count = 0;    // > 0: cap the file at this many pages (a full disk)
-  bool mark_interrupted = true;       // on open, mark runs whose process is gone `interrupted`
+  bool read_only = false;           // open for reading only; never changes the file
+  int busy_timeout_ms = 10000;      // wait this long for another process's write lock
+  std::int64_t max_page_count = 0;  // > 0: cap the file at this many pages (a full disk)
+  bool mark_interrupted = true;     // on open, mark runs whose process is gone `interrupted`
 };
 
 // The default database: $MIXLAB_DB, else $XDG_DATA_HOME/mixlab/runs.sqlite, else

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 namespace mixlab::store {
@@ -128,8 +129,8 @@ Statement& Statement::bind(int index, double value) {
 }
 
 Statement& Statement::bind(int index, std::string_view value) {
-  SQLITE_CHECK(db_, sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
-                                        SQLITE_TRANSIENT, SQLITE_UTF8));
+  SQLITE_CHECK(db_, sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
+                                        SQLITE_UTF8));
   return *this;
 }
 

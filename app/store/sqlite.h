@@ -31,10 +31,10 @@ class StoreError : public Error {
                                      int line);
 
 // Runs an sqlite3_* call that returns a result code; throws StoreError unless it is SQLITE_OK.
-#define SQLITE_CHECK(db, expr)                                                        \
-  do {                                                                                \
-    const int mixlab_sqlite_rc_ = (expr);                                             \
-    if (mixlab_sqlite_rc_ != 0)                                                       \
+#define SQLITE_CHECK(db, expr)                                                                 \
+  do {                                                                                         \
+    const int mixlab_sqlite_rc_ = (expr);                                                      \
+    if (mixlab_sqlite_rc_ != 0)                                                                \
       ::mixlab::store::throw_sqlite_error((db), mixlab_sqlite_rc_, #expr, __FILE__, __LINE__); \
   } while (0)
 

@@ -99,11 +99,11 @@ class StoreWriter {
   mutable std::mutex mutex_;
   std::condition_variable wake_;     // the writer: rows or a request are waiting
   std::condition_variable flushed_;  // flush(): a commit finished
-  Batch queue_;                                          // guarded by mutex_
+  Batch queue_;                      // guarded by mutex_
   std::vector<std::function<void(RunStore&)>> requests_;  // synchronous calls, guarded
-  std::uint64_t queued_seq_ = 0;     // rows queued so far
-  std::uint64_t committed_seq_ = 0;  // rows committed so far
-  std::uint64_t failures_ = 0;       // batches that failed to commit
+  std::uint64_t queued_seq_ = 0;                          // rows queued so far
+  std::uint64_t committed_seq_ = 0;                       // rows committed so far
+  std::uint64_t failures_ = 0;                            // batches that failed to commit
   bool flush_requested_ = false;
   bool stop_ = false;
   std::int64_t rows_committed_ = 0;  // step rows

@@ -1,0 +1,119 @@
+#include "app/store/run_record.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+namespace mixlab::store {
+
+namespace {
+
+constexpr std::array<std::string_view, 6> kStatusNames = {"running",  "finished", "stopped",
+                                                          "diverged", "failed",   "interrupted"};
+
+std::string trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return trim(std::string_view(line).substr(colon + 1));
+    }
+  }
+  return {};
+}
+
+std::string host_name() {
+  std::array<char, 256> buffer{};
+  if (gethostname(buffer.data(), buffer.size() - 1) != 0) return {};
+  return buffer.data();
+}
+
+}  // namespace
+
+std::string_view to_string(RecordStatus status) {
+  return kStatusNames[static_cast<std::size_t>(status)];
+}
+
+std::optional<RecordStatus> parse_record_status(std::string_view text) {
+  for (std::size_t i = 0; i < kStatusNames.size(); ++i) {
+    if (kStatusNames[i] == text) return static_cast<RecordStatus>(i);
+  }
+  return std::nullopt;
+}
+
+RecordStatus record_status(RunStatus status) {
+  switch (status) {
+    case RunStatus::running:
+      return RecordStatus::running;
+    case RunStatus::finished:
+      return RecordStatus::finished;
+    case RunStatus::stopped:
+      return RecordStatus::stopped;
+    case RunStatus::diverged:
+      return RecordStatus::diverged;
+    case RunStatus::failed:
+      return RecordStatus::failed;
+  }
+  return RecordStatus::failed;
+}
+
+Environment describe_environment(const DeviceInfo& device, std::string_view mixlab_version) {
+  Environment env;
+  env.device_kind = device.kind;
+  env.device_name = device.name;
+  env.compute_capability = device.compute_capability;
+  env.threads = device.threads;
+  env.cpu_model = cpu_model();
+  env.mixlab_version = std::string(mixlab_version);
+  env.hostname = host_name();
+  // library_versions reads "oneDNN 2.6.3 (isa avx512_core_amx)" or
+  // "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0, cuDNN 9.10.2": "<library> <version>" items.
+  std::string_view rest = device.library_versions;
+  while (!rest.empty()) {
+    const auto comma = rest.find(", ");
+    std::string item = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+    if (const auto paren = item.find(" ("); paren != std::string::npos) item.resize(paren);
+    const auto space = item.rfind(' ');
+    if (space == std::string::npos) continue;
+    const std::string library = item.substr(0, space);
+    const std::string version = item.substr(space + 1);
+    if (library == "oneDNN") env.onednn_version = version;
+    if (library == "CUDA runtime" || library == "CUDA") env.cuda_version = version;
+    if (library == "driver") env.driver_version = version;
+    if (library == "cuBLAS" || library == "cuBLASLt") env.cublas_version = version;
+    if (library == "cuDNN") env.cudnn_version = version;
+  }
+  return env;
+}
+
+std::string format_utc(std::int64_t ms_since_epoch) {
+  if (ms_since_epoch == 0) return {};
+  const std::time_t seconds = static_cast<std::time_t>(ms_since_epoch / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  std::array<char, 64> buffer{};
+  std::snprintf(buffer.data(), buffer.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms_since_epoch % 1000));
+  return buffer.data();
+}
+
+std::int64_t now_utc_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace mixlab::store

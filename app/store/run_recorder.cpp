@@ -1,0 +1,53 @@
+#include "app/store/run_recorder.h"
+
+namespace mixlab::store {
+
+RunRecorder::RunRecorder(StoreWriter& writer, RunRecord record)
+    : writer_(writer), mixlab_version_(record.environment.mixlab_version) {
+  run_id_ = writer_.begin_run(record);
+}
+
+void RunRecorder::on_start(const RunInfo& info) {
+  writer_.started(run_id_, now_utc_ms(), describe_environment(info.device, mixlab_version_),
+                  info.total_steps, info.memory.total());
+}
+
+void RunRecorder::on_step(const StepMetrics& step) {
+  writer_.step(run_id_, step);
+}
+
+void RunRecorder::on_epoch(const EpochMetrics& epoch) {
+  writer_.epoch(run_id_, epoch);
+}
+
+void RunRecorder::on_finish(const RunSummary& summary) {
+  finished_ = true;
+  writer_.finished(run_id_, summary, now_utc_ms());
+}
+
+void RunRecorder::fail(const std::string& message) {
+  if (finished_) return;
+  RunSummary summary;
+  summary.status = RunStatus::failed;
+  summary.message = message;
+  summary.final_loss_scale = kNotMeasured;
+  on_finish(summary);
+}
+
+void FanoutSink::on_start(const RunInfo& info) {
+  for (RunSink* s : sinks_) s->on_start(info);
+}
+
+void FanoutSink::on_step(const StepMetrics& step) {
+  for (RunSink* s : sinks_) s->on_step(step);
+}
+
+void FanoutSink::on_epoch(const EpochMetrics& epoch) {
+  for (RunSink* s : sinks_) s->on_epoch(epoch);
+}
+
+void FanoutSink::on_finish(const RunSummary& summary) {
+  for (RunSink* s : sinks_) s->on_finish(summary);
+}
+
+}  // namespace mixlab::store

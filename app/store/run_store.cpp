@@ -1,0 +1,676 @@
+#include "app/store/run_store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <unordered_map>
+
+#include "app/store/schema.h"
+#include "engine/train/stats.h"
+
+namespace mixlab::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// --- the process that records a run, to tell a run still running from an interrupted one ---
+
+struct Owner {
+  std::string host;
+  std::string boot_id;
+  std::int64_t pid = 0;
+  std::int64_t start_ticks = 0;  // the process's start time, in clock ticks since boot
+};
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Field 22 of /proc/PID/stat; 0 when the process does not exist.
+std::int64_t process_start_ticks(std::int64_t pid) {
+  const std::string stat = read_first_line(("/proc/" + std::to_string(pid) + "/stat").c_str());
+  const auto paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return std::strtoll(field.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+Owner this_process() {
+  static const Owner owner = [] {
+    Owner o;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    o.host = host;
+    o.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
+    o.pid = getpid();
+    o.start_ticks = process_start_ticks(o.pid);
+    return o;
+  }();
+  return owner;
+}
+
+// False only when the owner has certainly ended: same host, and a different boot or no such
+// process (or another process reusing its pid). A run recorded on another host is left alone.
+bool owner_alive(const Owner& owner) {
+  const Owner self = this_process();
+  if (owner.host != self.host) return true;
+  if (owner.boot_id != self.boot_id) return false;
+  const std::int64_t ticks = process_start_ticks(owner.pid);
+  return ticks != 0 && ticks == owner.start_ticks;
+}
+
+std::string default_name(const RunRecord& r) {
+  return r.model_name + " " + std::string(to_string(r.config.precision)) + " b" +
+         std::to_string(r.config.batch_size);
+}
+
+// --- the runs table's columns, in the order kRunColumns lists them ---
+
+constexpr std::string_view kRunColumns =
+    "id, name, status, message, created_at_ms, started_at_ms, finished_at_ms, model_name, "
+    "model_json, precision, loss_scaling, batch_size, epochs, steps, optimizer, learning_rate, "
+    "momentum, nesterov, beta_1, beta_2, epsilon, seed, threads, dataset, evaluate, "
+    "warmup_steps, device, env_device_kind, env_device_name, env_compute_capability, "
+    "env_driver_version, env_cuda_version, env_cudnn_version, env_cublas_version, "
+    "env_onednn_version, env_cpu_model, env_threads, env_mixlab_version, env_hostname, "
+    "total_steps, steps_done, skipped_steps, epochs_completed, final_loss_scale, "
+    "warmup_steps_excluded, median_step_ms, p5_step_ms, p95_step_ms, samples_per_s, final_loss, "
+    "final_accuracy, test_loss, test_accuracy, peak_memory_bytes, diverged_at_step, "
+    "failed_allocation_bytes, wall_s, note";
+
+RunRecord read_run(const Statement& st, const std::string& path) {
+  RunRecord r;
+  int c = 0;
+  r.id = st.column_int(c++);
+  r.name = st.column_text(c++);
+  const std::string status = st.column_text(c++);
+  r.status = parse_record_status(status).value_or(RecordStatus::failed);
+  r.message = st.column_text(c++);
+  r.created_at_ms = st.column_int(c++);
+  r.started_at_ms = st.column_int(c++);
+  r.finished_at_ms = st.column_int(c++);
+  r.model_name = st.column_text(c++);
+  r.model_json = st.column_text(c++);
+  RunConfig& cfg = r.config;
+  const std::string precision = st.column_text(c++);
+  const std::string loss_scaling = st.column_text(c++);
+  cfg.batch_size = static_cast<int>(st.column_int(c++));
+  cfg.epochs = static_cast<int>(st.column_int(c++));
+  cfg.steps = st.column_int(c++);
+  const std::string optimizer = st.column_text(c++);
+  cfg.optimizer.learning_rate = st.column_double(c++);
+  cfg.optimizer.momentum = st.column_double(c++);
+  cfg.optimizer.nesterov = st.column_int(c++) != 0;
+  cfg.optimizer.beta_1 = st.column_double(c++);
+  cfg.optimizer.beta_2 = st.column_double(c++);
+  cfg.optimizer.epsilon = st.column_double(c++);
+  cfg.seed = static_cast<std::uint64_t>(st.column_int(c++));
+  cfg.threads = static_cast<int>(st.column_int(c++));
+  const std::string dataset = st.column_text(c++);
+  cfg.evaluate = st.column_int(c++) != 0;
+  cfg.warmup_steps = static_cast<int>(st.column_int(c++));
+  r.device = st.column_text(c++);
+
+  const auto bad = [&](const char* field, const std::string& value) {
+    return StoreError(path + ": run " + std::to_string(r.id) + " has an unreadable " + field +
+                      " '" + value + "'");
+  };
+  if (const auto p = parse_policy(precision))
+    cfg.precision = *p;
+  else
+    throw bad("precision", precision);
+  if (const auto l = parse_loss_scale(loss_scaling))
+    cfg.loss_scale = *l;
+  else
+    throw bad("loss_scaling", loss_scaling);
+  if (const auto o = parse_optimizer(optimizer))
+    cfg.optimizer.kind = *o;
+  else
+    throw bad("optimizer", optimizer);
+  try {
+    cfg.dataset = parse_dataset_spec(dataset);
+  } catch (const Error&) {
+    throw bad("dataset", dataset);
+  }
+
+  Environment& env = r.environment;
+  env.device_kind = st.column_text(c++);
+  env.device_name = st.column_text(c++);
+  env.compute_capability = st.column_text(c++);
+  env.driver_version = st.column_text(c++);
+  env.cuda_version = st.column_text(c++);
+  env.cudnn_version = st.column_text(c++);
+  env.cublas_version = st.column_text(c++);
+  env.onednn_version = st.column_text(c++);
+  env.cpu_model = st.column_text(c++);
+  env.threads = static_cast<int>(st.column_int(c++));
+  env.mixlab_version = st.column_text(c++);
+  env.hostname = st.column_text(c++);
+
+  RunSummary& s = r.summary;
+  r.total_steps = st.column_int(c++);
+  s.steps = st.column_int(c++);
+  s.skipped_steps = st.column_int(c++);
+  s.epochs_completed = static_cast<int>(st.column_int(c++));
+  s.final_loss_scale = st.column_double(c++);
+  s.warmup_steps = st.column_int(c++);
+  s.median_step_ms = st.column_double(c++);
+  s.p5_step_ms = st.column_double(c++);
+  s.p95_step_ms = st.column_double(c++);
+  s.samples_per_s = st.column_double(c++);
+  s.final_loss = st.column_double(c++);
+  s.final_accuracy = st.column_double(c++);
+  s.test_loss = st.column_double(c++);
+  s.test_accuracy = st.column_double(c++);
+  s.peak_memory_bytes = st.column_int(c++);
+  s.diverged_at_step = st.column_int(c++);
+  s.failed_allocation_bytes = st.column_int(c++);
+  s.wall_s = st.column_double(c++);
+  r.note = st.column_text(c++);
+  s.status = r.status == RecordStatus::interrupted ? RunStatus::failed
+             : r.status == RecordStatus::running   ? RunStatus::running
+                                                   : static_cast<RunStatus>(r.status);
+  s.message = r.message;
+  return r;
+}
+
+// Binds the summary figures, in the order of the UPDATE statements below, from `first`.
+int bind_summary(Statement& st, int first, const RunSummary& s) {
+  int c = first;
+  st.bind(c++, s.steps);
+  st.bind(c++, s.skipped_steps);
+  st.bind(c++, s.epochs_completed);
+  st.bind(c++, s.final_loss_scale);
+  st.bind(c++, s.warmup_steps);
+  st.bind(c++, s.median_step_ms);
+  st.bind(c++, s.p5_step_ms);
+  st.bind(c++, s.p95_step_ms);
+  st.bind(c++, s.samples_per_s);
+  st.bind(c++, s.final_loss);
+  st.bind(c++, s.final_accuracy);
+  st.bind(c++, s.test_loss);
+  st.bind(c++, s.test_accuracy);
+  st.bind(c++, s.diverged_at_step);
+  st.bind(c++, s.failed_allocation_bytes);
+  st.bind(c++, s.wall_s);
+  return c;
+}
+
+constexpr std::string_view kSummaryAssignments =
+    "steps_done = ?, skipped_steps = ?, epochs_completed = ?, final_loss_scale = ?, "
+    "warmup_steps_excluded = ?, median_step_ms = ?, p5_step_ms = ?, p95_step_ms = ?, "
+    "samples_per_s = ?, final_loss = ?, final_accuracy = ?, test_loss = ?, test_accuracy = ?, "
+    "diverged_at_step = ?, failed_allocation_bytes = ?, wall_s = ?";
+
+StepMetrics read_step(const Statement& st) {
+  StepMetrics m;
+  int c = 0;
+  m.step = st.column_int(c++);
+  m.epoch = static_cast<int>(st.column_int(c++));
+  m.wall_offset_s = st.column_double(c++);
+  m.step_ms = st.column_double(c++);
+  m.data_wait_ms = st.column_double(c++);
+  m.forward_ms = st.column_double(c++);
+  m.backward_ms = st.column_double(c++);
+  m.optimizer_ms = st.column_double(c++);
+  m.device_ms = st.column_double(c++);
+  m.loss = st.column_double(c++);
+  m.accuracy = st.column_double(c++);
+  m.loss_scale = st.column_double(c++);
+  m.skipped = st.column_int(c++) != 0;
+  m.samples = static_cast<int>(st.column_int(c++));
+  return m;
+}
+
+// Why a file cannot be used, in words, from the error SQLite gave.
+[[noreturn]] void rethrow_open_error(const fs::path& path, const StoreError& e) {
+  switch (e.code()) {
+    case SQLITE_NOTADB:
+      throw StoreError(path.string() + " is not a MixLab run database (not an SQLite file); " +
+                           "it was left as it was",
+                       e.code());
+    case SQLITE_CORRUPT:
+      throw StoreError(path.string() + " is corrupt (" + e.what() +
+                           "); it was left as it was. Restore it from a backup or move it away " +
+                           "to start a new history",
+                       e.code());
+    case SQLITE_FULL:
+      throw StoreError("the disk holding " + path.string() + " is full: " + e.what(), e.code());
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      throw StoreError(path.string() + " cannot be written (read-only location?): " + e.what() +
+                           " - record elsewhere with --db PATH or MIXLAB_DB",
+                       e.code());
+    default:
+      throw e;
+  }
+}
+
+}  // namespace
+
+fs::path default_store_path() {
+  if (const char* db = std::getenv("MIXLAB_DB"); db != nullptr && *db != '\0') return db;
+  if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data == '/')
+    return fs::path(data) / "mixlab" / "runs.sqlite";
+  const char* home = std::getenv("HOME");
+  return fs::path(home != nullptr && *home != '\0' ? home : ".") / ".local" / "share" / "mixlab" /
+         "runs.sqlite";
+}
+
+RunStore RunStore::open(const fs::path& path, const StoreOptions& options) {
+  std::error_code ec;
+  const bool existed = fs::exists(path, ec);
+  if (!existed && options.read_only)
+    throw StoreError("no run database at " + path.string(), SQLITE_CANTOPEN);
+  if (!existed && path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) {
+      throw StoreError("cannot create the folder " + path.parent_path().string() +
+                           " for the run database: " + ec.message(),
+                       SQLITE_CANTOPEN);
+    }
+  }
+  const OpenMode mode = options.read_only ? OpenMode::read_only
+                        : existed         ? OpenMode::read_write
+                                          : OpenMode::read_write_create;
+  Connection db;
+  try {
+    db = Connection(path.string(), mode);
+  } catch (const StoreError& e) {
+    rethrow_open_error(path, e);
+  }
+  // Nothing is written before the file is known to be ours (or new and empty).
+  bool own_message = false;  // an error below already says what is wrong in words
+  try {
+    db.exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms));
+    const auto app_id = db.query_int("PRAGMA application_id");
+    const auto version = db.query_int("PRAGMA user_version");
+    const auto objects = db.query_int("SELECT count(*) FROM sqlite_master");
+    if (app_id != kApplicationId && (app_id != 0 || version != 0 || objects != 0)) {
+      throw StoreError(path.string() +
+                       " is not a MixLab run database (an SQLite file of another program); it " +
+                       "was left as it was");
+    }
+    if (version > kSchemaVersion) {
+      throw StoreError(path.string() + " was written by a newer MixLab (schema version " +
+                       std::to_string(version) + "; this MixLab reads up to version " +
+                       std::to_string(kSchemaVersion) + "); it was left as it was");
+    }
+    if (!options.read_only && db.read_only()) {
+      own_message = true;
+      throw StoreError(path.string() + " is read-only; it was left as it was - record " +
+                           "elsewhere with --db PATH or MIXLAB_DB",
+                       SQLITE_READONLY);
+    }
+    if (options.read_only) {
+      if (version < kSchemaVersion) {
+        throw StoreError(path.string() + " has schema version " + std::to_string(version) +
+                         " and needs upgrading; open it once for writing");
+      }
+    } else {
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec("PRAGMA synchronous = NORMAL");
+      if (options.max_page_count > 0)
+        db.exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count));
+      if (version < kSchemaVersion) migrate(db, schema_migrations(), kSchemaVersion);
+    }
+    db.exec("PRAGMA foreign_keys = ON");
+    // Reads every table's first page: a damaged schema shows here, not mid-run.
+    db.query_int(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM runs LIMIT 1)) + "
+        "(SELECT count(*) FROM (SELECT 1 FROM steps LIMIT 1)) + "
+        "(SELECT count(*) FROM (SELECT 1 FROM epochs LIMIT 1)) + "
+        "(SELECT count(*) FROM (SELECT 1 FROM run_tags LIMIT 1))");
+  } catch (const StoreError& e) {
+    db = Connection();
+    if (!existed) {
+      // A database this call created and could not set up is removed again.
+      fs::remove(path, ec);
+      fs::remove(path.string() + "-wal", ec);
+      fs::remove(path.string() + "-shm", ec);
+    }
+    if (e.code() == 0 || own_message) throw;
+    rethrow_open_error(path, e);
+  }
+  RunStore store(std::move(db));
+  if (!options.read_only && options.mark_interrupted) store.mark_interrupted_runs();
+  return store;
+}
+
+std::int64_t RunStore::insert_run(RunRecord r) {
+  if (r.created_at_ms == 0) r.created_at_ms = now_utc_ms();
+  if (r.name.empty()) r.name = default_name(r);
+  const Owner owner = this_process();
+  Statement st = db_.prepare(
+      "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, "
+      "precision, loss_scaling, batch_size, epochs, steps, optimizer, learning_rate, momentum, "
+      "nesterov, beta_1, beta_2, epsilon, seed, threads, dataset, evaluate, warmup_steps, "
+      "device, total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks) "
+      "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+      "?, ?, ?, ?, ?, ?)");
+  const RunConfig& cfg = r.config;
+  int c = 1;
+  st.bind(c++, r.name);
+  st.bind(c++, r.message);
+  st.bind(c++, r.created_at_ms);
+  st.bind(c++, r.model_name);
+  st.bind(c++, r.model_json);
+  st.bind(c++, to_string(cfg.precision));
+  st.bind(c++, cfg.loss_scale.to_string());
+  st.bind(c++, cfg.batch_size);
+  st.bind(c++, cfg.epochs);
+  st.bind(c++, cfg.steps);
+  st.bind(c++, to_string(cfg.optimizer.kind));
+  st.bind(c++, cfg.optimizer.learning_rate);
+  st.bind(c++, cfg.optimizer.momentum);
+  st.bind(c++, cfg.optimizer.nesterov);
+  st.bind(c++, cfg.optimizer.beta_1);
+  st.bind(c++, cfg.optimizer.beta_2);
+  st.bind(c++, cfg.optimizer.epsilon);
+  st.bind(c++, static_cast<std::int64_t>(cfg.seed));
+  st.bind(c++, cfg.threads);
+  st.bind(c++, cfg.dataset.to_string());
+  st.bind(c++, cfg.evaluate);
+  st.bind(c++, cfg.warmup_steps);
+  st.bind(c++, r.device.empty() ? std::string("cpu") : r.device);
+  st.bind(c++, r.total_steps);
+  st.bind(c++, r.note);
+  st.bind(c++, owner.host);
+  st.bind(c++, owner.boot_id);
+  st.bind(c++, owner.pid);
+  st.bind(c++, owner.start_ticks);
+  Transaction tx(db_);
+  st.run();
+  const std::int64_t id = db_.last_insert_id();
+  if (!r.tags.empty()) {
+    Statement tag = db_.prepare("INSERT OR IGNORE INTO run_tags (run_id, tag) VALUES (?, ?)");
+    for (const std::string& t : r.tags) tag.bind(1, id).bind(2, t).run();
+  }
+  tx.commit();
+  return id;
+}
+
+void RunStore::mark_started(std::int64_t run_id, std::int64_t started_at_ms, const Environment& env,
+                            std::int64_t total_steps, std::int64_t peak_memory_bytes) {
+  Statement st = db_.prepare(
+      "UPDATE runs SET started_at_ms = ?, total_steps = ?, peak_memory_bytes = ?, "
+      "env_device_kind = ?, env_device_name = ?, env_compute_capability = ?, "
+      "env_driver_version = ?, env_cuda_version = ?, env_cudnn_version = ?, "
+      "env_cublas_version = ?, env_onednn_version = ?, env_cpu_model = ?, env_threads = ?, "
+      "env_mixlab_version = ?, env_hostname = ? WHERE id = ?");
+  int c = 1;
+  st.bind(c++, started_at_ms);
+  st.bind(c++, total_steps);
+  st.bind(c++, peak_memory_bytes);
+  st.bind(c++, env.device_kind);
+  st.bind(c++, env.device_name);
+  st.bind(c++, env.compute_capability);
+  st.bind(c++, env.driver_version);
+  st.bind(c++, env.cuda_version);
+  st.bind(c++, env.cudnn_version);
+  st.bind(c++, env.cublas_version);
+  st.bind(c++, env.onednn_version);
+  st.bind(c++, env.cpu_model);
+  st.bind(c++, env.threads);
+  st.bind(c++, env.mixlab_version);
+  st.bind(c++, env.hostname);
+  st.bind(c++, run_id);
+  st.run();
+}
+
+void RunStore::insert_steps(std::int64_t run_id, std::span<const StepMetrics> steps) {
+  Statement st = db_.prepare(
+      "INSERT INTO steps (run_id, step, epoch, wall_offset_s, step_ms, data_wait_ms, "
+      "forward_ms, backward_ms, optimizer_ms, device_ms, loss, accuracy, loss_scale, skipped, "
+      "samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const StepMetrics& m : steps) {
+    int c = 1;
+    st.bind(c++, run_id);
+    st.bind(c++, m.step);
+    st.bind(c++, m.epoch);
+    st.bind(c++, m.wall_offset_s);
+    st.bind(c++, m.step_ms);
+    st.bind(c++, m.data_wait_ms);
+    st.bind(c++, m.forward_ms);
+    st.bind(c++, m.backward_ms);
+    st.bind(c++, m.optimizer_ms);
+    st.bind(c++, m.device_ms);
+    st.bind(c++, m.loss);
+    st.bind(c++, m.accuracy);
+    st.bind(c++, m.loss_scale);
+    st.bind(c++, m.skipped);
+    st.bind(c++, m.samples);
+    st.run();
+  }
+}
+
+void RunStore::insert_epoch(std::int64_t run_id, const EpochMetrics& e) {
+  Statement st = db_.prepare(
+      "INSERT OR REPLACE INTO epochs (run_id, epoch, steps, train_loss, train_accuracy, "
+      "test_loss, test_accuracy, time_s, samples_per_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  st.bind(1, run_id).bind(2, e.epoch).bind(3, e.steps).bind(4, e.train_loss);
+  st.bind(5, e.train_accuracy).bind(6, e.test_loss).bind(7, e.test_accuracy).bind(8, e.time_s);
+  st.bind(9, e.samples_per_s);
+  st.run();
+}
+
+void RunStore::finish_run(std::int64_t run_id, const RunSummary& s, std::int64_t finished_at_ms) {
+  Statement st = db_.prepare("UPDATE runs SET status = ?, message = ?, finished_at_ms = ?, " +
+                             std::string(kSummaryAssignments) +
+                             ", peak_memory_bytes = max(peak_memory_bytes, ?) WHERE id = ?");
+  st.bind(1, to_string(record_status(s.status)));
+  st.bind(2, s.message);
+  st.bind(3, finished_at_ms);
+  int c = bind_summary(st, 4, s);
+  st.bind(c++, s.peak_memory_bytes);
+  st.bind(c++, run_id);
+  st.run();
+}
+
+int RunStore::mark_interrupted_runs() {
+  struct Orphan {
+    std::int64_t id;
+    std::int64_t created_at_ms;
+    std::int64_t started_at_ms;
+    int warmup_steps;
+    Owner owner;
+  };
+  std::vector<Orphan> orphans;
+  {
+    Statement st = db_.prepare(
+        "SELECT id, created_at_ms, started_at_ms, warmup_steps, owner_host, owner_boot_id, "
+        "owner_pid, owner_start_ticks FROM runs WHERE status = 'running'");
+    while (st.step()) {
+      Orphan o{st.column_int(0), st.column_int(1), st.column_int(2),
+               static_cast<int>(st.column_int(3)),
+               Owner{st.column_text(4), st.column_text(5), st.column_int(6), st.column_int(7)}};
+      if (!owner_alive(o.owner)) orphans.push_back(std::move(o));
+    }
+  }
+  for (const Orphan& o : orphans) {
+    // The figures the lost process would have written, from the steps it did commit.
+    RunSummary s;
+    std::vector<double> step_ms;
+    std::vector<int> samples;
+    double last_offset_s = 0.0;
+    for_each_step(o.id, [&](const StepMetrics& m) {
+      step_ms.push_back(m.step_ms);
+      samples.push_back(m.samples);
+      s.skipped_steps += m.skipped ? 1 : 0;
+      s.final_loss_scale = m.loss_scale;
+      s.final_loss = m.loss;
+      s.final_accuracy = m.accuracy;
+      last_offset_s = m.wall_offset_s;
+    });
+    s.steps = static_cast<std::int64_t>(step_ms.size());
+    summarize_step_times(step_ms, samples, o.warmup_steps, s);
+    s.wall_s = last_offset_s;
+    {
+      Statement e = db_.prepare(
+          "SELECT count(*), max(test_loss), max(test_accuracy) FROM epochs WHERE run_id = ? "
+          "AND epoch = (SELECT max(epoch) FROM epochs WHERE run_id = ?)");
+      e.bind(1, o.id).bind(2, o.id);
+      if (e.step()) {
+        s.test_loss = e.column_double(1);
+        s.test_accuracy = e.column_double(2);
+      }
+    }
+    s.epochs_completed = static_cast<int>(
+        db_.query_int("SELECT count(*) FROM epochs WHERE run_id = " + std::to_string(o.id)));
+    const std::int64_t start = o.started_at_ms != 0 ? o.started_at_ms : o.created_at_ms;
+    const std::int64_t finished = start + std::llround(last_offset_s * 1000.0);
+    const std::string message = "interrupted: the process recording it (pid " +
+                                std::to_string(o.owner.pid) + " on " + o.owner.host +
+                                ") ended before the run did; " + std::to_string(s.steps) +
+                                " steps were kept";
+    Statement st =
+        db_.prepare("UPDATE runs SET status = 'interrupted', message = ?, finished_at_ms = ?, " +
+                    std::string(kSummaryAssignments) + " WHERE id = ? AND status = 'running'");
+    st.bind(1, message).bind(2, finished);
+    const int c = bind_summary(st, 3, s);
+    st.bind(c, o.id);
+    st.run();
+  }
+  return static_cast<int>(orphans.size());
+}
+
+std::vector<RunRecord> RunStore::list_runs() {
+  Statement st = db_.prepare("SELECT " + std::string(kRunColumns) +
+                             " FROM runs ORDER BY created_at_ms DESC, id DESC");
+  std::vector<RunRecord> runs;
+  while (st.step()) runs.push_back(read_run(st, path()));
+  Statement tags = db_.prepare("SELECT run_id, tag FROM run_tags ORDER BY run_id, tag");
+  std::unordered_map<std::int64_t, std::vector<std::string>> by_run;
+  while (tags.step()) by_run[tags.column_int(0)].push_back(tags.column_text(1));
+  for (RunRecord& r : runs) {
+    if (auto it = by_run.find(r.id); it != by_run.end()) r.tags = std::move(it->second);
+  }
+  return runs;
+}
+
+std::optional<RunRecord> RunStore::find_run(std::int64_t run_id) {
+  Statement st = db_.prepare("SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = ?");
+  st.bind(1, run_id);
+  if (!st.step()) return std::nullopt;
+  RunRecord r = read_run(st, path());
+  r.tags = tags_of(run_id);
+  return r;
+}
+
+RunRecord RunStore::run(std::int64_t run_id) {
+  auto r = find_run(run_id);
+  if (!r) throw StoreError("no run " + std::to_string(run_id) + " in " + path());
+  return std::move(*r);
+}
+
+void RunStore::for_each_step(std::int64_t run_id,
+                             const std::function<void(const StepMetrics&)>& visit) {
+  Statement st = db_.prepare(
+      "SELECT step, epoch, wall_offset_s, step_ms, data_wait_ms, forward_ms, backward_ms, "
+      "optimizer_ms, device_ms, loss, accuracy, loss_scale, skipped, samples FROM steps "
+      "WHERE run_id = ? ORDER BY step");
+  st.bind(1, run_id);
+  while (st.step()) visit(read_step(st));
+}
+
+std::vector<StepMetrics> RunStore::steps(std::int64_t run_id) {
+  std::vector<StepMetrics> steps;
+  steps.reserve(static_cast<std::size_t>(step_count(run_id)));
+  for_each_step(run_id, [&](const StepMetrics& m) { steps.push_back(m); });
+  return steps;
+}
+
+std::vector<EpochMetrics> RunStore::epochs(std::int64_t run_id) {
+  Statement st = db_.prepare(
+      "SELECT epoch, steps, train_loss, train_accuracy, test_loss, test_accuracy, time_s, "
+      "samples_per_s FROM epochs WHERE run_id = ? ORDER BY epoch");
+  st.bind(1, run_id);
+  std::vector<EpochMetrics> epochs;
+  while (st.step()) {
+    EpochMetrics e;
+    e.epoch = static_cast<int>(st.column_int(0));
+    e.steps = st.column_int(1);
+    e.train_loss = st.column_double(2);
+    e.train_accuracy = st.column_double(3);
+    e.test_loss = st.column_double(4);
+    e.test_accuracy = st.column_double(5);
+    e.time_s = st.column_double(6);
+    e.samples_per_s = st.column_double(7);
+    epochs.push_back(e);
+  }
+  return epochs;
+}
+
+std::int64_t RunStore::step_count(std::int64_t run_id) {
+  Statement st = db_.prepare("SELECT count(*) FROM steps WHERE run_id = ?");
+  st.bind(1, run_id);
+  st.step();
+  return st.column_int(0);
+}
+
+void RunStore::require_run(std::int64_t run_id) {
+  Statement st = db_.prepare("SELECT 1 FROM runs WHERE id = ?");
+  st.bind(1, run_id);
+  if (!st.step()) throw StoreError("no run " + std::to_string(run_id) + " in " + path());
+}
+
+std::vector<std::string> RunStore::tags_of(std::int64_t run_id) {
+  Statement st = db_.prepare("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag");
+  st.bind(1, run_id);
+  std::vector<std::string> tags;
+  while (st.step()) tags.push_back(st.column_text(0));
+  return tags;
+}
+
+void RunStore::rename(std::int64_t run_id, const std::string& name) {
+  require_run(run_id);
+  if (name.empty()) throw StoreError("a run's name cannot be empty");
+  db_.prepare("UPDATE runs SET name = ? WHERE id = ?").bind(1, name).bind(2, run_id).run();
+}
+
+void RunStore::add_tags(std::int64_t run_id, const std::vector<std::string>& tags) {
+  require_run(run_id);
+  Transaction tx(db_);
+  Statement st = db_.prepare("INSERT OR IGNORE INTO run_tags (run_id, tag) VALUES (?, ?)");
+  for (const std::string& t : tags) {
+    if (t.empty()) throw StoreError("a tag cannot be empty");
+    st.bind(1, run_id).bind(2, t).run();
+  }
+  tx.commit();
+}
+
+void RunStore::remove_tags(std::int64_t run_id, const std::vector<std::string>& tags) {
+  require_run(run_id);
+  Transaction tx(db_);
+  Statement st = db_.prepare("DELETE FROM run_tags WHERE run_id = ? AND tag = ?");
+  for (const std::string& t : tags) st.bind(1, run_id).bind(2, t).run();
+  tx.commit();
+}
+
+void RunStore::set_note(std::int64_t run_id, const std::string& note) {
+  require_run(run_id);
+  db_.prepare("UPDATE runs SET note = ? WHERE id = ?").bind(1, note).bind(2, run_id).run();
+}
+
+void RunStore::delete_run(std::int64_t run_id) {
+  require_run(run_id);
+  db_.prepare("DELETE FROM runs WHERE id = ?").bind(1, run_id).run();
+}
+
+}  // namespace mixlab::store
