@@ -131,6 +131,11 @@ std::string format_ratio(double ratio) {
   return std::isfinite(ratio) ? format_fixed(ratio, 2) + "x" : "-";
 }
 
+// "1 epoch", "2 epochs"
+std::string count_of(std::int64_t n, const std::string& noun) {
+  return group_digits(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string format_rate(double per_s) {
   return std::isfinite(per_s) ? group_digits(std::llround(per_s)) : "-";
 }
@@ -379,15 +384,14 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs) {
   print_field("dataset:", c.dataset.to_string());
   print_field("precision:", precision_of(r) + ", loss scaling " + c.loss_scale.to_string());
   print_field("training:", "batch " + std::to_string(c.batch_size) + ", " +
-                               std::to_string(c.epochs) + " epoch(s), " +
-                               group_digits(r.total_steps) + " steps planned, seed " +
-                               std::to_string(c.seed));
+                               count_of(c.epochs, "epoch") + ", " + group_digits(r.total_steps) +
+                               " steps planned, seed " + std::to_string(c.seed));
   print_field("optimizer:", std::string(to_string(c.optimizer.kind)) + ", learning rate " +
                                 store::csv_number(c.optimizer.learning_rate));
   std::string device = r.device.empty() ? env.device_kind : r.device;
   if (!env.device_name.empty()) device += ": " + env.device_name;
   if (!env.compute_capability.empty()) device += ", compute capability " + env.compute_capability;
-  if (env.threads > 0) device += ", " + std::to_string(env.threads) + " threads";
+  if (env.threads > 0) device += ", " + count_of(env.threads, "thread");
   print_field("device:", device);
   std::vector<std::string> libraries;
   const std::pair<const char*, const std::string*> versions[] = {{"driver", &env.driver_version},
