@@ -1,21 +1,57 @@
-// mixlab-cli as a user runs it: exit codes, messages on stderr, --json objects, Ctrl+C.
+// mixlab-cli as a user runs it: exit codes, messages on stderr, --json objects, Ctrl+C, and the
+// run history (`runs`) over a database filled through the store's API.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "app/store/csv_export.h"
+#include "app/store/run_store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+
+fs::path make_temp_dir(const std::string& prefix) {
+  std::string dir = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (mkdtemp(dir.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + dir);
+  return dir;
+}
+
+// Every mixlab-cli these tests start (train records its runs) writes to a database of its own,
+// never the user's: MIXLAB_DB is set for the whole process, and children inherit it.
+class IsolatedRunStore : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = make_temp_dir("mixlab-cli-db");
+    setenv("MIXLAB_DB", (dir_ / "runs.sqlite").c_str(), 1);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+ private:
+  fs::path dir_;
+};
+
+[[maybe_unused]] ::testing::Environment* const kIsolatedRunStore =
+    ::testing::AddGlobalTestEnvironment(new IsolatedRunStore);
 
 struct Result {
   int exit_code = -1;
@@ -24,11 +60,12 @@ struct Result {
 };
 
 // Runs mixlab-cli with the arguments (a shell word list) and collects stdout, stderr, exit code.
-Result run_cli(const std::string& args) {
+// `env` is put before the command ("MIXLAB_DB=/tmp/x.sqlite").
+Result run_cli(const std::string& args, const std::string& env = "") {
   const fs::path dir = fs::temp_directory_path() / ("mixlab-cli-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  const std::string cmd = std::string(MIXLAB_CLI) + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd = env + " " + MIXLAB_CLI + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -180,6 +217,297 @@ TEST(Cli, DevicesListsTheCpu) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_GE(j.size(), 1u);
   EXPECT_EQ(j[0]["kind"], "cpu");
+}
+
+// --- runs -----------------------------------------------------------------------------------
+
+namespace store = mixlab::store;
+using mixlab::Policy;
+
+// A run database in a fresh temporary folder, filled through the store's API.
+class RunsCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_temp_dir("mixlab-runs");
+    db_ = dir_ / "runs.sqlite";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // A finished run with five steps and one epoch; its step-time figures follow from `median_ms`.
+  std::int64_t add_run(const std::string& name, Policy precision, int batch, double median_ms,
+                       double test_accuracy, std::int64_t created_ms) {
+    store::RunStore db = store::RunStore::open(db_);
+    store::RunRecord r;
+    r.name = name;
+    r.created_at_ms = created_ms;
+    r.model_name = "tiny";
+    r.model_json = kTinyModel;
+    r.config.precision = precision;
+    r.config.batch_size = batch;
+    r.config.dataset = mixlab::parse_dataset_spec("synthetic:8x8x1:4:256");
+    r.device = "cpu";
+    const std::int64_t id = db.insert_run(r);
+    store::Environment env;
+    env.device_kind = "cpu";
+    env.device_name = "Test CPU";
+    env.threads = 2;
+    db.mark_started(id, created_ms + 500, env, 5, 4096);
+    std::vector<mixlab::StepMetrics> steps(5);
+    for (int i = 0; i < 5; ++i) {
+      steps[i].step = i;
+      steps[i].step_ms = median_ms + 0.25 * i;
+      steps[i].loss = 1.0 / (i + 1);
+      steps[i].samples = batch;
+    }
+    db.insert_steps(id, steps);
+    mixlab::EpochMetrics epoch;
+    epoch.steps = 5;
+    epoch.train_loss = 0.5;
+    epoch.test_accuracy = test_accuracy;
+    db.insert_epoch(id, epoch);
+    mixlab::RunSummary s;
+    s.status = mixlab::RunStatus::finished;
+    s.steps = 5;
+    s.epochs_completed = 1;
+    s.median_step_ms = median_ms;
+    s.p95_step_ms = median_ms * 1.5;
+    s.samples_per_s = batch * 1000.0 / median_ms;
+    s.test_accuracy = test_accuracy;
+    s.peak_memory_bytes = 4096;
+    db.finish_run(id, s, created_ms + 2000);
+    return id;
+  }
+
+  // Two runs: float32 at 4 ms a step, then (newer) bfloat16 at 2.5 ms with no test figures.
+  void add_two_runs() {
+    first_ = add_run("f32 baseline", Policy::float32, 32, 4.0, 0.8125, 1764470707123);
+    second_ =
+        add_run("bf16, \"fast\"", Policy::mixed_bfloat16, 32, 2.5, std::nan(""), 1764470807123);
+  }
+
+  Result runs(const std::string& args) { return run_cli("runs " + args + " --db " + db_.string()); }
+  store::RunRecord read_back(std::int64_t id) { return store::RunStore::open(db_).run(id); }
+
+  fs::path dir_;
+  fs::path db_;
+  std::int64_t first_ = 0;
+  std::int64_t second_ = 0;
+};
+
+TEST_F(RunsCommand, ListJsonHasTheContractFieldsNewestFirst) {
+  add_two_runs();
+  const Result r = runs("list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  const auto& newest = j[0];
+  EXPECT_EQ(newest.size(), 10u) << newest.dump();
+  EXPECT_EQ(newest["id"], second_);
+  EXPECT_EQ(newest["name"], "bf16, \"fast\"");
+  EXPECT_EQ(newest["status"], "finished");
+  EXPECT_EQ(newest["created_at"], store::format_utc(1764470807123));
+  EXPECT_EQ(newest["model"], "tiny");
+  EXPECT_EQ(newest["precision"], "mixed_bfloat16");
+  EXPECT_EQ(newest["batch_size"], 32);
+  EXPECT_EQ(newest["median_step_ms"], 2.5);
+  EXPECT_EQ(newest["samples_per_s"], 32 * 1000.0 / 2.5);
+  EXPECT_TRUE(newest["test_accuracy"].is_null());
+  EXPECT_EQ(j[1]["id"], first_);
+  EXPECT_EQ(j[1]["created_at"], "2025-11-30T02:45:07.123Z");
+  EXPECT_EQ(j[1]["test_accuracy"], 0.8125);
+}
+
+TEST_F(RunsCommand, ListTableAndAnEmptyStore) {
+  Result r = runs("list");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no runs recorded in " + db_.string() + " yet"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(db_)) << "listing must not create a database";
+  r = runs("list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array());
+
+  add_two_runs();
+  r = runs("list");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("f32 baseline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2025-11-30 02:45"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4.000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("12,800"), std::string::npos) << "samples/s of the bf16 run\n" << r.out;
+}
+
+TEST_F(RunsCommand, ShowPrintsEverythingAboutOneRun) {
+  add_two_runs();
+  {
+    store::RunStore db = store::RunStore::open(db_);
+    db.add_tags(first_, {"baseline"});
+    db.set_note(first_, "first line\nsecond line");
+  }
+  Result r = runs("show " + std::to_string(first_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* text : {"f32 baseline", "finished", "float32", "synthetic:8x8x1:4:256",
+                           "Test CPU", "median 4.000 ms", "baseline", "second line", "epochs:"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+  }
+  r = runs("show " + std::to_string(first_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["id"], first_);
+  EXPECT_EQ(j["config"]["precision"], "float32");
+  EXPECT_EQ(j["config"]["batch_size"], 32);
+  EXPECT_EQ(j["environment"]["device_name"], "Test CPU");
+  EXPECT_EQ(j["summary"]["median_step_ms"], 4.0);
+  EXPECT_EQ(j["summary"]["p95_step_ms"], 6.0);
+  ASSERT_EQ(j["epochs"].size(), 1u);
+  EXPECT_EQ(j["epochs"][0]["test_accuracy"], 0.8125);
+  EXPECT_EQ(j["tags"], nlohmann::json::array({"baseline"}));
+  EXPECT_EQ(j["note"], "first line\nsecond line");
+  EXPECT_EQ(j["model_spec"]["name"], "tiny");
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(RunsCommand, ExportWritesWhatTheStoreWritesToStdoutOrAFile) {
+  add_two_runs();
+  const std::vector<std::int64_t> both = {first_, second_};
+  std::ostringstream steps, long_steps, summary;
+  {
+    store::RunStore db = store::RunStore::open(db_);
+    store::write_steps_csv(steps, db, first_);
+    store::write_long_steps_csv(long_steps, db, both);
+    store::write_summary_csv(summary, db, both);
+  }
+  const std::string ids = std::to_string(first_) + " " + std::to_string(second_);
+  Result r = runs("export " + std::to_string(first_) + " --steps");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, steps.str());
+  r = runs("export " + ids + " --steps");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, long_steps.str());
+  r = runs("export " + ids + " --summary");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, summary.str());
+
+  const fs::path file = dir_ / "summary.csv";
+  r = runs("export " + ids + " --summary -o " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(read_file(file), summary.str());
+  EXPECT_FALSE(fs::exists(dir_ / "summary.csv.tmp"));
+}
+
+TEST_F(RunsCommand, ExportToAnUnwritableFileFailsNamingItAndLeavesNothing) {
+  add_two_runs();
+  const fs::path file = dir_ / "no-such-folder" / "steps.csv";
+  Result r = runs("export " + std::to_string(first_) + " --steps -o " + file.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(file));
+
+  // An unknown id among several: nothing is written at all.
+  const fs::path out = dir_ / "steps.csv";
+  r = runs("export " + std::to_string(first_) + " 424242 --steps -o " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("424242"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(dir_ / "steps.csv.tmp"));
+  r = runs("export " + std::to_string(first_));
+  EXPECT_EQ(r.exit_code, 2) << "neither --steps nor --summary";
+}
+
+TEST_F(RunsCommand, CompareGivesTheSpeedRatioAgainstTheFirstRun) {
+  add_two_runs();
+  Result r = runs("compare " + std::to_string(first_) + " " + std::to_string(second_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["id"], first_);
+  EXPECT_EQ(j[0]["speed_ratio"], 1.0);
+  EXPECT_EQ(j[1]["speed_ratio"], 4.0 / 2.5) << "bf16 steps take 2.5 ms instead of 4";
+  EXPECT_EQ(j[1]["precision"], "mixed_bfloat16");
+  EXPECT_EQ(j[1]["median_step_ms"], 2.5);
+  EXPECT_EQ(j[1]["p95_step_ms"], 3.75);
+  EXPECT_EQ(j[1]["batch_size"], 32);
+
+  r = runs("compare " + std::to_string(first_) + " " + std::to_string(second_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1.60x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("faster"), std::string::npos) << "a legend says which way is faster";
+  r = runs("compare " + std::to_string(first_));
+  EXPECT_EQ(r.exit_code, 2) << "compare needs two runs";
+}
+
+TEST_F(RunsCommand, RenameTagNoteAndDeleteChangeTheStore) {
+  add_two_runs();
+  const std::string id = std::to_string(first_);
+  Result r = runs("rename " + id + " 'new name, ß'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_back(first_).name, "new name, ß");
+
+  r = runs("tag " + id + " fp32 baseline keep");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> tags = read_back(first_).tags;
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, (std::vector<std::string>{"baseline", "fp32", "keep"}));
+  r = runs("tag " + id + " keep --remove");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  tags = read_back(first_).tags;
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, (std::vector<std::string>{"baseline", "fp32"}));
+
+  r = runs("note " + id + " 'warm cache'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_back(first_).note, "warm cache");
+  r = runs("note " + id + " ''");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_back(first_).note, "");
+
+  r = runs("delete " + id + " " + std::to_string(second_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("deleted run " + id), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bf16"), std::string::npos) << r.out;
+  EXPECT_TRUE(store::RunStore::open(db_).list_runs().empty());
+}
+
+TEST_F(RunsCommand, UnknownRunsAndBadArgumentsExitTwoAndBrokenStoresOne) {
+  add_two_runs();
+  Result r = runs("show 424242");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("424242"), std::string::npos) << r.err;
+  r = runs("delete " + std::to_string(first_) + " 424242");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(store::RunStore::open(db_).list_runs().size(), 2u) << "nothing deleted";
+  for (const char* args : {"show", "show abc", "show -3", "frobnicate", "rename 1", ""}) {
+    r = runs(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+  r = run_cli("runs show 1 --db " + (dir_ / "missing.sqlite").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "missing.sqlite")) << "reading must not create a database";
+
+  const std::string not_a_db = write_temp("not-a-db.sqlite", "this is not a database, just text");
+  r = run_cli("runs list --db " + not_a_db);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("run store"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(not_a_db), std::string::npos) << r.err;
+}
+
+TEST_F(RunsCommand, DbOptionOverridesMixlabDb) {
+  add_two_runs();
+  const std::string env = "MIXLAB_DB=" + db_.string();
+  Result r = run_cli("runs list --json", env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 2u);
+  const fs::path other = dir_ / "other.sqlite";
+  r = run_cli("runs list --json --db " + other.string(), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 0u);
 }
 
 }  // namespace
