@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -248,6 +250,66 @@ TEST(RunStore, CreatesItsFolderAndSetsWalAndVersion) {
   Statement mode = db.prepare("PRAGMA journal_mode");
   ASSERT_TRUE(mode.step());
   EXPECT_EQ(mode.column_text(0), "wal");
+}
+
+TEST(RunStore, DefaultPathFollowsMixlabDbThenXdgThenHome) {
+  const auto keep = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const auto db = keep("MIXLAB_DB"), xdg = keep("XDG_DATA_HOME"), home = keep("HOME");
+  setenv("MIXLAB_DB", "/data/x.sqlite", 1);
+  setenv("XDG_DATA_HOME", "/xdg", 1);
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(default_store_path(), "/data/x.sqlite");
+  unsetenv("MIXLAB_DB");
+  EXPECT_EQ(default_store_path(), "/xdg/mixlab/runs.sqlite");
+  setenv("XDG_DATA_HOME", "relative/is/ignored", 1);  // the XDG spec says so
+  EXPECT_EQ(default_store_path(), "/home/u/.local/share/mixlab/runs.sqlite");
+  unsetenv("XDG_DATA_HOME");
+  EXPECT_EQ(default_store_path(), "/home/u/.local/share/mixlab/runs.sqlite");
+  const auto restore = [](const char* name, const std::optional<std::string>& v) {
+    if (v)
+      setenv(name, v->c_str(), 1);
+    else
+      unsetenv(name);
+  };
+  restore("MIXLAB_DB", db);
+  restore("XDG_DATA_HOME", xdg);
+  restore("HOME", home);
+}
+
+TEST(RunStore, EnvironmentReadsLibraryVersions) {
+  DeviceInfo cpu;
+  cpu.kind = "cpu";
+  cpu.name = "Some CPU";
+  cpu.threads = 8;
+  cpu.library_versions = "oneDNN 2.6.3 (isa avx512_core_amx)";
+  Environment e = describe_environment(cpu, "1.2.3");
+  EXPECT_EQ(e.device_kind, "cpu");
+  EXPECT_EQ(e.device_name, "Some CPU");
+  EXPECT_EQ(e.threads, 8);
+  EXPECT_EQ(e.onednn_version, "2.6.3");
+  EXPECT_EQ(e.mixlab_version, "1.2.3");
+  EXPECT_FALSE(e.hostname.empty());
+  EXPECT_EQ(e.cuda_version, "");
+
+  DeviceInfo gpu;
+  gpu.kind = "cuda";
+  gpu.compute_capability = "9.0";
+  gpu.library_versions = "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0, cuDNN 9.10.2";
+  e = describe_environment(gpu, "1.2.3");
+  EXPECT_EQ(e.compute_capability, "9.0");
+  EXPECT_EQ(e.cuda_version, "13.0");
+  EXPECT_EQ(e.driver_version, "13.0");
+  EXPECT_EQ(e.cublas_version, "13.0.0");
+  EXPECT_EQ(e.cudnn_version, "9.10.2");
+}
+
+TEST(RunStore, TimestampsAreIsoUtcWithMilliseconds) {
+  EXPECT_EQ(format_utc(1'764'470'707'123), "2025-11-30T02:45:07.123Z");
+  EXPECT_EQ(format_utc(86'400'000), "1970-01-02T00:00:00.000Z");
+  EXPECT_EQ(format_utc(0), "");
 }
 
 // --- migrations ---

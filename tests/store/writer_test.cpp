@@ -106,6 +106,23 @@ TEST(StoreWriter, FullDiskIsReportedAndTheFileStaysConsistent) {
   EXPECT_EQ(store.run(run_id).status, RecordStatus::running);  // this process is still alive
 }
 
+// WAL: a reader in the middle of a read transaction does not hold the writer up, and keeps its
+// snapshot until it ends.
+TEST(StoreWriter, ReadersNeverBlockTheWriter) {
+  TempDir dir;
+  const auto db = dir / "runs.sqlite";
+  StoreWriter writer(db);
+  const std::int64_t id = writer.begin_run(testing::sample_run());
+  RunStore reader = RunStore::open(db, StoreOptions{.read_only = true});
+  reader.connection().exec("BEGIN");
+  EXPECT_EQ(reader.step_count(id), 0);
+  for (int i = 0; i < 1000; ++i) writer.step(id, testing::sample_step(i));
+  writer.flush();  // returns although the reader's transaction is open
+  EXPECT_EQ(reader.step_count(id), 0) << "the reader keeps its snapshot";
+  reader.connection().exec("COMMIT");
+  EXPECT_EQ(reader.step_count(id), 1000);
+}
+
 // A trainer pacing 5,000 steps/s: every row arrives. (Its wait per step is a benchmark figure,
 // printed by store_bench, not asserted here.)
 TEST(StoreWriter, PacedTrainerLosesNoRows) {
