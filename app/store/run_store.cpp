@@ -282,7 +282,7 @@ RunStore RunStore::open(const fs::path& path, const StoreOptions& options) {
     fs::create_directories(path.parent_path(), ec);
     if (ec) {
       throw StoreError("cannot create the folder " + path.parent_path().string() +
-                           " for the run database: " + ec.message(),
+                           " for the run database " + path.string() + ": " + ec.message(),
                        SQLITE_CANTOPEN);
     }
   }

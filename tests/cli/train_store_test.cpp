@@ -1,0 +1,168 @@
+// mixlab-cli train records every run in the run store: finished, failed before training,
+// stopped with Ctrl+C; --db, MIXLAB_DB and --no-store choose where (or whether).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "app/store/run_store.h"
+#include "engine/spec/model_spec.h"
+#include "tests/store/store_test_util.h"
+
+extern char** environ;
+
+namespace mixlab::store {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+constexpr const char* kTinyModel = R"({
+  "name": "tiny",
+  "input": {"shape": [8, 8, 1]},
+  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
+})";
+
+struct Child {
+  pid_t pid = 0;
+  std::filesystem::path out, err;
+};
+
+Child start_cli(const TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), MIXLAB_CLI);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  Child c{0, dir / "stdout", dir / "stderr"};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, c.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, c.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  EXPECT_EQ(posix_spawn(&c.pid, MIXLAB_CLI, &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return c;
+}
+
+int finish(const Child& c) {
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class TrainStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_ / "tiny.json";
+    testing::write_bytes(model_, kTinyModel);
+    // Never the user's own database.
+    setenv("MIXLAB_DB", (dir_ / "env.sqlite").c_str(), 1);
+  }
+  std::vector<std::string> tiny_run(std::vector<std::string> extra) const {
+    std::vector<std::string> args{
+        "train",     "--model", model_.string(), "--dataset", "synthetic:8x8x1:4:256",
+        "--threads", "1",       "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  TempDir dir_;
+  std::filesystem::path model_;
+};
+
+TEST_F(TrainStore, RecordsTheFinishedRunAndPrintsItsId) {
+  const auto db = dir_ / "runs.sqlite";
+  const Child c = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "40", "--batch-size",
+                                            "16", "--precision", "mixed_bfloat16", "--json"}));
+  ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  ASSERT_TRUE(j["run_id"].is_number_integer()) << j.dump();
+  EXPECT_EQ(j["db"], db.string());
+
+  RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
+  const RunRecord r = store.run(j["run_id"].get<std::int64_t>());
+  EXPECT_EQ(r.status, RecordStatus::finished);
+  EXPECT_EQ(r.name, "tiny mixed_bfloat16 b16");
+  EXPECT_EQ(r.model_name, "tiny");
+  EXPECT_EQ(parse_model_json(r.model_json), parse_model_json(kTinyModel));
+  EXPECT_EQ(r.config.precision, Policy::mixed_bfloat16);
+  EXPECT_EQ(r.config.batch_size, 16);
+  EXPECT_EQ(r.config.steps, 40);
+  EXPECT_EQ(r.config.dataset.to_string(), "synthetic:8x8x1:4:256");
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_EQ(r.environment.device_kind, "cpu");
+  EXPECT_FALSE(r.environment.onednn_version.empty());
+  EXPECT_FALSE(r.environment.mixlab_version.empty());
+  EXPECT_EQ(r.environment.threads, 1);
+  EXPECT_EQ(r.summary.steps, 40);
+  EXPECT_EQ(r.summary.median_step_ms, j["median_step_ms"].get<double>());
+  EXPECT_EQ(r.summary.test_accuracy, j["test_accuracy"].get<double>());
+  EXPECT_EQ(store.step_count(r.id), 40);
+  EXPECT_EQ(store.epochs(r.id).size(), 3u);  // 256 samples / 16 = 16 steps per epoch
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "env.sqlite")) << "--db wins over MIXLAB_DB";
+
+  // In text form the id is printed too.
+  const Child text =
+      start_cli(dir_, {"train", "--model", model_.string(), "--dataset", "synthetic:8x8x1:4:256",
+                       "--steps", "3", "--db", db.string(), "--quiet"});
+  ASSERT_EQ(finish(text), 0);
+  EXPECT_NE(testing::read_bytes(text.out).find("run id:      2 (in " + db.string() + ")"),
+            std::string::npos)
+      << testing::read_bytes(text.out);
+}
+
+TEST_F(TrainStore, MixlabDbChoosesTheDatabaseAndNoStoreRecordsNothing) {
+  ASSERT_EQ(finish(start_cli(dir_, tiny_run({"--steps", "2"}))), 0);
+  RunStore store = RunStore::open(dir_ / "env.sqlite", StoreOptions{.read_only = true});
+  EXPECT_EQ(store.list_runs().size(), 1u);
+
+  setenv("MIXLAB_DB", (dir_ / "never.sqlite").c_str(), 1);
+  const Child c = start_cli(dir_, tiny_run({"--steps", "2", "--no-store", "--json"}));
+  ASSERT_EQ(finish(c), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "never.sqlite"));
+  EXPECT_TRUE(nlohmann::json::parse(testing::read_bytes(c.out))["run_id"].is_null());
+}
+
+TEST_F(TrainStore, RunWhoseDatasetCannotBeReadIsRecordedAsFailed) {
+  const Child c =
+      start_cli(dir_, {"train", "--dataset", "mnist:/nonexistent/mnist", "--steps", "1"});
+  EXPECT_EQ(finish(c), 2);
+  RunStore store = RunStore::open(dir_ / "env.sqlite", StoreOptions{.read_only = true});
+  const auto runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, RecordStatus::failed);
+  EXPECT_NE(runs[0].message.find("/nonexistent/mnist"), std::string::npos) << runs[0].message;
+}
+
+TEST_F(TrainStore, InterruptedWithCtrlCIsRecordedAsStoppedWithEveryStep) {
+  const Child c = start_cli(dir_, tiny_run({"--steps", "100000000", "--json"}));
+  std::this_thread::sleep_for(1500ms);
+  kill(c.pid, SIGINT);
+  EXPECT_EQ(finish(c), 130);
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  RunStore store = RunStore::open(dir_ / "env.sqlite", StoreOptions{.read_only = true});
+  const RunRecord r = store.run(j["run_id"].get<std::int64_t>());
+  EXPECT_EQ(r.status, RecordStatus::stopped);
+  EXPECT_GT(r.summary.steps, 0);
+  EXPECT_EQ(store.step_count(r.id), j["steps"].get<std::int64_t>());
+}
+
+TEST_F(TrainStore, UnusableDatabaseStopsBeforeTraining) {
+  const auto bad = dir_ / "notes.txt";
+  testing::write_bytes(bad, "not a database");
+  const Child c = start_cli(dir_, tiny_run({"--steps", "2", "--db", bad.string()}));
+  EXPECT_NE(finish(c), 0);
+  const std::string err = testing::read_bytes(c.err);
+  EXPECT_NE(err.find(bad.string() + " is not a MixLab run database"), std::string::npos) << err;
+  EXPECT_EQ(testing::read_bytes(c.out), "") << "nothing trained";
+  EXPECT_EQ(testing::read_bytes(bad), "not a database");
+}
+
+}  // namespace
+}  // namespace mixlab::store

@@ -1,0 +1,164 @@
+// The store across processes, for real: a mixlab-cli run killed with SIGKILL mid-run, and
+// writers in several processes recording at once.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "app/store/run_store.h"
+#include "app/store/store_writer.h"
+#include "tests/store/store_test_util.h"
+
+extern char** environ;
+
+namespace mixlab::store {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+// Starts a program with its output sent to `out_path`; returns its pid.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& out_path) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (out_path + ".err").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
+  return pid;
+}
+
+int wait_exit_code(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::string integrity(RunStore& store) {
+  Statement check = store.connection().prepare("PRAGMA integrity_check");
+  return check.step() ? check.column_text(0) : "no answer";
+}
+
+constexpr const char* kTinyModel = R"({
+  "name": "tiny",
+  "input": {"shape": [8, 8, 1]},
+  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
+})";
+
+// "Loses at most the last second of steps": a run killed with SIGKILL keeps every step up to at
+// most one second before the kill, the file passes integrity_check, and the run reads as
+// interrupted the next time the store opens.
+TEST(Processes, SigkillMidRunLosesAtMostTheLastSecond) {
+  TempDir dir;
+  const auto db = dir / "runs.sqlite";
+  const auto model = dir / "tiny.json";
+  std::ofstream(model) << kTinyModel;
+  const pid_t child = spawn(
+      {MIXLAB_CLI, "train", "--db", db.string(), "--model", model.string(), "--dataset",
+       "synthetic:8x8x1:4:2048", "--steps", "1000000000", "--threads", "1", "--no-eval", "--quiet"},
+      (dir / "cli.out").string());
+  // Wait until the run is recording steps, then let it run a while longer.
+  std::int64_t run_id = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+    if (!std::filesystem::exists(db)) continue;
+    try {
+      RunStore reader = RunStore::open(db, StoreOptions{.read_only = true});
+      const auto runs = reader.list_runs();
+      if (!runs.empty() && reader.step_count(runs[0].id) > 500) {
+        run_id = runs[0].id;
+        break;
+      }
+    } catch (const StoreError&) {
+      // The database may still be being created.
+    }
+  }
+  ASSERT_NE(run_id, 0) << "the child recorded no steps within 60 s";
+  std::this_thread::sleep_for(700ms);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  const std::int64_t killed_at_ms = now_utc_ms();
+  EXPECT_EQ(wait_exit_code(child), -SIGKILL);
+
+  RunStore store = RunStore::open(db);
+  EXPECT_EQ(integrity(store), "ok");
+  const RunRecord run = store.run(run_id);
+  EXPECT_EQ(run.status, RecordStatus::interrupted) << run.message;
+  const std::vector<StepMetrics> steps = store.steps(run_id);
+  ASSERT_FALSE(steps.empty());
+  for (std::size_t i = 0; i < steps.size(); ++i) ASSERT_EQ(steps[i].step, std::int64_t(i));
+  EXPECT_EQ(run.summary.steps, std::int64_t(steps.size()));
+  ASSERT_GT(run.started_at_ms, 0);
+  const double last_step_at_ms = run.started_at_ms + steps.back().wall_offset_s * 1000.0;
+  const double lost_ms = killed_at_ms - last_step_at_ms;
+  std::printf("killed after %zu steps; the last kept step ran %.0f ms before the kill\n",
+              steps.size(), lost_ms);
+  EXPECT_LE(lost_ms, 1000.0);
+}
+
+// Three processes' writers (two other processes and this one) record at the same time, each
+// committing as often as it can, while this process also reads: every run and row arrives.
+TEST(Processes, ConcurrentWritersLoseNothing) {
+  TempDir dir;
+  const auto db = dir / "runs.sqlite";
+  { RunStore::open(db); }
+  constexpr int kRuns = 3, kSteps = 4000;
+  const pid_t a =
+      spawn({STORE_STRESS_WRITER, db.string(), std::to_string(kRuns), std::to_string(kSteps)},
+            (dir / "a.out").string());
+  const pid_t b =
+      spawn({STORE_STRESS_WRITER, db.string(), std::to_string(kRuns), std::to_string(kSteps)},
+            (dir / "b.out").string());
+  std::int64_t own_id = 0;
+  {
+    WriterOptions options;
+    options.flush_interval = 1ms;
+    options.batch_rows = 64;
+    StoreWriter writer(db, options);
+    RunStore reader = RunStore::open(db, StoreOptions{.read_only = true});
+    own_id = writer.begin_run(testing::sample_run("this process"));
+    for (int i = 0; i < kSteps; ++i) {
+      writer.step(own_id, testing::sample_step(i));
+      if (i % 500 == 0) reader.list_runs();  // a reader in the middle of it all
+    }
+    RunSummary done;
+    done.status = RunStatus::finished;
+    writer.finished(own_id, done, now_utc_ms());
+    writer.flush();
+  }
+  EXPECT_EQ(wait_exit_code(a), 0) << testing::read_bytes(dir / "a.out.err");
+  EXPECT_EQ(wait_exit_code(b), 0) << testing::read_bytes(dir / "b.out.err");
+
+  std::set<std::int64_t> ids{own_id};
+  for (const char* out : {"a.out", "b.out"}) {
+    std::istringstream lines(testing::read_bytes(dir / out));
+    for (std::int64_t id; lines >> id;) ids.insert(id);
+  }
+  ASSERT_EQ(ids.size(), 2u * kRuns + 1);
+  RunStore store = RunStore::open(db);
+  EXPECT_EQ(integrity(store), "ok");
+  EXPECT_EQ(store.list_runs().size(), ids.size());
+  for (const std::int64_t id : ids) {
+    EXPECT_EQ(store.step_count(id), kSteps) << "run " << id;
+    EXPECT_EQ(store.run(id).status, RecordStatus::finished) << "run " << id;
+  }
+}
+
+}  // namespace
+}  // namespace mixlab::store
