@@ -5,7 +5,6 @@
 #include "app/store/csv_export.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +12,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
 #include <locale>
 #include <optional>
@@ -24,10 +22,10 @@
 #include <variant>
 #include <vector>
 
+#include "tests/store/store_test_util.h"
+
 namespace mixlab::store {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -217,17 +215,7 @@ struct SampleRun {
 // A store in a fresh temporary folder, removed afterwards.
 class CsvExport : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string dir_template = (fs::temp_directory_path() / "mixlab-csv-XXXXXX").string();
-    ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
-    dir_ = dir_template;
-    store_.emplace(RunStore::open(dir_ / "runs.sqlite"));
-  }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { store_.emplace(RunStore::open(dir_ / "runs.sqlite")); }
 
   // Records the run through the store's recording calls, as a StoreWriter would.
   void record(SampleRun& run) {
@@ -344,7 +332,7 @@ class CsvExport : public ::testing::Test {
 
   RunStore& store() { return *store_; }
 
-  fs::path dir_;
+  testing::TempDir dir_;  // outlives the store
   std::optional<RunStore> store_;
   SampleRun awkward_, diverged_;
 };
