@@ -83,13 +83,14 @@ std::string no_run(std::int64_t id, const fs::path& path) {
   return "no run " + std::to_string(id) + " in " + path.string();
 }
 
-// The store that holds every one of `ids`, with their records (in that order). Reading never
-// creates a database: without the file there is no such run.
+// A store and the records of the runs a command names, in the order named.
 struct OpenRuns {
   RunStore store;
   std::vector<RunRecord> records;
 };
 
+// Opens the store at `path`, checking that it holds every one of `ids` before the command
+// touches any. It never creates a database: without the file there is no such run.
 OpenRuns open_runs(const fs::path& path, std::span<const std::int64_t> ids) {
   if (!fs::exists(path)) throw RunNotFoundError(no_run(ids.front(), path));
   OpenRuns open{RunStore::open(path), {}};
