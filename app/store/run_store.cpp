@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <unordered_map>
@@ -439,6 +440,9 @@ void RunStore::insert_steps(std::int64_t run_id, std::span<const StepMetrics> st
       "INSERT INTO steps (run_id, step, epoch, wall_offset_s, step_ms, data_wait_ms, "
       "forward_ms, backward_ms, optimizer_ms, device_ms, loss, accuracy, loss_scale, skipped, "
       "samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  // One transaction for the lot: the caller's (the writer's batch), or one opened here.
+  std::optional<Transaction> own;
+  if (sqlite3_get_autocommit(db_.get()) != 0) own.emplace(db_);
   for (const StepMetrics& m : steps) {
     int c = 1;
     st.bind(c++, run_id);
@@ -458,6 +462,7 @@ void RunStore::insert_steps(std::int64_t run_id, std::span<const StepMetrics> st
     st.bind(c++, m.samples);
     st.run();
   }
+  if (own) own->commit();
 }
 
 void RunStore::insert_epoch(std::int64_t run_id, const EpochMetrics& e) {
