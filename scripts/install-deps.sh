@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs, with apt-get, whatever MixLab's build and tests need that this Debian 12 machine lacks.
-# Usage: scripts/install-deps.sh [--gui] [--bench]   (run as root, or with everything installed)
+# Usage: scripts/install-deps.sh [--bench]   (run as root, or with everything installed)
 set -eu
 
 packages="g++ cmake ninja-build pkgconf libdnnl-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev
-          libgtest-dev libgmock-dev dataset-fashion-mnist"
+          libgtest-dev libgmock-dev dataset-fashion-mnist
+          qt6-base-dev qt6-charts-dev qt6-svg-dev qt6-qpa-plugins xvfb xauth"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-torch" ;;

@@ -1,0 +1,86 @@
+// MixLab's charts, behind one adapter: the rest of the UI sees these two widgets and never Qt
+// Charts (Qt's docs name Qt Graphs as its successor; only chart.cpp changes when we move).
+//
+// A chart keeps every point a caller gives it but hands a series no more points than the plot
+// has pixel columns: min/max per column (decimate_minmax), redone when the data or the plot's
+// width changes. So a series of 1,000,000 points redraws as fast as one of 1,000.
+#pragma once
+
+#include <QPointF>
+#include <QString>
+#include <QWidget>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace mixlab::ui {
+
+// Min/max decimation of points sorted by x: for each of `columns` equal x-intervals over
+// [points.front().x, points.back().x], the first, min-y, max-y and last point of the interval
+// (in x order, duplicates dropped). Returns the input unchanged when it has at most
+// 2 * columns points. NaN y values are skipped.
+std::vector<QPointF> decimate_minmax(std::span<const QPointF> points, int columns);
+
+class LineChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Scale { linear, log10 };
+  enum class Kind { line, markers };  // markers: a scatter series (skipped steps, epochs)
+
+  LineChart(const QString& title, const QString& x_label, const QString& y_label,
+            QWidget* parent = nullptr);
+  ~LineChart() override;
+
+  // Adds a series; returns its index. Colours follow the palette's order.
+  int add_series(const QString& name, Kind kind = Kind::line);
+  void set_series_name(int series, const QString& name);
+  // Replaces a series' points (x ascending); the axes fit all series' data.
+  void set_points(int series, std::vector<QPointF> points);
+  // Appends points (x ascending, after the ones it has): the live charts' path.
+  void append_points(int series, std::span<const QPointF> points);
+  void clear();  // removes every point (the series stay)
+  void remove_all_series();
+  void set_y_scale(Scale scale);
+  void set_x_label(const QString& label);
+
+  // The points a series holds / hands to the plot now (after decimation); for tests.
+  std::size_t point_count(int series) const;
+  std::size_t plotted_count(int series) const;
+
+  // Saves the chart as PNG (or any raster format Qt knows by the suffix) or SVG (".svg").
+  // Returns false and sets `error` when the file cannot be written.
+  bool save_image(const QString& path, QString* error = nullptr);
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Bars with p5–p95 whiskers: one bar per run (median step ms, samples/s...).
+class BarChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  BarChart(const QString& title, const QString& y_label, QWidget* parent = nullptr);
+  ~BarChart() override;
+
+  struct Bar {
+    QString label;
+    double value = 0.0;
+    double low = 0.0;   // whisker; NaN for none
+    double high = 0.0;  // whisker; NaN for none
+  };
+  void set_bars(std::vector<Bar> bars);
+  std::size_t bar_count() const;
+  bool save_image(const QString& path, QString* error = nullptr);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mixlab::ui

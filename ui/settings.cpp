@@ -1,0 +1,28 @@
+#include "ui/settings.h"
+
+namespace mixlab::ui::settings {
+
+const Key<QByteArray> kWindowGeometry{"window/geometry", {}};
+const Key<QByteArray> kWindowState{"window/state", {}};
+const Key<int> kCurrentTab{"window/tab", 0};
+
+const Key<QString> kLastModelFile{"model/last_file", {}};
+const Key<QString> kLastTemplate{"model/last_template", "fashion-mlp"};
+const Key<QString> kLastDirectory{"files/last_directory", {}};
+
+const Key<QString> kDataset{"run/dataset", "fashion-mnist"};
+const Key<QString> kPrecision{"run/precision", "float32"};
+const Key<QString> kLossScale{"run/loss_scale", "auto"};
+const Key<int> kBatchSize{"run/batch_size", 32};
+const Key<bool> kLimitBySteps{"run/limit_by_steps", false};
+const Key<int> kEpochs{"run/epochs", 1};
+const Key<int> kSteps{"run/steps", 1000};
+const Key<QString> kOptimizer{"run/optimizer", "adam"};
+const Key<double> kLearningRate{"run/learning_rate", 0.0};
+const Key<int> kSeed{"run/seed", 42};
+const Key<int> kThreads{"run/threads", 0};
+const Key<QString> kDevice{"run/device", "cpu"};
+
+const Key<bool> kCompareByTime{"compare/by_time", false};
+
+}  // namespace mixlab::ui::settings
