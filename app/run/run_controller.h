@@ -9,7 +9,6 @@
 #include <QString>
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -62,17 +61,17 @@ class RunController : public QObject {
 
   const std::filesystem::path& db_path() const { return db_path_; }
 
-  // Queues runs to run one after another (one for Start; two for the float32-vs-mixed A/B).
-  // Returns at once.
-  void start(std::vector<RunRequest> runs);
+  // Runs these one after another (one for Start; two for the float32-vs-mixed A/B) on the
+  // worker thread. Returns at once; false (nothing started) while runs are still going.
+  bool start(std::vector<RunRequest> runs);
   // Stops the run in progress within one step (it is recorded as `stopped`) and drops the
   // queued ones.
   void stop();
   bool busy() const { return busy_.load(); }
 
-  // Takes what the worker produced since the last call: the GUI thread calls it on a 30–50 ms
-  // timer, never waiting for the worker.
-  MetricsBatch take_metrics();
+  // Takes what the worker produced since the last call, one batch per run in run order: the GUI
+  // thread calls it on a 30–50 ms timer. It holds the lock only to swap a vector out.
+  std::vector<MetricsBatch> take_metrics();
 
  signals:
   void run_started(const mixlab::app::StartedRun& run);
@@ -85,7 +84,10 @@ class RunController : public QObject {
  private:
   class BufferSink;
   void worker(std::vector<RunRequest> runs);
+  // Runs one request to its end; returns its run id (0 when it could not even be recorded).
   std::int64_t run_one(const RunRequest& request);
+  // The buffer's batch for `run_id`, appended when the last one is another run's (lock held).
+  MetricsBatch& batch_for(std::int64_t run_id);
 
   std::filesystem::path db_path_;
   std::unique_ptr<store::StoreWriter> writer_;  // the worker's; opened on first use
@@ -94,7 +96,7 @@ class RunController : public QObject {
   std::atomic<bool> busy_{false};
 
   std::mutex buffer_mutex_;
-  MetricsBatch buffer_;  // guarded by buffer_mutex_
+  std::vector<MetricsBatch> buffer_;  // guarded by buffer_mutex_
 };
 
 }  // namespace mixlab::app
