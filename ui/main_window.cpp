@@ -1,1 +1,256 @@
-// Being written.
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+
+#include "engine/backend/backend.h"
+#include "engine/core/error.h"
+#include "resources/builtin_models.h"
+#include "ui/editor/document_actions.h"
+#include "ui/editor/editor_widget.h"
+#include "ui/editor/model_document.h"
+#include "ui/history/compare_view.h"
+#include "ui/history/history_view.h"
+#include "ui/run/live_view.h"
+#include "ui/run/run_panel.h"
+#include "ui/settings.h"
+
+namespace mixlab::ui {
+
+namespace {
+constexpr int kDrainIntervalMs = 40;  // 25 updates a second: smooth, and cheap for the GUI
+}
+
+MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
+    : QMainWindow(parent), db_path_(std::move(db_path)) {
+  setObjectName(QStringLiteral("MainWindow"));
+  document_ = new ModelDocument(this);
+  editor_ = new EditorWidget(document_);
+  document_actions_ = new DocumentActions(document_, this);
+  run_panel_ = new RunPanel(available_devices());
+  live_ = new LiveView;
+  history_ = new HistoryView(db_path_);
+  compare_ = new CompareView(db_path_);
+  controller_ = new app::RunController(db_path_, this);
+
+  tabs_ = new QTabWidget;
+  tabs_->addTab(editor_, tr("&Model"));
+  tabs_->addTab(live_, tr("&Live"));
+  tabs_->addTab(history_, tr("&History"));
+  tabs_->addTab(compare_, tr("&Compare"));
+  tabs_->setTabToolTip(0, tr("Build the model as a stack of layers"));
+  tabs_->setTabToolTip(1, tr("The run in progress, live"));
+  tabs_->setTabToolTip(2, tr("Every run recorded in %1").arg(QString::fromStdString(db_path_)));
+  tabs_->setTabToolTip(3, tr("Runs side by side"));
+  setCentralWidget(tabs_);
+
+  auto* dock = new QDockWidget(tr("Run"), this);
+  dock->setObjectName(QStringLiteral("RunDock"));
+  dock->setWidget(run_panel_);
+  addDockWidget(Qt::RightDockWidgetArea, dock);
+
+  device_label_ = new QLabel;
+  statusBar()->addPermanentWidget(device_label_);
+
+  build_menus();
+
+  connect(document_, &ModelDocument::changed, this, &MainWindow::update_validity);
+  connect(document_, &ModelDocument::modified_changed, this, &MainWindow::update_title);
+  connect(document_, &ModelDocument::file_path_changed, this, &MainWindow::update_title);
+  connect(document_actions_, &DocumentActions::error, this,
+          [this](const QString& message) { statusBar()->showMessage(message, 10000); });
+  connect(run_panel_, &RunPanel::precision_changed, document_, &ModelDocument::set_policy);
+  connect(run_panel_, &RunPanel::start_requested, this, &MainWindow::start_run);
+  connect(run_panel_, &RunPanel::stop_requested, controller_, &app::RunController::stop);
+  connect(run_panel_, &RunPanel::compare_requested, this, &MainWindow::start_precision_comparison);
+  connect(history_, &HistoryView::compare_requested, this, [this](const QList<qint64>& ids) {
+    compare_->show_runs(ids);
+    tabs_->setCurrentWidget(compare_);
+  });
+
+  connect(controller_, &app::RunController::run_started, this, [this](const app::StartedRun& run) {
+    live_->begin_run(run);
+    statusBar()->showMessage(tr("Run %1 started on %2").arg(run.run_id).arg(run.device_name));
+  });
+  connect(
+      controller_, &app::RunController::run_finished, this,
+      [this](qint64 run_id, const RunSummary& summary) {
+        drain_metrics();  // the run's last steps before its end
+        live_->end_run(run_id, summary);
+        history_->reload();
+        const QString status = QString::fromUtf8(to_string(summary.status).data());
+        statusBar()->showMessage(summary.message.empty()
+                                     ? tr("Run %1 %2").arg(run_id).arg(status)
+                                     : tr("Run %1 %2: %3")
+                                           .arg(run_id)
+                                           .arg(status, QString::fromStdString(summary.message)));
+      });
+  connect(controller_, &app::RunController::queue_finished, this, [this](const QList<qint64>& ids) {
+    run_panel_->set_running(false);
+    if (compare_when_done_ && ids.size() == 2) {
+      compare_->show_runs(ids);
+      tabs_->setCurrentWidget(compare_);
+    }
+    compare_when_done_ = false;
+  });
+
+  drain_timer_ = new QTimer(this);
+  drain_timer_->setInterval(kDrainIntervalMs);
+  connect(drain_timer_, &QTimer::timeout, this, &MainWindow::drain_metrics);
+  drain_timer_->start();
+
+  device_label_->setText(
+      tr("Device: %1").arg(QString::fromStdString(run_panel_->device_info().name)));
+  device_label_->setToolTip(QString::fromStdString(run_panel_->device_info().library_versions));
+  document_->set_policy(run_panel_->precision());
+
+  if (!restoreGeometry(settings::kWindowGeometry.get())) resize(1400, 900);
+  restoreState(settings::kWindowState.get());
+  tabs_->setCurrentIndex(std::clamp(settings::kCurrentTab.get(), 0, tabs_->count() - 1));
+  update_validity();
+  update_title();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(document_actions_->new_action());
+  file->addAction(document_actions_->open_action());
+  file->addMenu(document_actions_->templates_menu());
+  file->addAction(document_actions_->save_action());
+  file->addAction(document_actions_->save_as_action());
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addActions(editor_->edit_actions());
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(run_panel_->start_action());
+  run->addAction(run_panel_->stop_action());
+  run->addAction(run_panel_->compare_action());
+  // The run panel's shortcuts work wherever the focus is.
+  for (QAction* a : {run_panel_->start_action(), run_panel_->stop_action()})
+    a->setShortcutContext(Qt::ApplicationShortcut);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About MixLab"), this, &MainWindow::show_about);
+}
+
+bool MainWindow::open_model(const QString& file_or_builtin) {
+  const auto& names = builtin_model_names();
+  const std::string name = file_or_builtin.toStdString();
+  if (std::find(names.begin(), names.end(), name) != names.end()) {
+    document_actions_->open_template(file_or_builtin);
+    return true;
+  }
+  return document_actions_->open_file(file_or_builtin);
+}
+
+void MainWindow::update_validity() {
+  const ModelDocument::Validation& v = document_->validation();
+  run_panel_->set_blocked_reason(v.ok ? QString() : v.message);
+  run_panel_->set_model_input(document_->spec().input_shape);
+}
+
+void MainWindow::update_title() {
+  setWindowTitle(tr("%1[*] - MixLab").arg(document_->display_name()));
+  setWindowModified(document_->is_modified());
+}
+
+app::RunRequest MainWindow::request_for(const RunConfig& config) const {
+  app::RunRequest r;
+  r.spec = document_->spec();
+  r.model_name = r.spec.name.empty() ? QFileInfo(document_->display_name()).baseName().toStdString()
+                                     : r.spec.name;
+  r.config = config;
+  r.device = run_panel_->device();
+  return r;
+}
+
+bool MainWindow::launch(std::vector<app::RunRequest> runs) {
+  if (!controller_->start(std::move(runs))) {
+    statusBar()->showMessage(tr("A run is in progress: stop it first (Ctrl+.)"), 5000);
+    return false;
+  }
+  run_panel_->set_running(true);
+  tabs_->setCurrentWidget(live_);
+  return true;
+}
+
+bool MainWindow::start_run() {
+  if (!document_->validation().ok) {
+    statusBar()->showMessage(tr("Cannot start: %1").arg(document_->validation().message), 10000);
+    return false;
+  }
+  try {
+    return launch({request_for(run_panel_->config())});
+  } catch (const Error& e) {
+    live_->show_error(QString::fromStdString(e.what()));
+    statusBar()->showMessage(tr("Cannot start: %1").arg(QString::fromStdString(e.what())), 10000);
+    return false;
+  }
+}
+
+bool MainWindow::start_precision_comparison() {
+  if (!document_->validation().ok) return false;
+  try {
+    std::vector<app::RunRequest> runs{
+        request_for(run_panel_->config_with(Policy::float32)),
+        request_for(run_panel_->config_with(run_panel_->mixed_policy()))};
+    compare_when_done_ = launch(std::move(runs));
+    return compare_when_done_;
+  } catch (const Error& e) {
+    live_->show_error(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::drain_metrics() {
+  for (const app::MetricsBatch& batch : controller_->take_metrics()) live_->add_metrics(batch);
+}
+
+void MainWindow::show_about() {
+  QString devices;
+  for (const DeviceInfo& d : available_devices()) {
+    devices += QStringLiteral("<li>%1: %2 (%3)</li>")
+                   .arg(QString::fromStdString(d.kind), QString::fromStdString(d.name),
+                        QString::fromStdString(d.library_versions));
+  }
+  QMessageBox::about(
+      this, tr("About MixLab"),
+      tr("<h3>MixLab %1</h3><p>A workbench for mixed-precision training experiments.</p>"
+         "<p>Devices:<ul>%2</ul></p><p>CUDA backend: %3</p><p>Run history: %4</p>")
+          .arg(QStringLiteral(MIXLAB_VERSION), devices,
+               built_with_cuda() ? tr("device discovery built; training on GPUs is not yet")
+                                 : tr("not in this build"),
+               QString::fromStdString(db_path_)));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!document_actions_->maybe_save()) {
+    event->ignore();
+    return;
+  }
+  settings::kWindowGeometry.set(saveGeometry());
+  settings::kWindowState.set(saveState());
+  settings::kCurrentTab.set(tabs_->currentIndex());
+  controller_->stop();  // the run in progress ends within a step and is recorded as stopped
+  event->accept();
+}
+
+}  // namespace mixlab::ui

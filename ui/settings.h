@@ -15,7 +15,9 @@ struct Key {
   const char* name;
   T fallback;
 
-  T get() const { return QSettings().value(name, QVariant::fromValue(fallback)).template value<T>(); }
+  T get() const {
+    return QSettings().value(name, QVariant::fromValue(fallback)).template value<T>();
+  }
   void set(const T& value) const { QSettings().setValue(name, QVariant::fromValue(value)); }
   void reset() const { QSettings().remove(name); }
 };
@@ -31,18 +33,18 @@ extern const Key<QString> kLastTemplate;
 extern const Key<QString> kLastDirectory;  // of file dialogs
 
 // The run panel's last settings.
-extern const Key<QString> kDataset;      // the engine's dataset spec: "fashion-mnist", "cifar10:DIR"
-extern const Key<QString> kPrecision;    // "float32", "mixed_float16", "mixed_bfloat16"
-extern const Key<QString> kLossScale;    // "auto", "none", "dynamic", "dynamic:1024", "128"
+extern const Key<QString> kDataset;    // the engine's dataset spec: "fashion-mnist", "cifar10:DIR"
+extern const Key<QString> kPrecision;  // "float32", "mixed_float16", "mixed_bfloat16"
+extern const Key<QString> kLossScale;  // "auto", "none", "dynamic", "dynamic:1024", "128"
 extern const Key<int> kBatchSize;
-extern const Key<bool> kLimitBySteps;    // true: run kSteps steps; false: kEpochs epochs
+extern const Key<bool> kLimitBySteps;  // true: run kSteps steps; false: kEpochs epochs
 extern const Key<int> kEpochs;
 extern const Key<int> kSteps;
 extern const Key<QString> kOptimizer;    // "adam", "sgd"
 extern const Key<double> kLearningRate;  // 0: the optimizer's Keras default
 extern const Key<int> kSeed;
-extern const Key<int> kThreads;          // 0: every core
-extern const Key<QString> kDevice;       // "cpu", "cuda:0"
+extern const Key<int> kThreads;     // 0: every core
+extern const Key<QString> kDevice;  // "cpu", "cuda:0"
 
 // The live charts' x axis and the comparison's.
 extern const Key<bool> kCompareByTime;  // false: by step

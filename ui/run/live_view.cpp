@@ -1,1 +1,180 @@
-// Being written.
+#include "ui/run/live_view.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QProgressBar>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "ui/charts/chart.h"
+
+namespace mixlab::ui {
+
+namespace {
+
+constexpr std::size_t kMedianWindow = 51;  // steps in the rolling median
+
+double median_of(const std::deque<double>& values) {
+  std::vector<double> v(values.begin(), values.end());
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+}  // namespace
+
+LiveView::LiveView(QWidget* parent) : QWidget(parent) {
+  title_ = new QLabel(tr("No run yet: set up a model and press Start (Ctrl+R)"));
+  QFont bold = title_->font();
+  bold.setBold(true);
+  title_->setFont(bold);
+  figures_ = new QLabel;
+  figures_->setToolTip(tr("Median over the last %1 steps").arg(kMedianWindow));
+  message_ = new QLabel;
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_->hide();
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setToolTip(tr("Steps done of the run's planned steps"));
+
+  step_time_ = new LineChart(tr("Step time"), tr("step"), tr("ms"));
+  step_ms_ = step_time_->add_series(tr("step ms"));
+  median_ms_ = step_time_->add_series(tr("rolling median (%1 steps)").arg(kMedianWindow));
+  throughput_ = new LineChart(tr("Throughput"), tr("step"), tr("samples/s"));
+  samples_ = throughput_->add_series(tr("samples/s (rolling median)"));
+  loss_ = new LineChart(tr("Loss"), tr("step"), tr("loss"));
+  train_loss_ = loss_->add_series(tr("train"));
+  test_loss_ = loss_->add_series(tr("test (per epoch)"), LineChart::Kind::markers);
+  accuracy_ = new LineChart(tr("Accuracy"), tr("step"), tr("accuracy"));
+  train_acc_ = accuracy_->add_series(tr("train"));
+  test_acc_ = accuracy_->add_series(tr("test (per epoch)"), LineChart::Kind::markers);
+  loss_scale_ = new LineChart(tr("Loss scale"), tr("step"), tr("scale"));
+  loss_scale_->set_y_scale(LineChart::Scale::log10);
+  scale_ = loss_scale_->add_series(tr("loss scale"));
+  skipped_ = loss_scale_->add_series(tr("skipped steps (overflow)"), LineChart::Kind::markers);
+
+  auto* grid = new QGridLayout;
+  grid->addWidget(step_time_, 0, 0);
+  grid->addWidget(throughput_, 0, 1);
+  grid->addWidget(loss_, 1, 0);
+  grid->addWidget(accuracy_, 1, 1);
+  grid->addWidget(loss_scale_, 2, 0, 1, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(title_);
+  layout->addWidget(progress_);
+  layout->addWidget(figures_);
+  layout->addWidget(message_);
+  layout->addLayout(grid, 1);
+}
+
+void LiveView::begin_run(const app::StartedRun& run) {
+  run_id_ = run.run_id;
+  total_steps_ = run.total_steps;
+  steps_ = 0;
+  window_ms_.clear();
+  last_median_ms_ = last_samples_per_s_ = 0.0;
+  for (LineChart* c : {step_time_, throughput_, loss_, accuracy_, loss_scale_}) c->clear();
+  title_->setText(tr("Run %1: %2 on %3")
+                      .arg(run.run_id)
+                      .arg(run.name.isEmpty() ? tr("(unnamed)") : run.name, run.device_name));
+  progress_->setRange(0, static_cast<int>(std::min<std::int64_t>(run.total_steps, INT32_MAX)));
+  progress_->setValue(0);
+  figures_->clear();
+  message_->hide();
+}
+
+void LiveView::add_metrics(const app::MetricsBatch& batch) {
+  if (batch.run_id != run_id_ || batch.empty()) return;
+  std::vector<QPointF> step_ms, median, samples, loss, acc, scale, skipped;
+  for (const StepMetrics& s : batch.steps) {
+    const double x = static_cast<double>(s.step);
+    window_ms_.push_back(s.step_ms);
+    if (window_ms_.size() > kMedianWindow) window_ms_.pop_front();
+    last_median_ms_ = median_of(window_ms_);
+    last_samples_per_s_ = last_median_ms_ > 0.0 ? s.samples / (last_median_ms_ / 1000.0) : 0.0;
+    step_ms.emplace_back(x, s.step_ms);
+    median.emplace_back(x, last_median_ms_);
+    samples.emplace_back(x, last_samples_per_s_);
+    loss.emplace_back(x, s.loss);
+    acc.emplace_back(x, s.accuracy);
+    scale.emplace_back(x, s.loss_scale);
+    if (s.skipped) skipped.emplace_back(x, s.loss_scale);
+  }
+  step_time_->append_points(step_ms_, step_ms);
+  step_time_->append_points(median_ms_, median);
+  throughput_->append_points(samples_, samples);
+  loss_->append_points(train_loss_, loss);
+  accuracy_->append_points(train_acc_, acc);
+  loss_scale_->append_points(scale_, scale);
+  if (!skipped.empty()) loss_scale_->append_points(skipped_, skipped);
+
+  // Test figures arrive per epoch, placed at the epoch's last step.
+  std::vector<QPointF> test_loss, test_acc;
+  const double last_x = batch.steps.empty() ? static_cast<double>(steps_) - 1.0
+                                            : static_cast<double>(batch.steps.back().step);
+  for (const EpochMetrics& e : batch.epochs) {
+    if (std::isfinite(e.test_loss)) test_loss.emplace_back(last_x, e.test_loss);
+    if (std::isfinite(e.test_accuracy)) test_acc.emplace_back(last_x, e.test_accuracy);
+  }
+  if (!test_loss.empty()) loss_->append_points(test_loss_, test_loss);
+  if (!test_acc.empty()) accuracy_->append_points(test_acc_, test_acc);
+
+  steps_ += batch.steps.size();
+  progress_->setValue(static_cast<int>(std::min<std::size_t>(steps_, INT32_MAX)));
+  if (!batch.steps.empty()) {
+    const StepMetrics& s = batch.steps.back();
+    const QLocale c = QLocale::c();
+    figures_->setText(tr("step %1 of %2 · epoch %3 · %4 ms per step · %5 samples/s · loss %6 · "
+                         "loss scale %7")
+                          .arg(c.toString(static_cast<qlonglong>(s.step + 1)),
+                               c.toString(static_cast<qlonglong>(total_steps_)))
+                          .arg(s.epoch + 1)
+                          .arg(c.toString(last_median_ms_, 'f', 3),
+                               c.toString(std::llround(last_samples_per_s_)),
+                               c.toString(s.loss, 'f', 4), c.toString(s.loss_scale, 'g', 6)));
+  }
+}
+
+void LiveView::end_run(qint64 run_id, const RunSummary& summary) {
+  if (run_id != run_id_ && run_id != 0) return;
+  const QString status = QString::fromUtf8(to_string(summary.status).data());
+  if (summary.status == RunStatus::finished) {
+    const QLocale c = QLocale::c();
+    message_->setText(tr("Finished: median step %1 ms (p5 %2, p95 %3), %4 samples/s, test "
+                         "accuracy %5")
+                          .arg(c.toString(summary.median_step_ms, 'f', 3),
+                               c.toString(summary.p5_step_ms, 'f', 3),
+                               c.toString(summary.p95_step_ms, 'f', 3),
+                               c.toString(std::llround(summary.samples_per_s)),
+                               std::isfinite(summary.test_accuracy)
+                                   ? c.toString(summary.test_accuracy * 100.0, 'f', 2) + "%"
+                                   : tr("not measured")));
+    message_->setStyleSheet(QString());
+  } else {
+    message_->setText(tr("Run %1 %2%3")
+                          .arg(run_id)
+                          .arg(status)
+                          .arg(summary.message.empty()
+                                   ? QString()
+                                   : ": " + QString::fromStdString(summary.message)));
+    message_->setStyleSheet(
+        summary.status == RunStatus::stopped ? QString() : QStringLiteral("color: #d03030;"));
+  }
+  message_->show();
+}
+
+void LiveView::show_error(const QString& message) {
+  message_->setText(message);
+  message_->setStyleSheet(QStringLiteral("color: #d03030;"));
+  message_->show();
+}
+
+QString LiveView::status_text() const {
+  return message_->isVisible() ? message_->text() : figures_->text();
+}
+
+}  // namespace mixlab::ui

@@ -1,1 +1,536 @@
-// Being written.
+#include "ui/run/run_panel.h"
+
+#include <QButtonGroup>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <cstring>
+#include <limits>
+
+#include "engine/core/error.h"
+#include "ui/settings.h"
+
+namespace mixlab::ui {
+
+namespace {
+
+// The dataset combo's entries: what the engine's dataset spec starts with.
+struct DatasetKind {
+  const char* label;
+  const char* prefix;  // "fashion-mnist", "mnist:" (a folder follows), "synthetic"
+  bool folder;
+};
+constexpr DatasetKind kDatasetKinds[] = {
+    {"Fashion-MNIST (Debian's dataset-fashion-mnist)", "fashion-mnist", false},
+    {"Fashion-MNIST folder (IDX files)", "fashion-mnist:", true},
+    {"MNIST folder (IDX files)", "mnist:", true},
+    {"CIFAR-10 folder (binary version)", "cifar10:", true},
+    {"CIFAR-100 folder (binary version)", "cifar100:", true},
+    {"Synthetic (the model's input shape)", "synthetic", false},
+};
+constexpr int kSyntheticKind = 5;
+
+enum LossScaleMode { kAuto, kNone, kStatic, kDynamic };
+
+double compute_capability(const DeviceInfo& d) {
+  return d.compute_capability.empty() ? 0.0 : std::stod(d.compute_capability);
+}
+
+QString device_label(const DeviceInfo& d) {
+  if (d.kind == "cpu") {
+    return QStringLiteral("CPU: %1 (%2 threads)")
+        .arg(QString::fromStdString(d.name))
+        .arg(d.threads);
+  }
+  return QStringLiteral("GPU: %1 (compute capability %2)")
+      .arg(QString::fromStdString(d.name), QString::fromStdString(d.compute_capability));
+}
+
+}  // namespace
+
+RunPanel::RunPanel(std::vector<DeviceInfo> devices, QWidget* parent)
+    : QWidget(parent), devices_(std::move(devices)) {
+  if (devices_.empty() || devices_.front().kind != "cpu") {
+    DeviceInfo cpu;
+    cpu.kind = "cpu";
+    cpu.name = "CPU";
+    devices_.insert(devices_.begin(), cpu);
+  }
+  build();
+  load_settings();
+  update_state();
+}
+
+void RunPanel::build() {
+  auto* form = new QFormLayout;
+
+  dataset_kind_ = new QComboBox;
+  for (const DatasetKind& k : kDatasetKinds) dataset_kind_->addItem(tr(k.label));
+  dataset_kind_->setToolTip(
+      tr("The data to train on. Images arrive as 0-255 values, as Keras's "
+         "load_data gives them; a Rescaling layer scales them."));
+  form->addRow(tr("Dataset"), dataset_kind_);
+
+  dataset_dir_ = new QLineEdit;
+  dataset_dir_->setPlaceholderText(tr("folder with the dataset's files"));
+  dataset_dir_->setToolTip(tr("The folder holding the dataset's files"));
+  browse_ = new QToolButton;
+  browse_->setText(tr("…"));
+  browse_->setToolTip(tr("Choose the dataset's folder"));
+  auto* dir_row = new QHBoxLayout;
+  dir_row->addWidget(dataset_dir_);
+  dir_row->addWidget(browse_);
+  form->addRow(tr("Folder"), dir_row);
+
+  synthetic_samples_ = new QSpinBox;
+  synthetic_samples_->setRange(16, 1'000'000);
+  synthetic_samples_->setValue(10'000);
+  synthetic_samples_->setToolTip(
+      tr("Training samples of the synthetic set (the test set is a "
+         "fifth of it)"));
+  synthetic_classes_ = new QSpinBox;
+  synthetic_classes_->setRange(2, 1000);
+  synthetic_classes_->setValue(10);
+  synthetic_classes_->setToolTip(tr("Classes of the synthetic set"));
+  synthetic_shape_ = new QLabel;
+  synthetic_shape_->setToolTip(tr("Synthetic samples take the model's input shape"));
+  auto* synth_row = new QHBoxLayout;
+  synth_row->addWidget(synthetic_samples_);
+  synth_row->addWidget(new QLabel(tr("samples,")));
+  synth_row->addWidget(synthetic_classes_);
+  synth_row->addWidget(new QLabel(tr("classes,")));
+  synth_row->addWidget(synthetic_shape_);
+  form->addRow(tr("Synthetic"), synth_row);
+
+  precision_ = new QComboBox;
+  for (Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16})
+    precision_->addItem(QString::fromUtf8(to_string(p).data(), int(to_string(p).size())),
+                        static_cast<int>(p));
+  precision_->setToolTip(
+      tr("Keras's precision policy: mixed policies compute in 16 bits and "
+         "keep float32 master weights"));
+  form->addRow(tr("Precision"), precision_);
+  policy_warning_ = new QLabel;
+  policy_warning_->setWordWrap(true);
+  policy_warning_->setStyleSheet(QStringLiteral("color: #c77c00;"));
+  form->addRow(QString(), policy_warning_);
+
+  loss_scale_mode_ = new QComboBox;
+  loss_scale_mode_->addItems(
+      {tr("auto (Keras: dynamic under mixed_float16)"), tr("none"), tr("static"), tr("dynamic")});
+  loss_scale_mode_->setToolTip(
+      tr("Loss scaling: dynamic halves the scale and skips the step on "
+         "overflow, doubles it after 2000 finite steps"));
+  loss_scale_value_ = new QDoubleSpinBox;
+  loss_scale_value_->setRange(1.0, 1e12);
+  loss_scale_value_->setDecimals(0);
+  loss_scale_value_->setValue(32768.0);
+  loss_scale_value_->setToolTip(tr("The static factor, or dynamic scaling's initial scale"));
+  auto* scale_row = new QHBoxLayout;
+  scale_row->addWidget(loss_scale_mode_, 1);
+  scale_row->addWidget(loss_scale_value_);
+  form->addRow(tr("Loss scaling"), scale_row);
+
+  batch_size_ = new QSpinBox;
+  batch_size_->setRange(1, 1 << 16);
+  batch_size_->setToolTip(tr("Samples per step (Keras's default: 32)"));
+  form->addRow(tr("Batch size"), batch_size_);
+
+  by_epochs_ = new QRadioButton(tr("Epochs"));
+  by_steps_ = new QRadioButton(tr("Steps"));
+  auto* group = new QButtonGroup(this);
+  group->addButton(by_epochs_);
+  group->addButton(by_steps_);
+  epochs_ = new QSpinBox;
+  epochs_->setRange(1, 100'000);
+  epochs_->setToolTip(tr("Passes over the training set"));
+  steps_ = new QSpinBox;
+  steps_->setRange(1, 100'000'000);
+  steps_->setToolTip(tr("Training steps; the run passes over the data as often as it needs"));
+  by_epochs_->setToolTip(epochs_->toolTip());
+  by_steps_->setToolTip(steps_->toolTip());
+  auto* limit_row = new QHBoxLayout;
+  limit_row->addWidget(by_epochs_);
+  limit_row->addWidget(epochs_);
+  limit_row->addWidget(by_steps_);
+  limit_row->addWidget(steps_);
+  form->addRow(tr("Length"), limit_row);
+
+  optimizer_ = new QComboBox;
+  optimizer_->addItems({QStringLiteral("adam"), QStringLiteral("sgd")});
+  optimizer_->setToolTip(tr("The optimizer, with Keras's defaults"));
+  learning_rate_ = new QDoubleSpinBox;
+  learning_rate_->setDecimals(6);
+  learning_rate_->setRange(1e-6, 10.0);
+  learning_rate_->setSingleStep(0.0001);
+  learning_rate_->setToolTip(tr("Learning rate (Keras: 0.001 for Adam, 0.01 for SGD)"));
+  auto* opt_row = new QHBoxLayout;
+  opt_row->addWidget(optimizer_);
+  opt_row->addWidget(learning_rate_);
+  form->addRow(tr("Optimizer"), opt_row);
+
+  seed_ = new QSpinBox;
+  seed_->setRange(0, std::numeric_limits<int>::max());
+  seed_->setToolTip(tr("Seed of weights, shuffling and dropout: the same seed repeats a run"));
+  threads_ = new QSpinBox;
+  threads_->setRange(0, 4096);
+  threads_->setSpecialValueText(tr("all cores"));
+  threads_->setToolTip(tr("CPU threads (0: every core)"));
+  auto* seed_row = new QHBoxLayout;
+  seed_row->addWidget(seed_);
+  seed_row->addWidget(new QLabel(tr("threads")));
+  seed_row->addWidget(threads_);
+  form->addRow(tr("Seed"), seed_row);
+
+  device_ = new QComboBox;
+  for (const DeviceInfo& d : devices_) device_->addItem(device_label(d));
+  device_->setToolTip(tr("Where the run trains"));
+  form->addRow(tr("Device"), device_);
+
+  start_ = new QAction(tr("Start"), this);
+  start_->setShortcut(QKeySequence(tr("Ctrl+R")));
+  stop_ = new QAction(tr("Stop"), this);
+  stop_->setShortcut(QKeySequence(tr("Ctrl+.")));
+  stop_->setToolTip(tr("Stop the run after its current step (Ctrl+.)"));
+  compare_ = new QAction(tr("float32 vs mixed"), this);
+  compare_->setToolTip(
+      tr("Run float32 and the mixed policy with otherwise identical settings, "
+         "then compare them"));
+  start_button_ = new QPushButton(tr("Start"));
+  stop_button_ = new QPushButton(tr("Stop"));
+  compare_button_ = new QPushButton(tr("float32 vs mixed"));
+  connect(start_button_, &QPushButton::clicked, start_, &QAction::trigger);
+  connect(stop_button_, &QPushButton::clicked, stop_, &QAction::trigger);
+  connect(compare_button_, &QPushButton::clicked, compare_, &QAction::trigger);
+  connect(start_, &QAction::triggered, this, &RunPanel::start_requested);
+  connect(stop_, &QAction::triggered, this, &RunPanel::stop_requested);
+  connect(compare_, &QAction::triggered, this, &RunPanel::compare_requested);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(start_button_);
+  buttons->addWidget(stop_button_);
+  buttons->addWidget(compare_button_);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addLayout(buttons);
+  layout->addStretch(1);
+
+  const auto changed = [this] {
+    update_state();
+    save_settings();
+  };
+  connect(dataset_kind_, &QComboBox::currentIndexChanged, this, changed);
+  connect(dataset_dir_, &QLineEdit::textChanged, this, changed);
+  connect(browse_, &QToolButton::clicked, this, &RunPanel::browse_dataset_folder);
+  connect(synthetic_samples_, &QSpinBox::valueChanged, this, changed);
+  connect(synthetic_classes_, &QSpinBox::valueChanged, this, changed);
+  connect(precision_, &QComboBox::currentIndexChanged, this, [this, changed] {
+    changed();
+    emit precision_changed(precision());
+  });
+  connect(loss_scale_mode_, &QComboBox::currentIndexChanged, this, changed);
+  connect(loss_scale_value_, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(batch_size_, &QSpinBox::valueChanged, this, changed);
+  connect(by_epochs_, &QRadioButton::toggled, this, changed);
+  connect(epochs_, &QSpinBox::valueChanged, this, changed);
+  connect(steps_, &QSpinBox::valueChanged, this, changed);
+  connect(optimizer_, &QComboBox::currentIndexChanged, this, [this, changed] {
+    // A new optimizer starts from its Keras default learning rate.
+    const auto kind = parse_optimizer(optimizer_->currentText().toStdString());
+    learning_rate_->setValue(default_optimizer(kind.value_or(OptimizerKind::adam)).learning_rate);
+    changed();
+  });
+  connect(learning_rate_, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(seed_, &QSpinBox::valueChanged, this, changed);
+  connect(threads_, &QSpinBox::valueChanged, this, changed);
+  connect(device_, &QComboBox::currentIndexChanged, this, changed);
+}
+
+void RunPanel::load_settings() {
+  const QSignalBlocker blockers[] = {QSignalBlocker(dataset_kind_),
+                                     QSignalBlocker(dataset_dir_),
+                                     QSignalBlocker(precision_),
+                                     QSignalBlocker(loss_scale_mode_),
+                                     QSignalBlocker(loss_scale_value_),
+                                     QSignalBlocker(batch_size_),
+                                     QSignalBlocker(by_epochs_),
+                                     QSignalBlocker(by_steps_),
+                                     QSignalBlocker(epochs_),
+                                     QSignalBlocker(steps_),
+                                     QSignalBlocker(optimizer_),
+                                     QSignalBlocker(learning_rate_),
+                                     QSignalBlocker(seed_),
+                                     QSignalBlocker(threads_),
+                                     QSignalBlocker(device_)};
+  set_dataset(settings::kDataset.get());
+  if (const auto p = parse_policy(settings::kPrecision.get().toStdString())) set_precision(*p);
+  const QString scale = settings::kLossScale.get();
+  if (scale == QLatin1String("none")) {
+    loss_scale_mode_->setCurrentIndex(kNone);
+  } else if (scale.startsWith(QLatin1String("dynamic"))) {
+    loss_scale_mode_->setCurrentIndex(kDynamic);
+    if (const auto parsed = parse_loss_scale(scale.toStdString()))
+      loss_scale_value_->setValue(parsed->initial_scale);
+  } else if (const auto parsed = parse_loss_scale(scale.toStdString());
+             parsed && scale != QLatin1String("auto")) {
+    loss_scale_mode_->setCurrentIndex(kStatic);
+    loss_scale_value_->setValue(parsed->initial_scale);
+  } else {
+    loss_scale_mode_->setCurrentIndex(kAuto);
+  }
+  batch_size_->setValue(settings::kBatchSize.get());
+  (settings::kLimitBySteps.get() ? by_steps_ : by_epochs_)->setChecked(true);
+  epochs_->setValue(settings::kEpochs.get());
+  steps_->setValue(settings::kSteps.get());
+  optimizer_->setCurrentText(settings::kOptimizer.get());
+  const double lr = settings::kLearningRate.get();
+  const auto kind = parse_optimizer(optimizer_->currentText().toStdString());
+  learning_rate_->setValue(
+      lr > 0.0 ? lr : default_optimizer(kind.value_or(OptimizerKind::adam)).learning_rate);
+  seed_->setValue(settings::kSeed.get());
+  threads_->setValue(settings::kThreads.get());
+  const QString device = settings::kDevice.get();
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    const QString name = i == 0 ? QStringLiteral("cpu") : QStringLiteral("cuda:%1").arg(i - 1);
+    if (name == device) device_->setCurrentIndex(static_cast<int>(i));
+  }
+}
+
+void RunPanel::save_settings() const {
+  const DatasetSpec d = dataset_spec();
+  settings::kDataset.set(dataset_kind_->currentIndex() == kSyntheticKind
+                             ? QStringLiteral("synthetic")
+                             : QString::fromStdString(d.to_string()));
+  settings::kPrecision.set(QString::fromUtf8(to_string(precision()).data()));
+  switch (loss_scale_mode_->currentIndex()) {
+    case kNone:
+      settings::kLossScale.set(QStringLiteral("none"));
+      break;
+    case kStatic:
+      settings::kLossScale.set(QString::number(loss_scale_value_->value(), 'g', 17));
+      break;
+    case kDynamic:
+      settings::kLossScale.set(
+          QStringLiteral("dynamic:%1").arg(QString::number(loss_scale_value_->value(), 'g', 17)));
+      break;
+    default:
+      settings::kLossScale.set(QStringLiteral("auto"));
+  }
+  settings::kBatchSize.set(batch_size_->value());
+  settings::kLimitBySteps.set(by_steps_->isChecked());
+  settings::kEpochs.set(epochs_->value());
+  settings::kSteps.set(steps_->value());
+  settings::kOptimizer.set(optimizer_->currentText());
+  settings::kLearningRate.set(learning_rate_->value());
+  settings::kSeed.set(seed_->value());
+  settings::kThreads.set(threads_->value());
+  settings::kDevice.set(QString::fromStdString(device()));
+}
+
+void RunPanel::set_dataset(const QString& spec) {
+  for (int i = 0; i < static_cast<int>(std::size(kDatasetKinds)); ++i) {
+    const DatasetKind& k = kDatasetKinds[i];
+    if (k.folder ? spec.startsWith(QLatin1String(k.prefix))
+                 : spec.section(':', 0, 0) == QLatin1String(k.prefix)) {
+      dataset_kind_->setCurrentIndex(i);
+      if (k.folder) dataset_dir_->setText(spec.mid(int(std::strlen(k.prefix))));
+      return;
+    }
+  }
+  dataset_kind_->setCurrentIndex(0);
+}
+
+void RunPanel::set_precision(Policy policy) {
+  precision_->setCurrentIndex(precision_->findData(static_cast<int>(policy)));
+}
+void RunPanel::set_batch_size(int batch) {
+  batch_size_->setValue(batch);
+}
+void RunPanel::set_steps(int steps) {
+  by_steps_->setChecked(true);
+  steps_->setValue(steps);
+}
+void RunPanel::set_epochs(int epochs) {
+  by_epochs_->setChecked(true);
+  epochs_->setValue(epochs);
+}
+
+void RunPanel::browse_dataset_folder() {
+  const QString start =
+      dataset_dir_->text().isEmpty() ? settings::kLastDirectory.get() : dataset_dir_->text();
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start);
+  if (dir.isEmpty()) return;
+  settings::kLastDirectory.set(dir);
+  dataset_dir_->setText(dir);
+}
+
+Policy RunPanel::precision() const {
+  return static_cast<Policy>(precision_->currentData().toInt());
+}
+
+std::string RunPanel::device() const {
+  const int i = device_->currentIndex();
+  return i <= 0 ? std::string("cpu") : "cuda:" + std::to_string(i - 1);
+}
+
+const DeviceInfo& RunPanel::device_info() const {
+  return devices_[static_cast<std::size_t>(std::max(0, device_->currentIndex()))];
+}
+
+void RunPanel::set_model_input(const Shape& input_shape) {
+  model_input_ = input_shape;
+  update_state();
+}
+
+void RunPanel::set_blocked_reason(const QString& reason) {
+  blocked_reason_ = reason;
+  update_state();
+}
+
+void RunPanel::set_running(bool running) {
+  running_ = running;
+  update_state();
+}
+
+QString RunPanel::policy_warning() const {
+  return policy_warning_->text();
+}
+
+DatasetSpec RunPanel::dataset_spec() const {
+  const int kind = dataset_kind_->currentIndex();
+  if (kind == kSyntheticKind) {
+    DatasetSpec spec;
+    spec.kind = DatasetSpec::Kind::synthetic;
+    spec.shape = model_input_;
+    spec.classes = synthetic_classes_->value();
+    spec.train_size = synthetic_samples_->value();
+    return spec;
+  }
+  const DatasetKind& k = kDatasetKinds[std::max(0, kind)];
+  if (!k.folder) return parse_dataset_spec(k.prefix);
+  const QString dir = dataset_dir_->text().trimmed();
+  if (dir.isEmpty())
+    throw ConfigError(std::string("choose the folder of the ") + k.label + " dataset");
+  return parse_dataset_spec(std::string(k.prefix) + dir.toStdString());
+}
+
+LossScaleConfig RunPanel::loss_scale_for(Policy policy) const {
+  switch (loss_scale_mode_->currentIndex()) {
+    case kNone:
+      return LossScaleConfig::none();
+    case kStatic:
+      return LossScaleConfig::fixed(loss_scale_value_->value());
+    case kDynamic: {
+      LossScaleConfig c = LossScaleConfig::dynamic();
+      c.initial_scale = loss_scale_value_->value();
+      return c;
+    }
+    default:  // Keras wraps the optimizer in a dynamic LossScaleOptimizer under float16 only
+      return policy == Policy::mixed_float16 ? LossScaleConfig::dynamic() : LossScaleConfig::none();
+  }
+}
+
+RunConfig RunPanel::config_with(Policy precision) const {
+  RunConfig c;
+  c.precision = precision;
+  c.loss_scale = loss_scale_for(precision);
+  c.batch_size = batch_size_->value();
+  if (by_steps_->isChecked()) {
+    c.steps = steps_->value();
+  } else {
+    c.epochs = epochs_->value();
+  }
+  const auto kind = parse_optimizer(optimizer_->currentText().toStdString());
+  c.optimizer = default_optimizer(kind.value_or(OptimizerKind::adam));
+  c.optimizer.learning_rate = learning_rate_->value();
+  c.seed = static_cast<std::uint64_t>(seed_->value());
+  c.threads = threads_->value();
+  c.dataset = dataset_spec();
+  return c;
+}
+
+RunConfig RunPanel::config() const {
+  return config_with(precision());
+}
+
+Policy RunPanel::mixed_policy() const {
+  if (precision() != Policy::float32) return precision();
+  const DeviceInfo& d = device_info();
+  if (d.kind == "cpu") return Policy::mixed_bfloat16;
+  return compute_capability(d) >= 8.0 ? Policy::mixed_bfloat16 : Policy::mixed_float16;
+}
+
+void RunPanel::update_state() {
+  const int kind = dataset_kind_->currentIndex();
+  const bool folder = kDatasetKinds[std::max(0, kind)].folder;
+  dataset_dir_->setEnabled(folder);
+  browse_->setEnabled(folder);
+  const bool synthetic = kind == kSyntheticKind;
+  synthetic_samples_->setEnabled(synthetic);
+  synthetic_classes_->setEnabled(synthetic);
+  synthetic_shape_->setText(QString::fromStdString(format_shape(model_input_)));
+  const int mode = loss_scale_mode_->currentIndex();
+  loss_scale_value_->setEnabled(mode == kStatic || mode == kDynamic);
+  epochs_->setEnabled(by_epochs_->isChecked());
+  steps_->setEnabled(by_steps_->isChecked());
+
+  // Flag a policy the chosen device cannot run well.
+  const DeviceInfo& d = device_info();
+  const Policy p = precision();
+  QString warning;
+  if (d.kind == "cpu") {
+    if (p == Policy::mixed_float16) {
+      warning =
+          tr("float16 is emulated on the CPU (float32 arithmetic, float16 rounding): "
+             "expect it slower than float32; it shows float16's overflow and loss scaling");
+    } else if (p == Policy::mixed_bfloat16 && !d.native_bf16) {
+      warning =
+          tr("this CPU has no bf16 instructions (AVX512-BF16 or AMX): bf16 is emulated, "
+             "expect it slower than float32");
+    }
+  } else {
+    const double cc = compute_capability(d);
+    const QString name = QString::fromStdString(d.compute_capability);
+    if (p == Policy::mixed_bfloat16 && cc < 8.0) {
+      warning = tr("bf16 tensor cores need compute capability 8.0 (Ampere); this GPU (%1) "
+                   "emulates bf16: expect it slower than float32")
+                    .arg(name);
+    } else if (p == Policy::mixed_float16 && cc < 7.0) {
+      warning = tr("this GPU (%1) has no tensor cores: float16 will not beat float32").arg(name);
+    }
+  }
+  policy_warning_->setText(warning);
+  policy_warning_->setVisible(!warning.isEmpty());
+
+  QString reason = blocked_reason_;
+  if (reason.isEmpty() && d.kind != "cpu")
+    reason = tr("training on a GPU needs the CUDA backend, which this build does not have yet");
+  if (reason.isEmpty() && folder && dataset_dir_->text().trimmed().isEmpty())
+    reason = tr("choose the dataset's folder");
+  const bool can_start = !running_ && reason.isEmpty();
+  start_->setEnabled(can_start);
+  compare_->setEnabled(can_start);
+  stop_->setEnabled(running_);
+  start_button_->setEnabled(can_start);
+  compare_button_->setEnabled(can_start);
+  stop_button_->setEnabled(running_);
+  const QString start_tip = running_           ? tr("A run is in progress")
+                            : reason.isEmpty() ? tr("Start the run (Ctrl+R)")
+                                               : tr("Cannot start: %1").arg(reason);
+  start_->setToolTip(start_tip);
+  start_button_->setToolTip(start_tip);
+  compare_button_->setToolTip(reason.isEmpty() ? compare_->toolTip()
+                                               : tr("Cannot start: %1").arg(reason));
+  stop_button_->setToolTip(stop_->toolTip());
+}
+
+}  // namespace mixlab::ui

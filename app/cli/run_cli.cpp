@@ -1,0 +1,81 @@
+// mixlab-cli's entry: help, version, and each command with its errors mapped to exit codes.
+// A library function so that the GUI's headless mode runs exactly the same command.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/common.h"
+#include "app/store/sqlite.h"
+#include "engine/core/error.h"
+
+namespace {
+
+constexpr const char* kHelp =
+    "mixlab-cli " MIXLAB_VERSION
+    " - mixed-precision training workbench (command line)\n"
+    "\n"
+    "usage: mixlab-cli COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a model: mixlab-cli train [--model M] [--dataset D] [--precision P] ...\n"
+    "            (mixlab-cli train --help lists every option)\n"
+    "  inspect   the layer table of a model: mixlab-cli inspect MODEL [--precision P] [--json]\n"
+    "  bench     step times of the reference models: mixlab-cli bench [--threads N] [--steps N]\n"
+    "  devices   the devices this build can train on\n"
+    "  runs      the recorded runs: mixlab-cli runs list|show|export|compare|rename|tag|note|\n"
+    "            delete [--db PATH] (mixlab-cli runs --help says more)\n"
+    "\n"
+    "MODEL is a model file (JSON) or a built-in model: fashion-mlp, fashion-cnn, cifar10-mlp,\n"
+    "cifar100-convnet.\n"
+    "exit codes: 0 success, 1 run failed or diverged, or the run store or an output file could\n"
+    "not be read or written, 2 bad input (including a run id the store does not hold),\n"
+    "130 interrupted\n";
+
+}  // namespace
+
+int mixlab::cli::run_cli(std::vector<std::string> args) {
+  using namespace mixlab;
+  using namespace mixlab::cli;
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kHelp, args.empty() ? stderr : stdout);
+    return args.empty() ? kExitBadInput : kExitOk;
+  }
+  if (args[0] == "--version") {
+    std::puts("mixlab-cli " MIXLAB_VERSION);
+    return kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "train") return run_train(args);
+    if (command == "inspect") return run_inspect(args);
+    if (command == "bench") return run_bench(args);
+    if (command == "devices") return run_devices(args);
+    if (command == "runs") return run_runs(args);
+    throw UsageError("unknown command '" + command + "' (train, inspect, bench, devices, runs)");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const SpecError& e) {
+    std::fprintf(stderr, "mixlab-cli: invalid model: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const DatasetError& e) {
+    std::fprintf(stderr, "mixlab-cli: dataset: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const RunNotFoundError& e) {
+    std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const store::StoreError& e) {
+    std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    return kExitRunFailed;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mixlab-cli: error: %s\n", e.what());
+    return kExitRunFailed;
+  }
+}

@@ -1,0 +1,79 @@
+// The main window only wires the panels together: the layer-stack editor, the run panel (a
+// dock), the live charts, the run history and the comparison; menus, shortcuts, the status bar
+// and the timer that drains the run controller's metrics into the live charts.
+#pragma once
+
+#include <QList>
+#include <QMainWindow>
+#include <filesystem>
+
+#include "app/run/run_controller.h"
+
+class QLabel;
+class QTabWidget;
+class QTimer;
+
+namespace mixlab::ui {
+
+class CompareView;
+class DocumentActions;
+class EditorWidget;
+class HistoryView;
+class LiveView;
+class ModelDocument;
+class RunPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(std::filesystem::path db_path, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens a model: a file path or a built-in model's name ("fashion-mlp").
+  bool open_model(const QString& file_or_builtin);
+
+  ModelDocument* document() const { return document_; }
+  EditorWidget* editor() const { return editor_; }
+  DocumentActions* document_actions() const { return document_actions_; }
+  RunPanel* run_panel() const { return run_panel_; }
+  LiveView* live_view() const { return live_; }
+  HistoryView* history_view() const { return history_; }
+  CompareView* compare_view() const { return compare_; }
+  app::RunController* controller() const { return controller_; }
+  QTabWidget* tabs() const { return tabs_; }
+
+  // Starts the run as set up; false (with the reason in the status bar) when it cannot.
+  bool start_run();
+  // Queues float32 and the mixed policy with otherwise identical settings; opens their
+  // comparison when both have finished.
+  bool start_precision_comparison();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void build_menus();
+  void drain_metrics();
+  void update_validity();
+  void update_title();
+  void show_about();
+  bool launch(std::vector<app::RunRequest> runs);
+  app::RunRequest request_for(const RunConfig& config) const;
+
+  std::filesystem::path db_path_;
+  ModelDocument* document_ = nullptr;
+  EditorWidget* editor_ = nullptr;
+  DocumentActions* document_actions_ = nullptr;
+  RunPanel* run_panel_ = nullptr;
+  LiveView* live_ = nullptr;
+  HistoryView* history_ = nullptr;
+  CompareView* compare_ = nullptr;
+  app::RunController* controller_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QTimer* drain_timer_ = nullptr;
+  QLabel* device_label_ = nullptr;
+  bool compare_when_done_ = false;
+};
+
+}  // namespace mixlab::ui

@@ -1,0 +1,66 @@
+// The live view of the run in progress: step time per step with its rolling median, samples/s,
+// train loss per step with the test loss per epoch, accuracy, and the loss scale on a log axis
+// with skipped steps marked; a line of current figures above them. The main window feeds it
+// the controller's metrics in bulk on its drain timer.
+#pragma once
+
+#include <QWidget>
+#include <deque>
+#include <vector>
+
+#include "app/run/run_controller.h"
+
+class QLabel;
+class QProgressBar;
+
+namespace mixlab::ui {
+
+class LineChart;
+
+class LiveView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LiveView(QWidget* parent = nullptr);
+
+  // A new run: clears the charts.
+  void begin_run(const app::StartedRun& run);
+  // Appends a batch of the current run's metrics to every chart at once.
+  void add_metrics(const app::MetricsBatch& batch);
+  // Shows how the run ended (its message when it failed).
+  void end_run(qint64 run_id, const RunSummary& summary);
+  // A run that could not start at all (no store): its message.
+  void show_error(const QString& message);
+
+  qint64 run_id() const { return run_id_; }
+  std::size_t steps_shown() const { return steps_; }
+  QString status_text() const;
+  LineChart* step_time_chart() const { return step_time_; }
+  LineChart* throughput_chart() const { return throughput_; }
+  LineChart* loss_chart() const { return loss_; }
+  LineChart* accuracy_chart() const { return accuracy_; }
+  LineChart* loss_scale_chart() const { return loss_scale_; }
+
+ private:
+  qint64 run_id_ = 0;
+  std::int64_t total_steps_ = 0;
+  std::size_t steps_ = 0;
+  std::deque<double> window_ms_;  // the last steps' times, for the rolling median
+  double last_median_ms_ = 0.0;
+  double last_samples_per_s_ = 0.0;
+
+  QLabel* title_ = nullptr;
+  QLabel* figures_ = nullptr;
+  QLabel* message_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  LineChart* step_time_ = nullptr;
+  LineChart* throughput_ = nullptr;
+  LineChart* loss_ = nullptr;
+  LineChart* accuracy_ = nullptr;
+  LineChart* loss_scale_ = nullptr;
+  // Series indices.
+  int step_ms_ = 0, median_ms_ = 0, samples_ = 0, train_loss_ = 0, test_loss_ = 0, train_acc_ = 0,
+      test_acc_ = 0, scale_ = 0, skipped_ = 0;
+};
+
+}  // namespace mixlab::ui

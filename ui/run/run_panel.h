@@ -1,0 +1,117 @@
+// The run panel: everything about a run except the model: dataset, precision policy, loss
+// scaling, batch size, epochs or steps, optimizer and learning rate, seed, threads, device; and
+// Start, Stop and "float32 vs mixed". It remembers the last settings (ui/settings.h) and flags a
+// policy the chosen device cannot run well.
+#pragma once
+
+#include <QAction>
+#include <QString>
+#include <QWidget>
+#include <optional>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/spec/shape_inference.h"
+#include "engine/train/run_types.h"
+
+class QButtonGroup;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QRadioButton;
+class QSpinBox;
+class QToolButton;
+
+namespace mixlab::ui {
+
+class RunPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  // `devices`: the CPU first, then each CUDA GPU (engine available_devices()).
+  explicit RunPanel(std::vector<DeviceInfo> devices, QWidget* parent = nullptr);
+
+  // The run as set up. Throws ConfigError naming the field for what the widgets cannot rule
+  // out (a dataset folder not chosen).
+  RunConfig config() const;
+  // The same run under another policy, for the float32-vs-mixed comparison: loss scaling as
+  // Keras would pick it for that policy when set to auto.
+  RunConfig config_with(Policy precision) const;
+  // The mixed policy the comparison runs against float32: the chosen one when it is mixed,
+  // else what suits the device (bf16 on a CPU or an Ampere+ GPU, float16 before).
+  Policy mixed_policy() const;
+  std::string device() const;  // "cpu" or "cuda:N"
+  const DeviceInfo& device_info() const;
+  Policy precision() const;
+
+  // The synthetic dataset takes the model's input shape.
+  void set_model_input(const Shape& input_shape);
+  // Why Start cannot run now (an invalid model); empty when it can.
+  void set_blocked_reason(const QString& reason);
+  void set_running(bool running);
+  // The warning shown next to the precision, empty when none (for tests).
+  QString policy_warning() const;
+
+  QAction* start_action() const { return start_; }
+  QAction* stop_action() const { return stop_; }
+  QAction* compare_action() const { return compare_; }
+
+  // Sets the dataset as the engine's spec text ("fashion-mnist", "cifar10:/data/c10",
+  // "synthetic"); for settings and tests.
+  void set_dataset(const QString& spec);
+  void set_precision(Policy policy);
+  void set_batch_size(int batch);
+  void set_steps(int steps);  // limits the run by steps
+  void set_epochs(int epochs);
+
+ signals:
+  void start_requested();
+  void stop_requested();
+  void compare_requested();
+  void precision_changed(mixlab::Policy policy);
+
+ private:
+  void build();
+  void load_settings();
+  void save_settings() const;
+  void update_state();
+  void browse_dataset_folder();
+  DatasetSpec dataset_spec() const;
+  LossScaleConfig loss_scale_for(Policy policy) const;
+
+  std::vector<DeviceInfo> devices_;
+  Shape model_input_{28, 28, 1};
+  QString blocked_reason_;
+  bool running_ = false;
+
+  QComboBox* dataset_kind_ = nullptr;
+  QLineEdit* dataset_dir_ = nullptr;
+  QToolButton* browse_ = nullptr;
+  QSpinBox* synthetic_samples_ = nullptr;
+  QSpinBox* synthetic_classes_ = nullptr;
+  QLabel* synthetic_shape_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QLabel* policy_warning_ = nullptr;
+  QComboBox* loss_scale_mode_ = nullptr;
+  QDoubleSpinBox* loss_scale_value_ = nullptr;
+  QSpinBox* batch_size_ = nullptr;
+  QRadioButton* by_epochs_ = nullptr;
+  QRadioButton* by_steps_ = nullptr;
+  QSpinBox* epochs_ = nullptr;
+  QSpinBox* steps_ = nullptr;
+  QComboBox* optimizer_ = nullptr;
+  QDoubleSpinBox* learning_rate_ = nullptr;
+  QSpinBox* seed_ = nullptr;
+  QSpinBox* threads_ = nullptr;
+  QComboBox* device_ = nullptr;
+  QPushButton* start_button_ = nullptr;
+  QPushButton* stop_button_ = nullptr;
+  QPushButton* compare_button_ = nullptr;
+  QAction* start_ = nullptr;
+  QAction* stop_ = nullptr;
+  QAction* compare_ = nullptr;
+};
+
+}  // namespace mixlab::ui
