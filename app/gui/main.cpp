@@ -21,6 +21,7 @@
 #include "app/store/run_store.h"
 #include "ui/main_window.h"
 #include "ui/run/run_panel.h"
+#include "ui/screenshot_tour.h"
 #include "ui/settings.h"
 
 namespace {
@@ -35,7 +36,9 @@ constexpr const char* kUsage =
     "\n"
     "Without a display (no DISPLAY or WAYLAND_DISPLAY), or with --headless, it trains the model\n"
     "on the dataset in the terminal instead, as `mixlab-cli train` does.\n"
-    "  --startup-benchmark  print how long the window took to show, then quit\n";
+    "  --startup-benchmark       print how long the window took to show, then quit\n"
+    "  --screenshot-tour DIR     run a short float32-vs-mixed comparison on synthetic data,\n"
+    "                            save editor.png, live.png and compare.png in DIR, then quit\n";
 
 struct Options {
   std::string model;
@@ -43,6 +46,7 @@ struct Options {
   std::string db;
   bool headless = false;
   bool startup_benchmark = false;
+  std::string screenshot_dir;
 };
 
 // Milliseconds since this process started (10 ms resolution: /proc's clock ticks).
@@ -112,6 +116,8 @@ int main(int argc, char** argv) {
       options.db = value("--db");
     } else if (arg == "--headless") {
       options.headless = true;
+    } else if (arg == "--screenshot-tour") {
+      options.screenshot_dir = value("--screenshot-tour");
     } else if (arg == "--startup-benchmark") {
       options.startup_benchmark = true;
     } else if (arg.rfind("-", 0) != 0 && options.model.empty()) {
@@ -167,5 +173,19 @@ int main(int argc, char** argv) {
     });
     window.windowHandle()->installEventFilter(painted);
   }
-  return QApplication::exec();
+  int tour_exit = 0;
+  if (!options.screenshot_dir.empty()) {
+    auto* tour = new mixlab::ui::ScreenshotTour(
+        &window, QString::fromStdString(options.screenshot_dir), 300, &window);
+    QObject::connect(tour, &mixlab::ui::ScreenshotTour::finished, &app,
+                     [&](bool ok, const QString& message) {
+                       std::fprintf(ok ? stdout : stderr, "mixlab: screenshot tour: %s\n",
+                                    message.toLocal8Bit().constData());
+                       tour_exit = ok ? 0 : 1;
+                       QApplication::quit();
+                     });
+    QTimer::singleShot(0, tour, &mixlab::ui::ScreenshotTour::start);
+  }
+  const int rc = QApplication::exec();
+  return rc != 0 ? rc : tour_exit;
 }
