@@ -1,0 +1,164 @@
+// The workbench as a user drives it, on the offscreen platform: an invalid stack blocks Start
+// with the engine's reason; Start on synthetic data ends as a finished row in history with its
+// steps on the live charts; Stop records a stopped run; a failing run leaves the window usable;
+// "float32 vs mixed" opens the comparison of its two runs; CSV export from the UI matches the
+// store's.
+#include <QAbstractItemModel>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTest>
+#include <sstream>
+
+#include "app/store/csv_export.h"
+#include "app/store/run_store.h"
+#include "tests/store/store_test_util.h"
+#include "ui/charts/chart.h"
+#include "ui/editor/model_document.h"
+#include "ui/history/compare_view.h"
+#include "ui/history/history_view.h"
+#include "ui/main_window.h"
+#include "ui/run/live_view.h"
+#include "ui/run/run_panel.h"
+
+namespace mixlab::ui {
+
+namespace {
+
+constexpr const char* kTinyModel = R"({
+  "name": "tiny",
+  "input": {"shape": [8, 8, 1]},
+  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
+})";
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<store::testing::TempDir> dir_;
+  std::unique_ptr<MainWindow> window_;
+
+  store::RunStore store() { return store::RunStore::open(dir_->path() / "runs.sqlite"); }
+
+  // Waits for the controller's queue to end, serving the event loop (drain timer, signals).
+  bool wait_for_queue(int timeout_ms = 60000) {
+    QSignalSpy done(window_->controller(), &app::RunController::queue_finished);
+    return done.wait(timeout_ms);
+  }
+
+ private slots:
+  void init() {
+    dir_ = std::make_unique<store::testing::TempDir>();
+    window_ = std::make_unique<MainWindow>(dir_->path() / "runs.sqlite");
+    store::testing::write_bytes(dir_->path() / "tiny.json", kTinyModel);
+    QVERIFY(window_->open_model(QString::fromStdString((dir_->path() / "tiny.json").string())));
+    window_->run_panel()->set_dataset(QStringLiteral("synthetic"));
+    window_->run_panel()->set_precision(Policy::float32);
+    window_->run_panel()->set_batch_size(16);
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+  }
+  void cleanup() {
+    window_.reset();
+    dir_.reset();
+  }
+
+  void invalid_stack_disables_start_with_the_reason() {
+    QVERIFY(window_->run_panel()->start_action()->isEnabled());
+    ModelSpec bad = parse_model_json(kTinyModel);
+    LayerSpec conv;
+    conv.type = LayerType::Conv2D;
+    conv.filters = 4;
+    bad.layers.insert(bad.layers.begin() + 1, conv);  // a Conv2D after Flatten
+    window_->document()->reset(bad);
+    const ModelDocument::Validation& v = window_->document()->validation();
+    QVERIFY(!v.ok);
+    QCOMPARE(v.layer, 1);
+    QAction* start = window_->run_panel()->start_action();
+    QVERIFY(!start->isEnabled());
+    QVERIFY2(start->toolTip().contains(v.message), qPrintable(start->toolTip()));
+    QVERIFY(!window_->start_run());
+  }
+
+  void start_runs_to_a_finished_row_in_history_with_its_steps_charted() {
+    window_->run_panel()->set_steps(60);
+    QSignalSpy finished(window_->controller(), &app::RunController::run_finished);
+    QTest::keyClick(window_.get(), Qt::Key_R, Qt::ControlModifier);  // Start's shortcut
+    QVERIFY(window_->controller()->busy());
+    QVERIFY(wait_for_queue());
+    QCOMPARE(finished.size(), 1);
+    const auto run_id = finished[0][0].value<qint64>();
+    QCOMPARE(window_->live_view()->run_id(), run_id);
+    QCOMPARE(window_->live_view()->steps_shown(), std::size_t(60));
+    QCOMPARE(window_->live_view()->step_time_chart()->point_count(0), std::size_t(60));
+    QCOMPARE(window_->live_view()->loss_chart()->point_count(0), std::size_t(60));
+    QCOMPARE(window_->history_view()->model()->rowCount(), 1);
+    QCOMPARE(store().run(run_id).status, store::RecordStatus::finished);
+    QVERIFY(window_->run_panel()->start_action()->isEnabled());
+  }
+
+  void stop_mid_run_records_a_stopped_run() {
+    window_->run_panel()->set_steps(100'000'000);
+    QVERIFY(window_->start_run());
+    QTRY_VERIFY_WITH_TIMEOUT(window_->live_view()->steps_shown() > 50, 30000);
+    QVERIFY(window_->run_panel()->stop_action()->isEnabled());
+    window_->run_panel()->stop_action()->trigger();
+    QVERIFY(wait_for_queue(10000));
+    const auto runs = store().list_runs();
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs[0].status, store::RecordStatus::stopped);
+    QVERIFY(window_->live_view()->status_text().contains(QStringLiteral("stopped")));
+  }
+
+  void a_failing_run_leaves_the_window_usable() {
+    window_->run_panel()->set_dataset(QStringLiteral("mnist:/nonexistent/mnist"));
+    window_->run_panel()->set_steps(10);
+    QVERIFY(window_->start_run());
+    QVERIFY(wait_for_queue());
+    QVERIFY2(window_->live_view()->status_text().contains(QStringLiteral("/nonexistent/mnist")),
+             qPrintable(window_->live_view()->status_text()));
+    QCOMPARE(store().list_runs()[0].status, store::RecordStatus::failed);
+    QVERIFY(window_->isVisible());
+    // And the next run goes through.
+    window_->run_panel()->set_dataset(QStringLiteral("synthetic"));
+    QVERIFY(window_->run_panel()->start_action()->isEnabled());
+    QVERIFY(window_->start_run());
+    QVERIFY(wait_for_queue());
+    QCOMPARE(store().list_runs()[0].status, store::RecordStatus::finished);
+    QCOMPARE(window_->history_view()->model()->rowCount(), 2);
+  }
+
+  void float32_vs_mixed_opens_the_comparison_of_both_runs() {
+    window_->run_panel()->set_steps(40);
+    QVERIFY(window_->start_precision_comparison());
+    QVERIFY(wait_for_queue());
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->compare_view()));
+    const QList<qint64> ids = window_->compare_view()->run_ids();
+    QCOMPARE(ids.size(), 2);
+    store::RunStore s = store();
+    QCOMPARE(s.run(ids[0]).config.precision, Policy::float32);
+    QCOMPARE(s.run(ids[1]).config.precision, window_->run_panel()->mixed_policy());
+    QCOMPARE(s.run(ids[0]).config.batch_size, s.run(ids[1]).config.batch_size);
+    QCOMPARE(s.run(ids[0]).config.seed, s.run(ids[1]).config.seed);
+  }
+
+  void csv_export_from_the_ui_matches_the_store() {
+    window_->run_panel()->set_steps(25);
+    QVERIFY(window_->start_precision_comparison());
+    QVERIFY(wait_for_queue());
+    const QList<qint64> ids = window_->compare_view()->run_ids();
+    const auto file = dir_->path() / "export.csv";
+    QVERIFY(window_->history_view()->export_csv(file, HistoryView::CsvKind::long_steps, ids));
+    std::ostringstream expected;
+    store::RunStore s = store();
+    const std::vector<std::int64_t> id_vector(ids.begin(), ids.end());
+    store::write_long_steps_csv(expected, s, id_vector);
+    QCOMPARE(store::testing::read_bytes(file), expected.str());
+  }
+};
+
+}  // namespace mixlab::ui
+
+QTEST_MAIN(mixlab::ui::MainWindowTest)
+#include "main_window_test.moc"
