@@ -15,10 +15,17 @@ class Error : public std::runtime_error {
 };
 
 // A model spec that cannot be trained: bad JSON, unknown layer or field, shapes that do not fit.
-// The message names the layer ("layer 4 (Conv2D): ...") and the field.
+// The message names the layer ("layer 4 (Conv2D): ...") and the field; layer() gives that index
+// too, so that the editor can mark the row without parsing the message.
 class SpecError : public Error {
  public:
-  using Error::Error;
+  // `layer`: the offending layer's index in ModelSpec::layers, or -1 when the error is not about
+  // one layer (the file, the JSON, the input shape, the model as a whole).
+  explicit SpecError(const std::string& what, int layer = -1) : Error(what), layer_(layer) {}
+  int layer() const { return layer_; }
+
+ private:
+  int layer_ = -1;
 };
 
 // A run configuration that is invalid (batch size 0, unknown optimizer, model/dataset mismatch).

@@ -8,25 +8,29 @@
 namespace mixlab::spec_detail {
 namespace {
 
-void check_count(int value, std::string_view field, const std::string& where) {
+// `where` names the layer in the message and `index` is that layer's index for SpecError::layer().
+void check_count(int value, std::string_view field, const std::string& where, int index) {
   if (value < 1) {
     throw SpecError(where + std::string(field) + " " + std::to_string(value) +
-                    " is out of range [1, " + std::to_string(kMaxFieldValue) + "]");
+                        " is out of range [1, " + std::to_string(kMaxFieldValue) + "]",
+                    index);
   }
 }
 
-void check_size(Size2 size, std::string_view field, const std::string& where) {
+void check_size(Size2 size, std::string_view field, const std::string& where, int index) {
   if (size.h < 1 || size.w < 1) {
     throw SpecError(where + std::string(field) + " " + std::to_string(size.h) + "x" +
-                    std::to_string(size.w) + " is out of range: h and w must be in [1, " +
-                    std::to_string(kMaxFieldValue) + "]");
+                        std::to_string(size.w) + " is out of range: h and w must be in [1, " +
+                        std::to_string(kMaxFieldValue) + "]",
+                    index);
   }
 }
 
-void check_finite(double value, std::string_view field, const std::string& where) {
+void check_finite(double value, std::string_view field, const std::string& where, int index) {
   if (!std::isfinite(value)) {
-    throw SpecError(where + std::string(field) + " " + format_number(value) +
-                    " must be a finite number");
+    throw SpecError(
+        where + std::string(field) + " " + format_number(value) + " must be a finite number",
+        index);
   }
 }
 
@@ -47,27 +51,28 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
   const std::string where = prefix + layer_prefix(index, layer.type);
   switch (layer.type) {
     case LayerType::Dense:
-      check_count(layer.units, "units", where);
+      check_count(layer.units, "units", where, index);
       break;
     case LayerType::Conv2D:
-      check_count(layer.filters, "filters", where);
-      check_size(layer.kernel_size, "kernel_size", where);
-      check_size(layer.strides, "strides", where);
+      check_count(layer.filters, "filters", where, index);
+      check_size(layer.kernel_size, "kernel_size", where, index);
+      check_size(layer.strides, "strides", where, index);
       break;
     case LayerType::MaxPooling2D:
     case LayerType::AveragePooling2D:
-      check_size(layer.pool_size, "pool_size", where);
-      check_size(layer.strides, "strides", where);
+      check_size(layer.pool_size, "pool_size", where, index);
+      check_size(layer.strides, "strides", where, index);
       break;
     case LayerType::Dropout:
       // Written so that NaN fails too.
       if (!(layer.rate >= 0.0 && layer.rate < 1.0)) {
-        throw SpecError(where + "rate " + format_number(layer.rate) + " is out of range [0, 1)");
+        throw SpecError(where + "rate " + format_number(layer.rate) + " is out of range [0, 1)",
+                        index);
       }
       break;
     case LayerType::Rescaling:
-      check_finite(layer.scale, "scale", where);
-      check_finite(layer.offset, "offset", where);
+      check_finite(layer.scale, "scale", where, index);
+      check_finite(layer.offset, "offset", where, index);
       break;
     case LayerType::Flatten:
     case LayerType::Activation:

@@ -19,7 +19,7 @@ std::string format_number(double value);
 
 // Throws SpecError (prefixed by `prefix`, then the layer) when a field the layer's type uses is
 // out of range: units/filters/kernel_size/strides/pool_size < 1, rate outside [0, 1), scale or
-// offset not finite.
+// offset not finite. The error's layer() is `index`.
 void check_layer_values(const LayerSpec& layer, int index, const std::string& prefix = {});
 
 }  // namespace mixlab::spec_detail

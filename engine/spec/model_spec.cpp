@@ -595,6 +595,19 @@ std::string_view to_string(LossKind loss) {
   return "?";
 }
 
+std::span<const LayerType> all_layer_types() {
+  return kLayerTypes;
+}
+std::span<const ActivationFn> all_activations() {
+  return kActivations;
+}
+std::span<const Padding> all_paddings() {
+  return kPaddings;
+}
+std::span<const LossKind> all_losses() {
+  return kLosses;
+}
+
 std::optional<LayerType> parse_layer_type(std::string_view name) {
   return parse_enum(name, kLayerTypes);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,12 @@ std::string_view to_string(LayerType type);
 std::string_view to_string(ActivationFn fn);
 std::string_view to_string(Padding padding);
 std::string_view to_string(LossKind loss);
+// Every value of each enum, in the order error messages list them (the editor's pickers).
+std::span<const LayerType> all_layer_types();
+std::span<const ActivationFn> all_activations();
+std::span<const Padding> all_paddings();
+std::span<const LossKind> all_losses();
+
 std::optional<LayerType> parse_layer_type(std::string_view name);
 std::optional<ActivationFn> parse_activation(std::string_view name);
 std::optional<LossKind> parse_loss(std::string_view name);

@@ -29,9 +29,10 @@ std::int64_t activation_flops(ActivationFn fn) {
 }
 
 // Products and sums of a layer's figures; a model too large for int64 is a spec error, not UB.
+// `layer` is the index the error names (-1 for the totals).
 class Counter {
  public:
-  explicit Counter(std::string where) : where_(std::move(where)) {}
+  Counter(std::string where, int layer) : where_(std::move(where)), layer_(layer) {}
   std::int64_t mul(std::int64_t a, std::int64_t b) const {
     std::int64_t out = 0;
     if (__builtin_mul_overflow(a, b, &out)) overflow();
@@ -53,9 +54,10 @@ class Counter {
 
  private:
   [[noreturn]] void overflow() const {
-    throw SpecError(where_ + "the model is too large (sizes overflow 64-bit integers)");
+    throw SpecError(where_ + "the model is too large (sizes overflow 64-bit integers)", layer_);
   }
   std::string where_;
+  int layer_;
 };
 
 std::string format_size(Size2 s) {
@@ -92,8 +94,9 @@ void spatial(LayerInfo& info, std::string_view field, Size2 kernel, Size2 stride
   const Window cols = window_axis(in[1], kernel.w, strides.w, padding);
   if (rows.out == 0 || cols.out == 0) {
     throw SpecError(where + std::string(field) + " " + format_size(kernel) +
-                    " does not fit input " + format_shape(in) + " with padding '" +
-                    std::string(to_string(padding)) + "'");
+                        " does not fit input " + format_shape(in) + " with padding '" +
+                        std::string(to_string(padding)) + "'",
+                    info.index);
   }
   info.output_shape = {rows.out, cols.out, out_channels};
   info.pad_top = rows.pad_before;
@@ -116,7 +119,8 @@ void require_image(const LayerInfo& info, const ModelSpec& spec, const std::stri
     hint = "give the model's input shape as [H, W, C]";
   }
   throw SpecError(where + "needs an [H, W, C] input but gets " + format_shape(info.input_shape) +
-                  " (rank " + std::to_string(info.input_shape.size()) + "): " + hint);
+                      " (rank " + std::to_string(info.input_shape.size()) + "): " + hint,
+                  info.index);
 }
 
 void check_input_shape(const Shape& shape) {
@@ -136,7 +140,7 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const Shape& input, Poli
   const LayerSpec& layer = spec.layers[static_cast<std::size_t>(index)];
   const std::string where = layer_prefix(index, layer.type);
   spec_detail::check_layer_values(layer, index);
-  const Counter c(where);
+  const Counter c(where, index);
 
   LayerInfo info;
   info.index = index;
@@ -208,8 +212,8 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const Shape& input, Poli
     info.param_count = c.add(info.param_count, c.elements(group.shape));
   if (std::any_of(info.output_shape.begin(), info.output_shape.end(),
                   [](std::int64_t d) { return d < 1; })) {
-    throw SpecError(where + "output " + format_shape(info.output_shape) +
-                    " has a zero-size dimension");
+    throw SpecError(
+        where + "output " + format_shape(info.output_shape) + " has a zero-size dimension", index);
   }
   info.activation_bytes =
       c.mul(c.elements(info.output_shape), static_cast<std::int64_t>(dtype_bytes(info.compute)));
@@ -251,7 +255,7 @@ ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
   ShapeTable table;
   table.input_shape = spec.input_shape;
   table.layers.reserve(spec.layers.size());
-  const Counter total("totals: ");
+  const Counter total("totals: ", -1);
   Shape shape = spec.input_shape;
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {
     LayerInfo info = infer_layer(spec, static_cast<int>(i), shape, policy);
@@ -264,9 +268,10 @@ ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
   if (shape.size() != 1) {
     const int last = static_cast<int>(spec.layers.size()) - 1;
     throw SpecError(layer_prefix(last, spec.layers.back().type) + "the model's output " +
-                    format_shape(shape) + " is not flat, but the loss " +
-                    std::string(to_string(spec.loss)) +
-                    " needs a (classes) output: add Flatten and Dense at the end");
+                        format_shape(shape) + " is not flat, but the loss " +
+                        std::string(to_string(spec.loss)) +
+                        " needs a (classes) output: add Flatten and Dense at the end",
+                    last);
   }
   table.output_shape = shape;
   return table;

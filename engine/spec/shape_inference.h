@@ -55,7 +55,8 @@ struct ShapeTable {
 
 // Validates the spec and computes its table. Throws SpecError naming the layer (index and type)
 // and the field, e.g. "layer 4 (Conv2D): kernel_size 5x5 does not fit input 4x4x32 with padding
-// 'valid'". The policy only affects dtypes and activation bytes.
+// 'valid'"; its layer() is that index (-1 for the input shape, an empty model and the totals).
+// The policy only affects dtypes and activation bytes.
 ShapeTable infer_shapes(const ModelSpec& spec, Policy policy = Policy::float32);
 
 }  // namespace mixlab

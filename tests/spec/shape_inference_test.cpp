@@ -518,6 +518,39 @@ TEST(ShapeErrors, ValuesOfSpecsBuiltInMemory) {
   EXPECT_EQ(shape_error(spec), "layer 0 (Rescaling): offset nan must be a finite number");
 }
 
+// The index the message names, as SpecError::layer() (the editor marks that row); -1 when the
+// error is not about one layer.
+int error_layer(const ModelSpec& spec) {
+  try {
+    infer_shapes(spec);
+  } catch (const SpecError& e) {
+    return e.layer();
+  }
+  ADD_FAILURE() << "no error";
+  return -2;
+}
+
+TEST(ShapeErrors, CarryTheLayerIndex) {
+  ModelSpec spec;
+  spec.input_shape = Shape{28, 28, 1};
+  spec.layers = {rescaling(0.5), flatten(), conv2d(4, {3, 3}), flatten(), dense(10)};
+  EXPECT_EQ(error_layer(spec), 2);  // needs an image
+  spec.layers = {conv2d(4, {3, 3}), max_pool(30), flatten(), dense(10)};
+  EXPECT_EQ(error_layer(spec), 1);  // window does not fit
+  spec.layers = {flatten(), dense(10), dropout(1.5)};
+  EXPECT_EQ(error_layer(spec), 2);  // value checks
+  spec.layers = {conv2d(4, {3, 3}), dense(10)};
+  EXPECT_EQ(error_layer(spec), 1);  // output not flat: the last layer
+  spec.input_shape = Shape{2147483647, 2147483647, 2147483647};
+  spec.layers = {flatten(), dense(2)};
+  EXPECT_EQ(error_layer(spec), 0);  // overflow inside a layer
+  spec.input_shape = Shape{28, 28};
+  EXPECT_EQ(error_layer(spec), -1);  // the input
+  spec.input_shape = Shape{4};
+  spec.layers.clear();
+  EXPECT_EQ(error_layer(spec), -1);  // no layers
+}
+
 TEST(ShapeErrors, SizesThatOverflowAreErrorsNotUndefinedBehaviour) {
   ModelSpec spec;
   spec.input_shape = Shape{2147483647, 2147483647, 2147483647};

@@ -1,0 +1,188 @@
+// The layer-stack editor's property panel: each field's widget edits the selected layer or the
+// model through undo commands; spin-box edits merge into one step; the panel follows undo/redo.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
+#include <QTest>
+#include <QUndoStack>
+#include <vector>
+
+#include "engine/spec/model_spec.h"
+#include "tests/ui/editor_test_support.h"
+#include "ui/editor/editor_widget.h"
+#include "ui/editor/model_document.h"
+#include "ui/editor/property_panel.h"
+
+namespace mixlab::ui {
+namespace {
+
+using test::builtin;
+using test::check_undo_redo;
+using test::json_of;
+
+}  // namespace
+
+class PropertyPanelTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { test::init_test_application(); }
+
+  void spin_box_edits_merge_into_one_step() {
+    ModelDocument doc;
+    doc.reset(builtin("fashion-mlp"), {}, QStringLiteral("fashion-mlp"));
+    EditorWidget editor(&doc);
+    const QString original = json_of(doc.spec());
+    QUndoStack* stack = doc.undo_stack();
+    editor.select_layer(2);
+    auto* units = editor.properties()->findChild<QSpinBox*>(QStringLiteral("units"));
+    QVERIFY(units != nullptr);
+    QVERIFY(!units->toolTip().isEmpty());
+    QCOMPARE(units->value(), 128);
+    QCOMPARE(units->minimum(), 1);
+
+    units->setValue(129);
+    units->setValue(130);
+    units->stepBy(5);
+    QCOMPARE(doc.spec().layers[2].units, 135);
+    QCOMPARE(stack->count(), 1);
+    stack->undo();
+    QCOMPARE(json_of(doc.spec()), original);
+    QCOMPARE(units->value(), 128);  // the panel follows undo
+    stack->redo();
+    QCOMPARE(units->value(), 135);
+
+    // Finishing the edit starts a new undo step.
+    emit units->editingFinished();
+    units->setValue(140);
+    QCOMPARE(stack->count(), 2);
+    // A drag back to where it started leaves no step behind.
+    emit units->editingFinished();
+    units->setValue(150);
+    units->setValue(140);
+    QCOMPARE(stack->count(), 2);
+    QCOMPARE(doc.spec().layers[2].units, 140);
+
+    // Another field, or another layer, is another step.
+    editor.select_layer(3);
+    units->setValue(20);
+    QCOMPARE(stack->count(), 3);
+    QCOMPARE(doc.spec().layers[3].units, 20);
+    while (stack->canUndo()) stack->undo();
+    QCOMPARE(json_of(doc.spec()), original);
+  }
+
+  void combo_check_and_window_edits() {
+    ModelDocument doc;
+    doc.reset(builtin("fashion-cnn"), {}, QStringLiteral("fashion-cnn"));
+    EditorWidget editor(&doc);
+    PropertyPanel* panel = editor.properties();
+    std::vector<QString> states = {json_of(doc.spec())};
+    const auto& layers = doc.spec().layers;
+
+    editor.select_layer(1);  // Conv2D 16, 3x3, same, relu
+    auto* activation = panel->findChild<QComboBox*>(QStringLiteral("activation"));
+    activation->setCurrentIndex(activation->findText(QStringLiteral("tanh")));
+    states.push_back(json_of(doc.spec()));
+    activation->setCurrentIndex(activation->findText(QStringLiteral("gelu")));
+    states.push_back(json_of(doc.spec()));  // combo edits do not merge
+    QCOMPARE(layers[1].activation, ActivationFn::gelu);
+    auto* padding = panel->findChild<QComboBox*>(QStringLiteral("padding"));
+    padding->setCurrentIndex(padding->findText(QStringLiteral("valid")));
+    states.push_back(json_of(doc.spec()));
+    QCOMPARE(layers[1].padding, Padding::valid);
+    panel->findChild<QCheckBox*>(QStringLiteral("use_bias"))->setChecked(false);
+    states.push_back(json_of(doc.spec()));
+    QVERIFY(!layers[1].use_bias);
+    panel->findChild<QSpinBox*>(QStringLiteral("kernel_size.h"))->setValue(5);
+    panel->findChild<QSpinBox*>(QStringLiteral("kernel_size.w"))->setValue(5);
+    states.push_back(json_of(doc.spec()));  // one field, one step
+    QCOMPARE(layers[1].kernel_size, (Size2{5, 5}));
+
+    // Pooling strides that equal the pool size follow it (Keras's strides=None).
+    editor.select_layer(2);  // MaxPooling2D 2
+    panel->findChild<QSpinBox*>(QStringLiteral("pool_size.h"))->setValue(3);
+    panel->findChild<QSpinBox*>(QStringLiteral("pool_size.w"))->setValue(3);
+    states.push_back(json_of(doc.spec()));
+    QCOMPARE(layers[2].pool_size, (Size2{3, 3}));
+    QCOMPARE(layers[2].strides, (Size2{3, 3}));
+    auto* strides_h = panel->findChild<QSpinBox*>(QStringLiteral("strides.h"));
+    QCOMPARE(strides_h->value(), 3);
+    strides_h->setValue(1);
+    states.push_back(json_of(doc.spec()));
+    panel->findChild<QSpinBox*>(QStringLiteral("pool_size.h"))->setValue(2);
+    states.push_back(json_of(doc.spec()));
+    QCOMPARE(layers[2].strides, (Size2{1, 3}));  // set apart: no longer follows
+
+    editor.select_layer(6);  // Activation softmax, float32
+    auto* dtype = panel->findChild<QComboBox*>(QStringLiteral("dtype"));
+    QCOMPARE(dtype->currentIndex(), 1);
+    dtype->setCurrentIndex(0);
+    states.push_back(json_of(doc.spec()));
+    QVERIFY(!layers[6].force_float32);
+    doc.set_policy(Policy::mixed_bfloat16);
+    QVERIFY(dtype->itemText(0).contains(QStringLiteral("bfloat16")));
+
+    check_undo_redo(doc, states);
+  }
+
+  void rate_and_scale_spin_boxes() {
+    ModelDocument doc;
+    doc.reset(builtin("cifar100-convnet"), {}, QStringLiteral("cifar100-convnet"));
+    EditorWidget editor(&doc);
+    const QString original = json_of(doc.spec());
+    editor.select_layer(0);  // Rescaling 1/255
+    auto* scale = editor.properties()->findChild<QDoubleSpinBox*>(QStringLiteral("scale"));
+    QVERIFY(scale->text().startsWith(QStringLiteral("0.00392156")));
+    // Showing the value never rewrites it: the exact 1/255 survives selecting the layer.
+    QCOMPARE(json_of(doc.spec()), original);
+    scale->setValue(0.5);
+    scale->setValue(0.25);
+    QCOMPARE(doc.undo_stack()->count(), 1);
+    QCOMPARE(doc.spec().layers[0].scale, 0.25);
+
+    editor.select_layer(10);  // Dropout 0.2
+    auto* rate = editor.properties()->findChild<QDoubleSpinBox*>(QStringLiteral("rate"));
+    QCOMPARE(rate->value(), 0.2);
+    QVERIFY(rate->maximum() < 1.0);
+    rate->stepBy(1);
+    rate->stepBy(1);
+    QCOMPARE(doc.undo_stack()->count(), 2);
+    QCOMPARE(doc.spec().layers[10].rate, 0.3);
+    while (doc.undo_stack()->canUndo()) doc.undo_stack()->undo();
+    QCOMPARE(json_of(doc.spec()), original);
+  }
+
+  void model_fields_edit() {
+    ModelDocument doc;
+    doc.reset(builtin("fashion-mlp"), {}, QStringLiteral("fashion-mlp"));
+    EditorWidget editor(&doc);
+    PropertyPanel* panel = editor.properties();
+    std::vector<QString> states = {json_of(doc.spec())};
+
+    auto* kind = panel->findChild<QComboBox*>(QStringLiteral("input.kind"));
+    kind->setCurrentIndex(kind->findData(1));  // features
+    states.push_back(json_of(doc.spec()));
+    QCOMPARE(doc.spec().input_shape, (Shape{784}));
+    QVERIFY(doc.validation().ok);
+    auto* features = panel->findChild<QSpinBox*>(QStringLiteral("input.0"));
+    QCOMPARE(features->value(), 784);
+    features->setValue(700);
+    features->setValue(800);
+    states.push_back(json_of(doc.spec()));  // merged
+    QCOMPARE(doc.spec().input_shape, (Shape{800}));
+
+    auto* loss = panel->findChild<QComboBox*>(QStringLiteral("loss"));
+    loss->setCurrentIndex(loss->findText(QStringLiteral("categorical_crossentropy")));
+    states.push_back(json_of(doc.spec()));
+    QCOMPARE(doc.spec().loss, LossKind::categorical_crossentropy);
+    QCOMPARE(doc.undo_stack()->count(), 3);
+    check_undo_redo(doc, states);
+  }
+};
+
+}  // namespace mixlab::ui
+
+QTEST_MAIN(mixlab::ui::PropertyPanelTest)
+#include "property_panel_test.moc"

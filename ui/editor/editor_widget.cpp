@@ -1,0 +1,302 @@
+#include "ui/editor/editor_widget.h"
+
+#include <QAction>
+#include <QHeaderView>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTableView>
+#include <QToolBar>
+#include <QToolButton>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include "ui/editor/layer_commands.h"
+#include "ui/editor/layer_palette.h"
+#include "ui/editor/layer_stack_model.h"
+#include "ui/editor/layer_text.h"
+#include "ui/editor/model_document.h"
+#include "ui/editor/property_panel.h"
+
+namespace mixlab::ui {
+namespace {
+
+QList<QKeySequence> redo_shortcuts() {
+  // Ctrl+Shift+Z everywhere, plus the platform's own (Ctrl+Y on Windows). A sequence listed
+  // twice would make the shortcut ambiguous, and then it would do nothing.
+  QList<QKeySequence> keys = {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)};
+  for (const QKeySequence& key : QKeySequence::keyBindings(QKeySequence::Redo))
+    if (!keys.contains(key)) keys << key;
+  return keys;
+}
+
+}  // namespace
+
+EditorWidget::EditorWidget(ModelDocument* doc, QWidget* parent)
+    : QWidget(parent),
+      doc_(doc),
+      model_(new LayerStackModel(doc, this)),
+      palette_(new LayerPalette),
+      properties_(new PropertyPanel(doc)) {
+  create_actions();
+
+  auto* palette_area = new QWidget;
+  auto* palette_layout = new QVBoxLayout(palette_area);
+  palette_layout->setContentsMargins(0, 0, 0, 0);
+  palette_layout->addWidget(palette_, 1);
+  auto* add_button = new QToolButton;
+  add_button->setDefaultAction(add_);
+  add_button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  palette_layout->addWidget(add_button);
+
+  auto* properties_area = new QScrollArea;
+  properties_area->setWidget(properties_);
+  properties_area->setWidgetResizable(true);
+  properties_area->setFrameShape(QFrame::NoFrame);
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->addWidget(palette_area);
+  splitter->addWidget(build_stack_area());
+  splitter->addWidget(properties_area);
+  splitter->setStretchFactor(1, 1);
+  splitter->setChildrenCollapsible(false);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(splitter);
+
+  connect(palette_, &LayerPalette::add_requested, this,
+          [this](LayerType type) { add_layer(type, Placement::after_selection); });
+  connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    if (properties_->current_layer() != current_layer())
+      properties_->set_current_layer(current_layer());
+    update_actions();
+  });
+  // The selection follows the edit, undo and redo included, so the user sees what changed.
+  // (The model's handlers ran first: it connected to the document before these.)
+  connect(doc_, &ModelDocument::layer_inserted, this, &EditorWidget::select_layer);
+  connect(doc_, &ModelDocument::layer_removed, this, [this](int index) {
+    select_layer(std::min(index, static_cast<int>(doc_->spec().layers.size()) - 1));
+  });
+  connect(doc_, &ModelDocument::layer_moved, this,
+          [this](int /*from*/, int to) { select_layer(to); });
+  connect(doc_, &ModelDocument::layer_changed, this, [this](int index) {
+    if (index != current_layer()) select_layer(index);
+  });
+  connect(doc_, &ModelDocument::model_reset, this, [this] { select_layer(-1); });
+  connect(doc_, &ModelDocument::changed, this, [this] {
+    update_actions();
+    update_summary();
+  });
+  update_actions();
+  update_summary();
+}
+
+QWidget* EditorWidget::build_stack_area() {
+  view_ = new QTableView;
+  view_->setObjectName(QStringLiteral("layer_stack"));
+  view_->setModel(model_);
+  view_->setToolTip(
+      tr("The layer stack, input at the top. Drag a row to move the layer; "
+         "Alt+Up / Alt+Down move the selected layer, Delete removes it."));
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  view_->setDragEnabled(true);
+  view_->setAcceptDrops(true);
+  view_->setDropIndicatorShown(true);
+  view_->setDragDropMode(QAbstractItemView::InternalMove);
+  view_->setDefaultDropAction(Qt::MoveAction);
+  view_->setDragDropOverwriteMode(false);
+  view_->setWordWrap(false);
+  view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  view_->horizontalHeader()->setSectionResizeMode(LayerStackModel::Layer, QHeaderView::Stretch);
+  // Remove and the moves act on the stack only: elsewhere Delete edits text and Alt+Down opens
+  // combo boxes.
+  view_->addActions({remove_, move_up_, move_down_});
+
+  auto* toolbar = new QToolBar;
+  toolbar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  toolbar->addActions({add_, insert_, duplicate_, remove_});
+  toolbar->addSeparator();
+  toolbar->addActions({move_up_, move_down_});
+  toolbar->addSeparator();
+  toolbar->addActions({undo_, redo_});
+
+  totals_ = new QLabel;
+  totals_->setObjectName(QStringLiteral("totals"));
+  totals_->setToolTip(
+      tr("Totals of the whole model, per sample; activations in the dtypes the "
+         "precision policy stores them in"));
+  totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_ = new QLabel;
+  message_->setObjectName(QStringLiteral("validation_message"));
+  message_->setToolTip(tr("Why the model cannot be trained as it is"));
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QPalette red = message_->palette();
+  red.setColor(QPalette::WindowText, QColor(160, 0, 0));
+  message_->setPalette(red);
+
+  auto* area = new QWidget;
+  auto* layout = new QVBoxLayout(area);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(toolbar);
+  layout->addWidget(view_, 1);
+  layout->addWidget(totals_);
+  layout->addWidget(message_);
+  return area;
+}
+
+QAction* EditorWidget::make_action(const QString& name, const QString& text,
+                                   const QString& tooltip) {
+  auto* action = new QAction(text, this);
+  action->setObjectName(name);
+  action->setToolTip(tooltip);
+  action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  return action;
+}
+
+void EditorWidget::create_actions() {
+  add_ = make_action(QStringLiteral("add_layer"), tr("&Add"),
+                     tr("Add the palette's layer type after the selected layer"));
+  connect(add_, &QAction::triggered, this,
+          [this] { add_layer(palette_->current_type(), Placement::after_selection); });
+  insert_ = make_action(QStringLiteral("insert_layer"), tr("&Insert"),
+                        tr("Insert the palette's layer type before the selected layer (Ins)"));
+  insert_->setShortcut(QKeySequence(Qt::Key_Insert));
+  connect(insert_, &QAction::triggered, this,
+          [this] { add_layer(palette_->current_type(), Placement::before_selection); });
+  duplicate_ = make_action(QStringLiteral("duplicate_layer"), tr("D&uplicate"),
+                           tr("Insert a copy of the selected layer after it (Ctrl+D)"));
+  duplicate_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
+  connect(duplicate_, &QAction::triggered, this, &EditorWidget::duplicate_layer);
+  remove_ = make_action(QStringLiteral("remove_layer"), tr("&Remove"),
+                        tr("Remove the selected layer (Delete)"));
+  remove_->setShortcut(QKeySequence::Delete);
+  remove_->setShortcutContext(Qt::WidgetShortcut);
+  connect(remove_, &QAction::triggered, this, &EditorWidget::remove_layer);
+  move_up_ = make_action(QStringLiteral("move_layer_up"), tr("Move &up"),
+                         tr("Move the selected layer up (Alt+Up)"));
+  move_up_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Up));
+  move_up_->setShortcutContext(Qt::WidgetShortcut);
+  connect(move_up_, &QAction::triggered, this, [this] { move_layer(-1); });
+  move_down_ = make_action(QStringLiteral("move_layer_down"), tr("Move &down"),
+                           tr("Move the selected layer down (Alt+Down)"));
+  move_down_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Down));
+  move_down_->setShortcutContext(Qt::WidgetShortcut);
+  connect(move_down_, &QAction::triggered, this, [this] { move_layer(+1); });
+
+  // Fixed texts keep the toolbar still; the tooltip says what would be undone ("Undo Add
+  // Conv2D"), as QUndoStack::createUndoAction's text would.
+  QUndoStack* stack = doc_->undo_stack();
+  undo_ = make_action(QStringLiteral("undo"), tr("&Undo"), {});
+  undo_->setShortcut(QKeySequence::Undo);
+  connect(undo_, &QAction::triggered, stack, &QUndoStack::undo);
+  redo_ = make_action(QStringLiteral("redo"), tr("&Redo"), {});
+  redo_->setShortcuts(redo_shortcuts());
+  connect(redo_, &QAction::triggered, stack, &QUndoStack::redo);
+  const auto update_undo = [this, stack] {
+    undo_->setEnabled(stack->canUndo());
+    undo_->setToolTip(stack->canUndo() ? tr("Undo %1 (Ctrl+Z)").arg(stack->undoText())
+                                       : tr("Nothing to undo (Ctrl+Z)"));
+    redo_->setEnabled(stack->canRedo());
+    redo_->setToolTip(stack->canRedo() ? tr("Redo %1 (Ctrl+Shift+Z)").arg(stack->redoText())
+                                       : tr("Nothing to redo (Ctrl+Shift+Z)"));
+  };
+  connect(stack, &QUndoStack::indexChanged, this, update_undo);
+  connect(stack, &QUndoStack::cleanChanged, this, update_undo);
+  update_undo();
+
+  addActions({add_, insert_, duplicate_, undo_, redo_});
+}
+
+QList<QAction*> EditorWidget::edit_actions() const {
+  return {add_, insert_, duplicate_, remove_, move_up_, move_down_, undo_, redo_};
+}
+
+QAbstractItemView* EditorWidget::stack_view() const {
+  return view_;
+}
+LayerStackModel* EditorWidget::stack_model() const {
+  return model_;
+}
+LayerPalette* EditorWidget::palette() const {
+  return palette_;
+}
+PropertyPanel* EditorWidget::properties() const {
+  return properties_;
+}
+
+int EditorWidget::current_layer() const {
+  const QModelIndexList rows = view_->selectionModel()->selectedRows();
+  return rows.isEmpty() ? -1 : rows.first().row();
+}
+
+void EditorWidget::select_layer(int index) {
+  QItemSelectionModel* selection = view_->selectionModel();
+  if (index < 0 || index >= model_->rowCount()) {
+    selection->clear();
+  } else {
+    selection->setCurrentIndex(model_->index(index, 0),
+                               QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    view_->scrollTo(model_->index(index, 0));
+  }
+  // A model reset clears the selection without selectionChanged: tell the panel here too.
+  if (properties_->current_layer() != current_layer())
+    properties_->set_current_layer(current_layer());
+  update_actions();
+}
+
+void EditorWidget::add_layer(LayerType type, Placement placement) {
+  const int selected = current_layer();
+  const int count = static_cast<int>(doc_->spec().layers.size());
+  int index = 0;
+  if (placement == Placement::after_selection)
+    index = selected < 0 ? count : selected + 1;
+  else
+    index = selected < 0 ? 0 : selected;
+  doc_->undo_stack()->push(new InsertLayerCommand(doc_, index, default_layer(type)));
+}
+
+void EditorWidget::duplicate_layer() {
+  const int selected = current_layer();
+  if (selected >= 0) doc_->undo_stack()->push(new DuplicateLayerCommand(doc_, selected));
+}
+
+void EditorWidget::remove_layer() {
+  const int selected = current_layer();
+  if (selected >= 0) doc_->undo_stack()->push(new RemoveLayerCommand(doc_, selected));
+}
+
+void EditorWidget::move_layer(int delta) {
+  const int selected = current_layer();
+  const int to = selected + delta;
+  if (selected < 0 || to < 0 || to >= static_cast<int>(doc_->spec().layers.size())) return;
+  doc_->undo_stack()->push(new MoveLayerCommand(doc_, selected, to));
+}
+
+void EditorWidget::update_actions() {
+  const int selected = current_layer();
+  const int count = static_cast<int>(doc_->spec().layers.size());
+  duplicate_->setEnabled(selected >= 0);
+  remove_->setEnabled(selected >= 0);
+  move_up_->setEnabled(selected > 0);
+  move_down_->setEnabled(selected >= 0 && selected + 1 < count);
+}
+
+void EditorWidget::update_summary() {
+  const ModelDocument::Validation& v = doc_->validation();
+  if (v.table) {
+    totals_->setText(totals_text(*v.table));
+  } else {
+    totals_->setText(
+        tr("Input %1").arg(QString::fromStdString(format_shape(doc_->spec().input_shape))));
+  }
+  message_->setText(v.message);
+  message_->setVisible(!v.ok);
+}
+
+}  // namespace mixlab::ui
+
+// The moc output compiled here rather than in the target's shared mocs_compilation.cpp, which
+// would tie this file to every other moc'd header of mixlab_ui.
+#include "moc_editor_widget.cpp"

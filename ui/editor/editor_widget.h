@@ -1,0 +1,75 @@
+// The layer-stack editor: palette | stack table with totals and the validation message |
+// property panel, side by side in a splitter, and the edit actions that work on them.
+#pragma once
+
+#include <QList>
+#include <QWidget>
+
+#include "engine/spec/model_spec.h"
+
+class QAbstractItemView;
+class QAction;
+class QLabel;
+class QTableView;
+
+namespace mixlab::ui {
+
+class LayerPalette;
+class LayerStackModel;
+class ModelDocument;
+class PropertyPanel;
+
+class EditorWidget : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit EditorWidget(ModelDocument* doc, QWidget* parent = nullptr);
+
+  // In this order: Add (after the selected layer), Insert (before it), Duplicate, Remove
+  // (Delete), Move up (Alt+Up), Move down (Alt+Down), Undo (Ctrl+Z), Redo (Ctrl+Shift+Z).
+  // Remove and the moves react to their keys while the stack has focus; the others anywhere in
+  // the editor. Each has an objectName: add_layer, insert_layer, duplicate_layer, remove_layer,
+  // move_layer_up, move_layer_down, undo, redo.
+  QList<QAction*> edit_actions() const;
+
+  QAbstractItemView* stack_view() const;
+  LayerStackModel* stack_model() const;
+  LayerPalette* palette() const;
+  PropertyPanel* properties() const;
+
+  // The selected layer, or -1.
+  int current_layer() const;
+  void select_layer(int index);
+
+ private:
+  enum class Placement { after_selection, before_selection };
+
+  QAction* make_action(const QString& name, const QString& text, const QString& tooltip);
+  void create_actions();
+  QWidget* build_stack_area();
+  void add_layer(LayerType type, Placement placement);
+  void duplicate_layer();
+  void remove_layer();
+  void move_layer(int delta);
+  void update_actions();
+  void update_summary();
+
+  ModelDocument* doc_;
+  LayerStackModel* model_;
+  QTableView* view_ = nullptr;
+  LayerPalette* palette_;
+  PropertyPanel* properties_;
+  QLabel* totals_ = nullptr;
+  QLabel* message_ = nullptr;
+
+  QAction* add_ = nullptr;
+  QAction* insert_ = nullptr;
+  QAction* duplicate_ = nullptr;
+  QAction* remove_ = nullptr;
+  QAction* move_up_ = nullptr;
+  QAction* move_down_ = nullptr;
+  QAction* undo_ = nullptr;
+  QAction* redo_ = nullptr;
+};
+
+}  // namespace mixlab::ui

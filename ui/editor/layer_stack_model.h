@@ -1,0 +1,60 @@
+// The layer stack as a table: one row per layer with its output shape, parameters, FLOPs and
+// activation memory from the document's validation. The offending layer of an invalid stack is
+// drawn in red with the engine's message as its tooltip. Rows reorder by drag and drop, which
+// pushes a MoveLayerCommand.
+#pragma once
+
+#include <QAbstractTableModel>
+
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab::ui {
+
+class ModelDocument;
+
+class LayerStackModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column : int { Layer, OutputShape, Parameters, Flops, ActivationMemory, Count };
+  enum class Role : int {
+    // The figure of a numeric column as qlonglong (the display text is rounded and localized).
+    Number = Qt::UserRole + 1,
+  };
+
+  explicit LayerStackModel(ModelDocument* doc, QObject* parent = nullptr);
+
+  // The MIME type of dragged rows (the source row as decimal text).
+  static QString mime_type();
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+
+  Qt::DropActions supportedDragActions() const override;
+  Qt::DropActions supportedDropActions() const override;
+  QStringList mimeTypes() const override;
+  QMimeData* mimeData(const QModelIndexList& indexes) const override;
+  bool canDropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                       const QModelIndex& parent) const override;
+  // Moves the dragged layer to the gap before `row` (or before `parent`'s row, or to the end).
+  bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                    const QModelIndex& parent) override;
+
+ private:
+  // The row's figures: from the table when the stack is valid, else for the rows above the
+  // offending layer; nullptr for the others.
+  const LayerInfo* info(int row) const;
+  bool is_offending(int row) const;
+  QVariant display(int row, int column) const;
+  QVariant tooltip(int row, int column) const;
+  QVariant number(int row, int column) const;
+  void refresh_all();
+
+  ModelDocument* doc_;
+};
+
+}  // namespace mixlab::ui

@@ -1,0 +1,193 @@
+#include "ui/editor/layer_text.h"
+
+#include <QCoreApplication>
+#include <QLocale>
+#include <QStringList>
+#include <array>
+#include <cmath>
+
+namespace mixlab::ui {
+namespace {
+
+QString tr(const char* text) {
+  return QCoreApplication::translate("LayerText", text);
+}
+
+QString number(double value) {
+  return QString::number(value, 'g', 6);
+}
+
+QString text_of(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
+// "1/255" when scale is the reciprocal of a whole number (the usual pixel scaling), else "×0.5".
+QString scale_text(double scale) {
+  if (scale > 0.0 && scale < 1.0) {
+    const double inverse = 1.0 / scale;
+    const double rounded = std::round(inverse);
+    if (std::abs(inverse - rounded) < 1e-9 * rounded)
+      return QStringLiteral("1/%1").arg(static_cast<qint64>(rounded));
+  }
+  return QStringLiteral("×") + number(scale);
+}
+
+QString strides_text(Size2 strides) {
+  return strides.h == strides.w ? QString::number(strides.h) : format_size2(strides);
+}
+
+}  // namespace
+
+QString layer_summary(const LayerSpec& layer) {
+  QStringList parts;
+  switch (layer.type) {
+    case LayerType::Dense:
+      parts << QString::number(layer.units);
+      break;
+    case LayerType::Conv2D:
+      parts << QString::number(layer.filters) << format_size2(layer.kernel_size);
+      if (layer.strides != Size2{1, 1}) parts << tr("stride %1").arg(strides_text(layer.strides));
+      break;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      parts << format_size2(layer.pool_size);
+      if (layer.strides != layer.pool_size)
+        parts << tr("stride %1").arg(strides_text(layer.strides));
+      break;
+    case LayerType::Dropout:
+      parts << number(layer.rate);
+      break;
+    case LayerType::Activation:
+      parts << text_of(to_string(layer.activation));
+      break;
+    case LayerType::Rescaling: {
+      QString text = scale_text(layer.scale);
+      if (layer.offset > 0) text += QStringLiteral(" + ") + number(layer.offset);
+      if (layer.offset < 0) text += QStringLiteral(" − ") + number(-layer.offset);
+      parts << text;
+      break;
+    }
+    case LayerType::Flatten:
+      break;
+  }
+  const bool spatial = layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
+                       layer.type == LayerType::AveragePooling2D;
+  if (spatial && layer.padding == Padding::same) parts << QStringLiteral("same");
+  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
+    if (layer.activation != ActivationFn::linear) parts << text_of(to_string(layer.activation));
+    if (!layer.use_bias) parts << tr("no bias");
+  }
+  if (layer.force_float32) parts << QStringLiteral("float32");
+
+  const QString type = text_of(to_string(layer.type));
+  if (parts.isEmpty()) return type;
+  return type + QLatin1Char(' ') + parts.join(QStringLiteral(", "));
+}
+
+QString layer_description(LayerType type) {
+  switch (type) {
+    case LayerType::Dense:
+      return tr(
+          "Fully connected layer: each output unit is a weighted sum of all inputs of the "
+          "last axis, plus a bias, through an optional activation.");
+    case LayerType::Conv2D:
+      return tr(
+          "2-D convolution over an [H, W, C] image: 'filters' output channels, each a "
+          "kernel_size window over all input channels.");
+    case LayerType::MaxPooling2D:
+      return tr(
+          "Keeps the largest value of each pool_size window of an image; strides default "
+          "to the pool size.");
+    case LayerType::AveragePooling2D:
+      return tr("Averages each pool_size window of an image; strides default to the pool size.");
+    case LayerType::Flatten:
+      return tr("Reshapes the input to one axis, e.g. an image before Dense layers.");
+    case LayerType::Dropout:
+      return tr(
+          "During training, zeroes a fraction 'rate' of the inputs and scales the rest "
+          "by 1/(1 - rate).");
+    case LayerType::Activation:
+      return tr(
+          "Applies an activation function elementwise; with dtype float32 it keeps the "
+          "final softmax in float32 under a mixed policy.");
+    case LayerType::Rescaling:
+      return tr("Multiplies the input by 'scale' and adds 'offset', e.g. 1/255 for pixels.");
+  }
+  return {};
+}
+
+LayerSpec default_layer(LayerType type) {
+  LayerSpec layer;
+  layer.type = type;
+  switch (type) {
+    case LayerType::Dense:
+      layer.units = 128;
+      layer.activation = ActivationFn::relu;
+      break;
+    case LayerType::Conv2D:
+      layer.filters = 32;
+      layer.kernel_size = {3, 3};
+      layer.activation = ActivationFn::relu;
+      break;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      // LayerSpec{} has strides 1x1; Keras's strides=None means the pool size.
+      layer.pool_size = {2, 2};
+      layer.strides = layer.pool_size;
+      break;
+    case LayerType::Dropout:
+      layer.rate = 0.2;
+      break;
+    case LayerType::Activation:
+      layer.activation = ActivationFn::softmax;
+      break;
+    case LayerType::Rescaling:
+      layer.scale = 1.0 / 255.0;
+      break;
+    case LayerType::Flatten:
+      break;
+  }
+  return layer;
+}
+
+QString format_size2(Size2 size) {
+  return QStringLiteral("%1x%2").arg(size.h).arg(size.w);
+}
+
+QString format_count(std::int64_t count) {
+  return QLocale().toString(static_cast<qlonglong>(count));
+}
+
+QString format_flops(std::int64_t flops) {
+  static constexpr std::array<const char*, 5> kPrefixes = {"", " k", " M", " G", " T"};
+  double value = static_cast<double>(flops);
+  std::size_t prefix = 0;
+  while (value >= 999.5 && prefix + 1 < kPrefixes.size()) {
+    value /= 1000.0;
+    ++prefix;
+  }
+  // Three significant digits: "203 k", "12.3 M", "1.23 G".
+  const int decimals = prefix == 0 || value >= 99.95 ? 0 : value >= 9.995 ? 1 : 2;
+  return QLocale().toString(value, 'f', decimals) + QString::fromLatin1(kPrefixes[prefix]);
+}
+
+QString format_bytes(std::int64_t bytes) {
+  return QLocale().formattedDataSize(bytes, 1);
+}
+
+QString param_groups_text(const LayerInfo& info) {
+  QStringList groups;
+  for (const ParamGroup& group : info.params)
+    groups << QStringLiteral("%1 %2").arg(text_of(to_string(group.kind)),
+                                          text_of(format_shape(group.shape)));
+  return groups.isEmpty() ? tr("none") : groups.join(QStringLiteral(" + "));
+}
+
+QString totals_text(const ShapeTable& table) {
+  return tr("Input %1 → %2 · %3 parameters · %4 FLOPs · %5 activations per sample")
+      .arg(text_of(format_shape(table.input_shape)), text_of(format_shape(table.output_shape)),
+           format_count(table.params_total), format_flops(table.flops_total),
+           format_bytes(table.activation_bytes_total));
+}
+
+}  // namespace mixlab::ui

@@ -1,0 +1,432 @@
+#include "ui/editor/property_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QScopedValueRollback>
+#include <QSpinBox>
+#include <QUndoStack>
+#include <QVBoxLayout>
+#include <limits>
+
+#include "ui/editor/model_document.h"
+
+namespace mixlab::ui {
+namespace {
+
+// The engine accepts any positive int; so do the spin boxes, so a file's value shows as it is.
+constexpr int kMaxCount = std::numeric_limits<int>::max();
+constexpr int kImageRank = 3;
+
+QString text_of(std::string_view s) {
+  return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
+// A double spin box that shows the shortest text for its value ("0.00392156863", "1") instead of
+// a fixed number of decimals, for Rescaling's scale and offset.
+class NumberSpinBox : public QDoubleSpinBox {
+ public:
+  using QDoubleSpinBox::QDoubleSpinBox;
+  QString textFromValue(double value) const override {
+    return locale().toString(value, 'g', 12).remove(locale().groupSeparator());
+  }
+};
+
+bool has_field(LayerType type, LayerField field) {
+  const bool conv = type == LayerType::Conv2D;
+  const bool pool = type == LayerType::MaxPooling2D || type == LayerType::AveragePooling2D;
+  switch (field) {
+    case LayerField::name:
+    case LayerField::dtype:
+      return true;
+    case LayerField::units:
+      return type == LayerType::Dense;
+    case LayerField::filters:
+    case LayerField::kernel_size:
+      return conv;
+    case LayerField::strides:
+    case LayerField::padding:
+      return conv || pool;
+    case LayerField::pool_size:
+      return pool;
+    case LayerField::activation:
+      return type == LayerType::Dense || conv || type == LayerType::Activation;
+    case LayerField::use_bias:
+      return type == LayerType::Dense || conv;
+    case LayerField::rate:
+      return type == LayerType::Dropout;
+    case LayerField::scale:
+    case LayerField::offset:
+      return type == LayerType::Rescaling;
+  }
+  return false;
+}
+
+// Setting a value the widget already shows would move the cursor of a spin box being typed in.
+void show_int(QSpinBox* spin, int value) {
+  if (spin->value() != value) spin->setValue(value);
+}
+void show_double(QDoubleSpinBox* spin, double value) {
+  if (spin->textFromValue(spin->value()) != spin->textFromValue(value)) spin->setValue(value);
+}
+void show_text(QLineEdit* edit, const QString& text) {
+  if (edit->text() != text) edit->setText(text);
+}
+void show_data(QComboBox* combo, int data) {
+  combo->setCurrentIndex(combo->findData(data));
+}
+
+QComboBox* make_combo(const QString& name, const QString& tooltip) {
+  auto* combo = new QComboBox;
+  combo->setObjectName(name);
+  combo->setToolTip(tooltip);
+  return combo;
+}
+
+// A combo box of an engine enum's values, named as the engine names them; item data is the value.
+template <typename Enum>
+QComboBox* enum_combo(const QString& name, const QString& tooltip, std::span<const Enum> values) {
+  QComboBox* combo = make_combo(name, tooltip);
+  for (Enum value : values) combo->addItem(text_of(to_string(value)), static_cast<int>(value));
+  return combo;
+}
+
+}  // namespace
+
+PropertyPanel::PropertyPanel(ModelDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  auto* layout = new QVBoxLayout(this);
+  build_model_group();
+  build_layer_group();
+  layout->addWidget(model_box_);
+  layout->addWidget(layer_box_);
+  layout->addStretch(1);
+  connect(doc_, &ModelDocument::changed, this, &PropertyPanel::refresh);
+  refresh();
+}
+
+void PropertyPanel::set_current_layer(int index) {
+  layer_ = index;
+  end_merge_session();
+  refresh();
+}
+
+int PropertyPanel::current_layer() const {
+  return layer_;
+}
+
+void PropertyPanel::end_merge_session() {
+  ++merge_session_;
+}
+
+QSpinBox* PropertyPanel::count_spin(const QString& name, const QString& tooltip) {
+  auto* spin = new QSpinBox;
+  spin->setObjectName(name);
+  spin->setRange(1, kMaxCount);
+  spin->setToolTip(tooltip);
+  spin->setAccelerated(true);
+  connect(spin, &QSpinBox::editingFinished, this, &PropertyPanel::end_merge_session);
+  return spin;
+}
+
+PropertyPanel::Size2Editor PropertyPanel::size2_editor(const QString& name, LayerField field,
+                                                       Size2 LayerSpec::*member,
+                                                       const QString& tooltip) {
+  Size2Editor editor;
+  editor.row = new QWidget;
+  editor.h = count_spin(name + QStringLiteral(".h"), tooltip + tr(" (height)"));
+  editor.w = count_spin(name + QStringLiteral(".w"), tooltip + tr(" (width)"));
+  auto* row = new QHBoxLayout(editor.row);
+  row->setContentsMargins(0, 0, 0, 0);
+  row->addWidget(editor.h);
+  row->addWidget(new QLabel(QStringLiteral("×")));
+  row->addWidget(editor.w);
+  // One component of the window (h or w); Keras's pooling strides=None means "the pool size",
+  // so strides that equal the pool size follow it (the file format then writes no strides).
+  const auto edit_component = [this, field, member](int Size2::*component, int v) {
+    edit_layer(
+        field,
+        [&](LayerSpec& l) {
+          if (field == LayerField::pool_size && l.strides == l.pool_size) l.strides.*component = v;
+          (l.*member).*component = v;
+        },
+        true);
+  };
+  connect(editor.h, &QSpinBox::valueChanged, this,
+          [edit_component](int v) { edit_component(&Size2::h, v); });
+  connect(editor.w, &QSpinBox::valueChanged, this,
+          [edit_component](int v) { edit_component(&Size2::w, v); });
+  return editor;
+}
+
+void PropertyPanel::build_model_group() {
+  model_box_ = new QGroupBox(tr("Model"));
+  auto* form = new QFormLayout(model_box_);
+
+  model_name_ = new QLineEdit;
+  model_name_->setObjectName(QStringLiteral("model.name"));
+  model_name_->setToolTip(tr("The model's name, saved in its file"));
+  connect(model_name_, &QLineEdit::editingFinished, this, [this] {
+    const std::string name = model_name_->text().toStdString();
+    edit_model(
+        ModelField::name, [&](ModelHeader& h) { h.name = name; }, false);
+  });
+  form->addRow(tr("Name"), model_name_);
+
+  input_kind_ = make_combo(QStringLiteral("input.kind"),
+                           tr("An image [H, W, C] (for Conv2D and pooling) or a flat vector of "
+                              "features [N]"));
+  input_kind_->addItem(tr("Image [H, W, C]"), kImageRank);
+  input_kind_->addItem(tr("Features [N]"), 1);
+  connect(input_kind_, &QComboBox::currentIndexChanged, this, [this] {
+    const int rank = input_kind_->currentData().toInt();
+    edit_model(
+        ModelField::input_shape,
+        [&](ModelHeader& h) {
+          if (static_cast<int>(h.input_shape.size()) == rank) return;
+          // Keep the element count: [28, 28, 1] -> [784], and [784] -> [784, 1, 1].
+          const std::int64_t n = num_elements(h.input_shape);
+          h.input_shape = rank == 1 ? Shape{n} : Shape{n, 1, 1};
+        },
+        false);
+  });
+  form->addRow(tr("Input"), input_kind_);
+
+  auto* dims = new QWidget;
+  auto* dims_layout = new QHBoxLayout(dims);
+  dims_layout->setContentsMargins(0, 0, 0, 0);
+  const std::array<QString, 3> dim_tips = {tr("Height, or the number of features"), tr("Width"),
+                                           tr("Channels")};
+  for (std::size_t i = 0; i < input_dims_.size(); ++i) {
+    QSpinBox* spin = count_spin(QStringLiteral("input.%1").arg(i), dim_tips[i]);
+    input_dims_[i] = spin;
+    dims_layout->addWidget(spin);
+    connect(spin, &QSpinBox::valueChanged, this, [this, i](int v) {
+      edit_model(
+          ModelField::input_shape,
+          [&](ModelHeader& h) {
+            if (i < h.input_shape.size()) h.input_shape[i] = v;
+          },
+          true);
+    });
+  }
+  form->addRow(tr("Input shape"), dims);
+
+  loss_ = enum_combo(QStringLiteral("loss"), tr("The training loss (Keras's names)"), all_losses());
+  connect(loss_, &QComboBox::currentIndexChanged, this, [this] {
+    const auto loss = static_cast<LossKind>(loss_->currentData().toInt());
+    edit_model(
+        ModelField::loss, [&](ModelHeader& h) { h.loss = loss; }, false);
+  });
+  form->addRow(tr("Loss"), loss_);
+}
+
+void PropertyPanel::add_layer_row(LayerField field, const QString& label, QWidget* editor) {
+  layer_form_->addRow(label, editor);
+  layer_rows_.emplace_back(field, editor);
+}
+
+void PropertyPanel::build_layer_group() {
+  layer_box_ = new QGroupBox(tr("Layer"));
+  layer_form_ = new QFormLayout(layer_box_);
+  no_layer_ = new QLabel(tr("Select a layer to edit its settings."));
+  no_layer_->setWordWrap(true);
+  layer_form_->addRow(no_layer_);
+
+  name_ = new QLineEdit;
+  name_->setObjectName(QStringLiteral("name"));
+  name_->setToolTip(tr("Optional layer name, saved in the model file"));
+  connect(name_, &QLineEdit::editingFinished, this, [this] {
+    const std::string name = name_->text().toStdString();
+    edit_layer(
+        LayerField::name, [&](LayerSpec& l) { l.name = name; }, false);
+  });
+  add_layer_row(LayerField::name, tr("Name"), name_);
+
+  units_ = count_spin(QStringLiteral("units"), tr("Number of output units"));
+  connect(units_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::units, [&](LayerSpec& l) { l.units = v; }, true);
+  });
+  add_layer_row(LayerField::units, tr("Units"), units_);
+
+  filters_ = count_spin(QStringLiteral("filters"), tr("Number of output channels"));
+  connect(filters_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::filters, [&](LayerSpec& l) { l.filters = v; }, true);
+  });
+  add_layer_row(LayerField::filters, tr("Filters"), filters_);
+
+  kernel_size_ = size2_editor(QStringLiteral("kernel_size"), LayerField::kernel_size,
+                              &LayerSpec::kernel_size, tr("Convolution window"));
+  add_layer_row(LayerField::kernel_size, tr("Kernel size"), kernel_size_.row);
+  pool_size_ = size2_editor(QStringLiteral("pool_size"), LayerField::pool_size,
+                            &LayerSpec::pool_size, tr("Pooling window"));
+  add_layer_row(LayerField::pool_size, tr("Pool size"), pool_size_.row);
+  strides_ = size2_editor(QStringLiteral("strides"), LayerField::strides, &LayerSpec::strides,
+                          tr("Step of the window"));
+  add_layer_row(LayerField::strides, tr("Strides"), strides_.row);
+
+  padding_ = enum_combo(QStringLiteral("padding"),
+                        tr("'valid': no padding, the window stays inside the input; 'same': pad "
+                           "so that the output is ceil(input / strides)"),
+                        all_paddings());
+  connect(padding_, &QComboBox::currentIndexChanged, this, [this] {
+    const auto padding = static_cast<Padding>(padding_->currentData().toInt());
+    edit_layer(
+        LayerField::padding, [&](LayerSpec& l) { l.padding = padding; }, false);
+  });
+  add_layer_row(LayerField::padding, tr("Padding"), padding_);
+
+  activation_ = enum_combo(QStringLiteral("activation"), tr("Activation function ('linear': none)"),
+                           all_activations());
+  connect(activation_, &QComboBox::currentIndexChanged, this, [this] {
+    const auto fn = static_cast<ActivationFn>(activation_->currentData().toInt());
+    edit_layer(
+        LayerField::activation, [&](LayerSpec& l) { l.activation = fn; }, false);
+  });
+  add_layer_row(LayerField::activation, tr("Activation"), activation_);
+
+  use_bias_ = new QCheckBox(tr("Use bias"));
+  use_bias_->setObjectName(QStringLiteral("use_bias"));
+  use_bias_->setToolTip(tr("Add a trainable bias to each output unit or channel"));
+  connect(use_bias_, &QCheckBox::toggled, this, [this](bool on) {
+    edit_layer(
+        LayerField::use_bias, [&](LayerSpec& l) { l.use_bias = on; }, false);
+  });
+  add_layer_row(LayerField::use_bias, QString(), use_bias_);
+
+  rate_ = new QDoubleSpinBox;
+  rate_->setObjectName(QStringLiteral("rate"));
+  rate_->setToolTip(tr("Fraction of the inputs dropped during training, in [0, 1)"));
+  rate_->setDecimals(3);
+  rate_->setRange(0.0, 0.999);
+  rate_->setSingleStep(0.05);
+  connect(rate_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    edit_layer(
+        LayerField::rate, [&](LayerSpec& l) { l.rate = v; }, true);
+  });
+  connect(rate_, &QDoubleSpinBox::editingFinished, this, &PropertyPanel::end_merge_session);
+  add_layer_row(LayerField::rate, tr("Rate"), rate_);
+
+  const auto number_spin = [this](const QString& name, const QString& tooltip, LayerField field,
+                                  double LayerSpec::*member) {
+    auto* spin = new NumberSpinBox;
+    spin->setObjectName(name);
+    spin->setToolTip(tooltip);
+    spin->setDecimals(12);
+    spin->setRange(-1e6, 1e6);
+    spin->setSingleStep(0.01);
+    connect(spin, &QDoubleSpinBox::valueChanged, this, [this, field, member](double v) {
+      edit_layer(
+          field, [&](LayerSpec& l) { l.*member = v; }, true);
+    });
+    connect(spin, &QDoubleSpinBox::editingFinished, this, &PropertyPanel::end_merge_session);
+    return spin;
+  };
+  scale_ = number_spin(QStringLiteral("scale"), tr("Factor the input is multiplied by"),
+                       LayerField::scale, &LayerSpec::scale);
+  add_layer_row(LayerField::scale, tr("Scale"), scale_);
+  offset_ = number_spin(QStringLiteral("offset"), tr("Added after scaling"), LayerField::offset,
+                        &LayerSpec::offset);
+  add_layer_row(LayerField::offset, tr("Offset"), offset_);
+
+  dtype_ = make_combo(QStringLiteral("dtype"),
+                      tr("'float32' keeps this layer in float32 under a mixed policy (Keras's "
+                         "idiom for the final softmax)"));
+  dtype_->addItem(QString(), false);
+  dtype_->addItem(QStringLiteral("float32"), true);
+  connect(dtype_, &QComboBox::currentIndexChanged, this, [this] {
+    const bool force = dtype_->currentData().toBool();
+    edit_layer(
+        LayerField::dtype, [&](LayerSpec& l) { l.force_float32 = force; }, false);
+  });
+  add_layer_row(LayerField::dtype, tr("Dtype"), dtype_);
+}
+
+void PropertyPanel::refresh() {
+  const QScopedValueRollback loading(loading_, true);
+  if (layer_ >= static_cast<int>(doc_->spec().layers.size())) layer_ = -1;
+  refresh_model();
+  refresh_layer();
+}
+
+void PropertyPanel::refresh_model() {
+  const ModelSpec& spec = doc_->spec();
+  show_text(model_name_, QString::fromStdString(spec.name));
+  const int rank = static_cast<int>(spec.input_shape.size());
+  show_data(input_kind_, rank == 1 ? 1 : kImageRank);
+  for (std::size_t i = 0; i < input_dims_.size(); ++i) {
+    const bool used = i < spec.input_shape.size();
+    input_dims_[i]->setVisible(used);
+    if (used) show_int(input_dims_[i], static_cast<int>(spec.input_shape[i]));
+  }
+  show_data(loss_, static_cast<int>(spec.loss));
+}
+
+void PropertyPanel::refresh_layer() {
+  const bool selected = layer_ >= 0;
+  layer_form_->setRowVisible(no_layer_, !selected);
+  const LayerSpec layer =
+      selected ? doc_->spec().layers[static_cast<std::size_t>(layer_)] : LayerSpec{};
+  for (const auto& [field, editor] : layer_rows_)
+    layer_form_->setRowVisible(editor, selected && has_field(layer.type, field));
+  if (!selected) {
+    layer_box_->setTitle(tr("Layer"));
+    return;
+  }
+  layer_box_->setTitle(tr("Layer %1: %2").arg(layer_).arg(text_of(to_string(layer.type))));
+
+  show_text(name_, QString::fromStdString(layer.name));
+  show_int(units_, layer.units);
+  show_int(filters_, layer.filters);
+  for (auto [editor, size] :
+       {std::pair{&kernel_size_, layer.kernel_size}, std::pair{&strides_, layer.strides},
+        std::pair{&pool_size_, layer.pool_size}}) {
+    show_int(editor->h, size.h);
+    show_int(editor->w, size.w);
+  }
+  show_data(padding_, static_cast<int>(layer.padding));
+  show_data(activation_, static_cast<int>(layer.activation));
+  use_bias_->setChecked(layer.use_bias);
+  show_double(rate_, layer.rate);
+  show_double(scale_, layer.scale);
+  show_double(offset_, layer.offset);
+  // What "the policy's default" means right now, e.g. float16 under mixed_float16.
+  dtype_->setItemText(
+      0, tr("Policy default (%1)").arg(text_of(to_string(compute_dtype(doc_->policy(), false)))));
+  show_data(dtype_, layer.force_float32 ? 1 : 0);
+}
+
+void PropertyPanel::edit_layer(LayerField field, const std::function<void(LayerSpec&)>& change,
+                               bool merge) {
+  if (loading_ || layer_ < 0 || layer_ >= static_cast<int>(doc_->spec().layers.size())) return;
+  const LayerSpec& before = doc_->spec().layers[static_cast<std::size_t>(layer_)];
+  LayerSpec after = before;
+  change(after);
+  if (after == before) return;
+  doc_->undo_stack()->push(
+      new EditLayerCommand(doc_, layer_, field, std::move(after), merge ? merge_session_ : 0));
+}
+
+void PropertyPanel::edit_model(ModelField field, const std::function<void(ModelHeader&)>& change,
+                               bool merge) {
+  if (loading_) return;
+  const ModelHeader before = doc_->header();
+  ModelHeader after = before;
+  change(after);
+  if (after == before) return;
+  doc_->undo_stack()->push(
+      new EditModelCommand(doc_, field, std::move(after), merge ? merge_session_ : 0));
+}
+
+}  // namespace mixlab::ui
+
+// The moc output compiled here rather than in the target's shared mocs_compilation.cpp, which
+// would tie this file to every other moc'd header of mixlab_ui.
+#include "moc_property_panel.cpp"
