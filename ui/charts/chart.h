@@ -18,7 +18,7 @@ namespace mixlab::ui {
 // Min/max decimation of points sorted by x: for each of `columns` equal x-intervals over
 // [points.front().x, points.back().x], the first, min-y, max-y and last point of the interval
 // (in x order, duplicates dropped). Returns the input unchanged when it has at most
-// 2 * columns points. NaN y values are skipped.
+// 2 * columns points. Points with a NaN coordinate are skipped (in both cases).
 std::vector<QPointF> decimate_minmax(std::span<const QPointF> points, int columns);
 
 class LineChart : public QWidget {
@@ -54,6 +54,7 @@ class LineChart : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  void changeEvent(QEvent* event) override;  // palette changes: dark or light chart theme
 
  private:
   struct Impl;
@@ -77,6 +78,9 @@ class BarChart : public QWidget {
   void set_bars(std::vector<Bar> bars);
   std::size_t bar_count() const;
   bool save_image(const QString& path, QString* error = nullptr);
+
+ protected:
+  void changeEvent(QEvent* event) override;  // palette changes: dark or light chart theme
 
  private:
   struct Impl;

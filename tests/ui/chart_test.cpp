@@ -1,0 +1,380 @@
+// The chart adapter: min/max decimation against a brute-force reference, LineChart and BarChart
+// on the offscreen platform (point counts, log axis, hover, palette, image export).
+#include <QApplication>
+#include <QChart>
+#include <QChartView>
+#include <QFile>
+#include <QImage>
+#include <QTemporaryDir>
+#include <QToolTip>
+#include <QXYSeries>
+#include <QtTest>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ui/charts/chart.h"
+#include "ui/charts/decimate.h"
+
+using mixlab::ui::BarChart;
+using mixlab::ui::decimate_minmax;
+using mixlab::ui::KeepPoints;
+using mixlab::ui::LineChart;
+using mixlab::ui::MinMaxDecimator;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Sorted x with random gaps (some repeated x), y noise with spikes.
+std::vector<QPointF> random_points(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> gap(0.0, 2.0);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<QPointF> points;
+  points.reserve(n);
+  double x = -37.5;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % 7 != 3) x += gap(rng);  // every seventh point shares the previous x
+    double y = std::sin(x / 50.0) + 0.1 * noise(rng);
+    if (i % 997 == 0) y += 25.0 * noise(rng);
+    points.emplace_back(x, y);
+  }
+  return points;
+}
+
+// The column a point falls in, computed as the decimator does (a different rounding at a
+// boundary would only move the comparison's goalposts, not test anything).
+int column_of(double x, double x_lo, double x_hi, int columns) {
+  const double at = std::clamp((x - x_lo) * (columns / (x_hi - x_lo)), 0.0, columns - 1.0);
+  return static_cast<int>(at);
+}
+
+struct Extremes {
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  std::size_t count = 0;
+};
+
+std::vector<Extremes> column_extremes(const std::vector<QPointF>& points, double x_lo, double x_hi,
+                                      int columns) {
+  std::vector<Extremes> extremes(static_cast<std::size_t>(columns));
+  for (const QPointF& p : points) {
+    if (std::isnan(p.y())) continue;
+    Extremes& e = extremes[static_cast<std::size_t>(column_of(p.x(), x_lo, x_hi, columns))];
+    e.min = std::min(e.min, p.y());
+    e.max = std::max(e.max, p.y());
+    ++e.count;
+  }
+  return extremes;
+}
+
+bool same_point(QPointF a, QPointF b) {
+  return a.x() == b.x() && a.y() == b.y();
+}
+
+std::vector<QPointF> ramp(std::size_t n) {
+  std::vector<QPointF> points;
+  points.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = static_cast<double>(i);
+    points.emplace_back(x, 10.0 + 5.0 * std::sin(x / 1000.0) + (i % 13 == 0 ? 3.0 : 0.0));
+  }
+  return points;
+}
+
+bool all_one_colour(const QImage& image) {
+  const QRgb first = image.pixel(0, 0);
+  for (int y = 0; y < image.height(); ++y) {
+    for (int x = 0; x < image.width(); ++x) {
+      if (image.pixel(x, y) != first) return false;
+    }
+  }
+  return true;
+}
+
+QByteArray read_all(const QString& path) {
+  QFile file(path);
+  return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
+// Shows a chart at a size and waits until the (offscreen) window is exposed.
+bool show_at(QWidget& chart, int width, int height) {
+  chart.resize(width, height);
+  chart.show();
+  return QTest::qWaitForWindowExposed(&chart);
+}
+
+// A chart saves a PNG that is a picture (not one colour) and a vector SVG in `dir` as `name`.*.
+template <class Chart>
+void check_saves_png_and_svg(Chart& chart, const QTemporaryDir& dir, const QString& name) {
+  QString error;
+  const QString png = dir.filePath(name + QStringLiteral(".png"));
+  QVERIFY2(chart.save_image(png, &error), qPrintable(error));
+  QImage image;
+  QVERIFY(image.load(png));
+  QCOMPARE(image.size(), chart.size());
+  QVERIFY(!all_one_colour(image));
+
+  const QString svg = dir.filePath(name + QStringLiteral(".svg"));
+  QVERIFY2(chart.save_image(svg, &error), qPrintable(error));
+  const QByteArray text = read_all(svg);
+  QVERIFY(text.startsWith("<?xml"));
+  QVERIFY(text.contains("<svg"));
+  QVERIFY(text.contains("<path") || text.contains("<polyline"));
+  QVERIFY(!text.contains("<image"));  // vectors, not a picture of them
+}
+
+}  // namespace
+
+class ChartTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void decimation_keeps_each_columns_min_and_max() {
+    for (const int columns : {1, 7, 300, 1200}) {
+      const std::vector<QPointF> in = random_points(200'000, static_cast<unsigned>(columns));
+      const std::vector<QPointF> out = decimate_minmax(in, columns);
+      QVERIFY(out.size() <= 4 * static_cast<std::size_t>(columns));
+      QVERIFY(same_point(out.front(), in.front()));
+      QVERIFY(same_point(out.back(), in.back()));
+      QVERIFY(std::is_sorted(out.begin(), out.end(),
+                             [](QPointF a, QPointF b) { return a.x() < b.x(); }));
+      const double x_lo = in.front().x(), x_hi = in.back().x();
+      const auto want = column_extremes(in, x_lo, x_hi, columns);
+      const auto got = column_extremes(out, x_lo, x_hi, columns);
+      for (int c = 0; c < columns; ++c) {
+        const auto i = static_cast<std::size_t>(c);
+        QCOMPARE(got[i].count > 0, want[i].count > 0);
+        QCOMPARE(got[i].min, want[i].min);
+        QCOMPARE(got[i].max, want[i].max);
+      }
+      // Every point given back is one of the input's.
+      for (const QPointF& p : out) {
+        const auto it = std::lower_bound(in.begin(), in.end(), p.x(),
+                                         [](QPointF q, double x) { return q.x() < x; });
+        bool found = false;
+        for (auto j = it; j != in.end() && j->x() == p.x(); ++j) found = found || same_point(*j, p);
+        QVERIFY(found);
+      }
+    }
+  }
+
+  void decimation_leaves_small_inputs_untouched() {
+    const std::vector<QPointF> in = random_points(200, 1);
+    const std::vector<QPointF> out = decimate_minmax(in, 100);
+    QCOMPARE(out.size(), in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) QVERIFY(same_point(out[i], in[i]));
+    QCOMPARE(decimate_minmax({}, 100).size(), std::size_t{0});
+    QCOMPARE(decimate_minmax(std::vector<QPointF>{{1.0, 2.0}}, 100).size(), std::size_t{1});
+  }
+
+  void decimation_skips_nan() {
+    std::vector<QPointF> in = random_points(50'000, 2);
+    for (std::size_t i = 5; i < in.size(); i += 11) in[i].setY(kNaN);
+    // A column of NaN only: it stays empty.
+    for (std::size_t i = 20'000; i < 20'400; ++i) in[i].setY(kNaN);
+    const int columns = 250;
+    const std::vector<QPointF> out = decimate_minmax(in, columns);
+    QVERIFY(std::none_of(out.begin(), out.end(), [](QPointF p) { return std::isnan(p.y()); }));
+    const auto want = column_extremes(in, in.front().x(), in.back().x(), columns);
+    const auto got = column_extremes(out, in.front().x(), in.back().x(), columns);
+    for (std::size_t c = 0; c < want.size(); ++c) {
+      QCOMPARE(got[c].count > 0, want[c].count > 0);
+      QCOMPARE(got[c].min, want[c].min);
+      QCOMPARE(got[c].max, want[c].max);
+    }
+    const std::vector<QPointF> small{{0, 1}, {1, kNaN}, {2, 3}};
+    QCOMPARE(decimate_minmax(small, 100).size(), std::size_t{2});
+  }
+
+  // The live path: adding points in chunks gives what adding them at once gives.
+  void streaming_decimation_matches_one_pass() {
+    const std::vector<QPointF> in = random_points(100'000, 3);
+    const double x_lo = in.front().x() - 10.0, x_hi = in.back().x() + 10.0;
+    MinMaxDecimator once(x_lo, x_hi, 640, KeepPoints::finite);
+    once.add(in);
+    MinMaxDecimator chunks(x_lo, x_hi, 640, KeepPoints::finite);
+    std::mt19937 rng(4);
+    for (std::size_t at = 0; at < in.size();) {
+      const std::size_t n = std::min<std::size_t>(in.size() - at, rng() % 90);
+      chunks.add(std::span<const QPointF>(in).subspan(at, n));
+      at += n;
+      QCOMPARE(chunks.size(), chunks.result().size());
+    }
+    const auto a = once.result(), b = chunks.result();
+    QCOMPARE(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) QVERIFY(same_point(a[i], b[i]));
+  }
+
+  void million_points_plot_a_few_thousand() {
+    LineChart chart(QStringLiteral("Step time"), QStringLiteral("step"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 800, 500));
+    const int series = chart.add_series(QStringLiteral("run 1"));
+    chart.set_points(series, ramp(1'000'000));
+    QCoreApplication::processEvents();
+    QCOMPARE(chart.point_count(series), std::size_t{1'000'000});
+    QVERIFY(chart.plotted_count(series) > 100);
+    QVERIFY2(chart.plotted_count(series) <= 4 * 800,
+             qPrintable(QString::number(chart.plotted_count(series))));
+
+    // The live path: a few dozen points at a time.
+    std::vector<QPointF> more;
+    for (int i = 0; i < 40; ++i) more.emplace_back(1'000'000 + i, 12.0);
+    chart.append_points(series, more);
+    QCOMPARE(chart.point_count(series), std::size_t{1'000'040});
+    QVERIFY(chart.plotted_count(series) <= 4 * 800);
+    chart.append_points(series, {});
+    QCOMPARE(chart.point_count(series), std::size_t{1'000'040});
+
+    chart.clear();
+    QCOMPARE(chart.point_count(series), std::size_t{0});
+    QCOMPARE(chart.plotted_count(series), std::size_t{0});
+    chart.remove_all_series();
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, chart.point_count(series));
+  }
+
+  void appending_plots_what_setting_plots() {
+    // Two charts of one size: one fed live, one given every point at once.
+    LineChart live(QString(), QStringLiteral("step"), QStringLiteral("ms"));
+    LineChart whole(QString(), QStringLiteral("step"), QStringLiteral("ms"));
+    for (LineChart* chart : {&live, &whole}) {
+      QVERIFY(show_at(*chart, 600, 400));
+      chart->add_series(QStringLiteral("loss"));
+    }
+    const std::vector<QPointF> points = random_points(30'000, 5);
+    for (std::size_t at = 0; at < points.size(); at += 37) {
+      const std::size_t n = std::min<std::size_t>(37, points.size() - at);
+      live.append_points(0, std::span<const QPointF>(points).subspan(at, n));
+    }
+    whole.set_points(0, points);
+    QCoreApplication::processEvents();
+    QCOMPARE(live.point_count(0), points.size());
+    QCOMPARE(live.plotted_count(0), whole.plotted_count(0));
+  }
+
+  void log_scale_drops_non_positive_values() {
+    LineChart chart(QStringLiteral("Loss scale"), QStringLiteral("step"), QStringLiteral("scale"));
+    QVERIFY(show_at(chart, 800, 500));
+    const int series = chart.add_series(QStringLiteral("scale"));
+    std::vector<QPointF> points;
+    for (int i = 0; i < 60; ++i) points.emplace_back(i, std::pow(2.0, i % 20) - (i % 10 == 0));
+    // 0 at i = 0, 20, 40 (2^0 - 1); negative nowhere else; one NaN and one infinity.
+    points[5].setY(kNaN);
+    points[6].setY(std::numeric_limits<double>::infinity());
+    chart.set_points(series, points);
+    QCOMPARE(chart.plotted_count(series), std::size_t{58});
+    chart.set_y_scale(LineChart::Scale::log10);
+    QCOMPARE(chart.plotted_count(series), std::size_t{55});
+    QCOMPARE(chart.point_count(series), std::size_t{60});
+    chart.append_points(series, std::vector<QPointF>{{60, -3.0}, {61, 1e6}});
+    QCOMPARE(chart.plotted_count(series), std::size_t{56});
+    chart.set_y_scale(LineChart::Scale::linear);
+    QCOMPARE(chart.plotted_count(series), std::size_t{60});
+    // A log axis with nothing positive to show still works.
+    const int zeros = chart.add_series(QStringLiteral("zeros"), LineChart::Kind::markers);
+    chart.set_points(zeros, std::vector<QPointF>{{0, 0.0}, {1, -1.0}});
+    chart.set_y_scale(LineChart::Scale::log10);
+    QCOMPARE(chart.plotted_count(zeros), std::size_t{0});
+    QCoreApplication::processEvents();
+  }
+
+  void hover_shows_the_nearest_original_point() {
+    LineChart chart(QStringLiteral("Step time"), QStringLiteral("step"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 800, 500));
+    const int series = chart.add_series(QStringLiteral("run 7"));
+    std::vector<QPointF> points = ramp(1'000'000);
+    points[123'456].setY(42.125);
+    chart.set_points(series, std::move(points));
+    auto* view = chart.findChild<QChartView*>();
+    QVERIFY(view);
+    auto* plot = qobject_cast<QXYSeries*>(view->chart()->series().at(0));
+    QVERIFY(plot);
+    emit plot->hovered(QPointF(123'456.3, 20.0), true);
+    const QString text = QToolTip::text();
+    QVERIFY2(text.contains(QStringLiteral("run 7")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("step: 123456")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("ms: 42.125")), qPrintable(text));
+    emit plot->hovered(QPointF(123'456.3, 20.0), false);
+  }
+
+  void palette_picks_the_background() {
+    LineChart chart(QStringLiteral("Loss"), QStringLiteral("step"), QStringLiteral("loss"));
+    QVERIFY(show_at(chart, 400, 300));
+    chart.set_points(chart.add_series(QStringLiteral("loss")), ramp(1000));
+    for (const QColor window : {QColor(30, 30, 34), QColor(250, 250, 245)}) {
+      QPalette palette = chart.palette();
+      palette.setColor(QPalette::Window, window);
+      palette.setColor(QPalette::WindowText, window.lightness() < 128 ? Qt::white : Qt::black);
+      chart.setPalette(palette);
+      QCoreApplication::processEvents();
+      const QImage image = chart.grab().toImage();
+      QCOMPARE(QColor(image.pixel(2, 2)), window);
+    }
+  }
+
+  void line_chart_saves_png_and_svg() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    LineChart chart(QStringLiteral("Step time"), QStringLiteral("step"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 640, 400));
+    chart.set_points(chart.add_series(QStringLiteral("float32")), ramp(100'000));
+    chart.set_points(chart.add_series(QStringLiteral("skipped"), LineChart::Kind::markers),
+                     {{10'000, 12.0}, {50'000, 14.0}});
+    QCoreApplication::processEvents();
+    check_saves_png_and_svg(chart, dir, QStringLiteral("chart"));
+  }
+
+  void saving_where_it_cannot_fails_naming_the_file() {
+    LineChart chart(QStringLiteral("Step time"), QStringLiteral("step"), QStringLiteral("ms"));
+    chart.resize(320, 200);
+    QString error;
+    QVERIFY(!chart.save_image(QStringLiteral("/proc/x.png"), &error));
+    QVERIFY2(error.contains(QStringLiteral("/proc/x.png")), qPrintable(error));
+    error.clear();
+    QVERIFY(!chart.save_image(QStringLiteral("/proc/x.svg"), &error));
+    QVERIFY2(error.contains(QStringLiteral("/proc/x.svg")), qPrintable(error));
+    QTemporaryDir dir;
+    const QString odd = dir.filePath(QStringLiteral("chart.notaformat"));
+    QVERIFY(!chart.save_image(odd, &error));
+    QVERIFY2(error.contains(odd), qPrintable(error));
+    QVERIFY(!QFile::exists(odd));
+    QVERIFY(!chart.save_image(QStringLiteral("/proc/x.png")));  // no error wanted: no crash
+  }
+
+  void a_chart_never_shown_saves_too() {
+    QTemporaryDir dir;
+    LineChart chart(QStringLiteral("Hidden"), QStringLiteral("step"), QStringLiteral("ms"));
+    chart.resize(500, 300);
+    chart.set_points(chart.add_series(QStringLiteral("a")), ramp(5000));
+    check_saves_png_and_svg(chart, dir, QStringLiteral("hidden"));
+    QVERIFY(read_all(dir.filePath(QStringLiteral("hidden.svg"))).contains("Hidden"));  // title
+  }
+
+  void bar_chart_shows_bars_and_saves() {
+    QTemporaryDir dir;
+    BarChart chart(QStringLiteral("Median step time"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 640, 400));
+    QCOMPARE(chart.bar_count(), std::size_t{0});
+    chart.set_bars({{QStringLiteral("float32"), 12.5, 11.0, 15.0},
+                    {QStringLiteral("mixed_float16"), 9.0, 8.5, 13.0},
+                    {QStringLiteral("mixed_float16"), 9.5, kNaN, kNaN},
+                    {QStringLiteral("mixed_bfloat16"), 10.0, kNaN, 11.0}});
+    QCOMPARE(chart.bar_count(), std::size_t{4});
+    QCoreApplication::processEvents();
+    check_saves_png_and_svg(chart, dir, QStringLiteral("bars"));
+    QString error;
+    QVERIFY(!chart.save_image(QStringLiteral("/proc/bars.png"), &error));
+    QVERIFY2(error.contains(QStringLiteral("/proc/bars.png")), qPrintable(error));
+
+    chart.set_bars({{QStringLiteral("one"), 3.0, 2.0, 4.0}});
+    QCOMPARE(chart.bar_count(), std::size_t{1});
+    chart.set_bars({});
+    QCOMPARE(chart.bar_count(), std::size_t{0});
+  }
+};
+
+QTEST_MAIN(ChartTest)
+#include "chart_test.moc"

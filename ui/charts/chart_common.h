@@ -1,0 +1,44 @@
+// What LineChart and BarChart share (internal to ui/charts): axis ranges, the palette's colours,
+// saving an image.
+#pragma once
+
+#include <QString>
+
+QT_BEGIN_NAMESPACE
+class QChart;
+class QChartView;
+class QPalette;
+class QWidget;
+QT_END_NAMESPACE
+
+namespace mixlab::ui {
+
+struct AxisRange {
+  double lo = 0.0;
+  double hi = 1.0;
+  int tick_count = 2;  // ticks on nice numbers, ends included
+};
+
+// The smallest range with 4-7 ticks on nice steps (1, 2, 2.5, 5 x 10^n) that covers [lo, hi]:
+// an x axis so fitted stays put while live points arrive, until they pass its end.
+AxisRange nice_range(double lo, double hi);
+// nice_range of [lo, hi] widened by a few percent each side (without crossing zero when the data
+// do not): a y axis whose curve does not touch the frame.
+AxisRange padded_nice_range(double lo, double hi);
+// Whole decades around [lo_positive, hi]; 1-10 when there is no positive value.
+AxisRange log10_range(double lo_positive, double hi);
+
+// A chart (titled, legend hidden) in an antialiased, frameless view that fills `parent`; the view
+// is a child of `parent`, the chart is the view's.
+QChartView* add_chart_view(QWidget& parent, const QString& title);
+
+// The chart theme (dark or light by the palette's window colour) with the palette's window colour
+// as background and its text colour for titles, labels and legend.
+void style_chart(QChart& chart, QChartView& view, const QPalette& palette);
+
+// Saves `widget` as SVG (".svg", vector) or as a raster image whose format the suffix names (PNG
+// without a suffix). Returns false and sets `error` (naming the file) when the format is unknown
+// or the file cannot be written.
+bool save_chart_image(QWidget& widget, const QString& title, const QString& path, QString* error);
+
+}  // namespace mixlab::ui
