@@ -580,6 +580,9 @@ void HistoryTest::compare_speed_ratios() {
   QCOMPARE(r[2], 10.0 / 4.0);
   QVERIFY(std::isnan(r[3]));  // no figure
   QCOMPARE(view.speed_table()->item(1, CompareView::SpeedRatio)->text(), QStringLiteral("4.00×"));
+  // The failed run has no figures, hence no bars (a zero bar would read as fastest).
+  QCOMPARE(view.median_chart()->bar_count(), std::size_t(3));
+  QCOMPARE(view.throughput_chart()->bar_count(), std::size_t(3));
   view.set_baseline(fast_);
   r = ratios();
   QCOMPARE(r[0], 2.5 / 10.0);

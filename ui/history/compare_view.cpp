@@ -12,6 +12,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <utility>
 
@@ -277,11 +278,15 @@ bool CompareView::loading() const {
 void CompareView::update_bars() {
   std::vector<BarChart::Bar> medians;
   std::vector<BarChart::Bar> throughputs;
+  // A run without the figure (failed early, still running) has no bar rather than a zero one
+  // that would read as infinitely fast; the speed table lists it with a dash.
   for (const RunRecord& r : runs_) {
     const RunSummary& s = r.summary;
     const QString label = run_label(r, 20);
-    medians.push_back({label, s.median_step_ms, s.p5_step_ms, s.p95_step_ms});
-    throughputs.push_back({label, s.samples_per_s, kNotMeasured, kNotMeasured});
+    if (std::isfinite(s.median_step_ms))
+      medians.push_back({label, s.median_step_ms, s.p5_step_ms, s.p95_step_ms});
+    if (std::isfinite(s.samples_per_s))
+      throughputs.push_back({label, s.samples_per_s, kNotMeasured, kNotMeasured});
   }
   median_chart_->set_bars(std::move(medians));
   throughput_chart_->set_bars(std::move(throughputs));
