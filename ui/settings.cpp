@@ -25,4 +25,10 @@ const Key<QString> kDevice{"run/device", "cpu"};
 
 const Key<bool> kCompareByTime{"compare/by_time", false};
 
+const Key<QByteArray> kHistoryHeaderState{"history/header_state", {}};
+const Key<QString> kHistoryFilterText{"history/filter_text", {}};
+const Key<QString> kHistoryFilterStatus{"history/filter_status", {}};
+const Key<QString> kHistoryFilterPrecision{"history/filter_precision", {}};
+const Key<QString> kHistoryFilterModel{"history/filter_model", {}};
+
 }  // namespace mixlab::ui::settings

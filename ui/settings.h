@@ -49,4 +49,11 @@ extern const Key<QString> kDevice;  // "cpu", "cuda:0"
 // The live charts' x axis and the comparison's.
 extern const Key<bool> kCompareByTime;  // false: by step
 
+// The run history: its table's columns (widths, order, sort) and its filters.
+extern const Key<QByteArray> kHistoryHeaderState;
+extern const Key<QString> kHistoryFilterText;
+extern const Key<QString> kHistoryFilterStatus;     // "" (any) or a status: "finished"
+extern const Key<QString> kHistoryFilterPrecision;  // "" (any) or a policy: "mixed_float16"
+extern const Key<QString> kHistoryFilterModel;      // "" (any) or a model name
+
 }  // namespace mixlab::ui::settings

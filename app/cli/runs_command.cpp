@@ -1,14 +1,11 @@
 // mixlab-cli runs: the run history in the run store: list, show, export (CSV), compare, and
 // rename, tag, note or delete runs.
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <iostream>
 #include <set>
 #include <span>
@@ -455,33 +452,6 @@ int show_run(const Args& args) {
 
 // --- export ---------------------------------------------------------------------------------
 
-// Writes FILE.tmp and renames it over FILE once complete, so that a failed export never leaves
-// half a file under the name asked for.
-void write_file_atomically(const fs::path& file, const std::function<void(std::ostream&)>& write) {
-  fs::path tmp = file;
-  tmp += ".tmp";
-  const auto fail = [&](const std::string& why) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw Error("cannot write " + file.string() + ": " + why);
-  };
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) fail(std::strerror(errno));
-  try {
-    write(out);
-  } catch (...) {
-    out.close();
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
-  out.close();
-  if (!out) fail("write failed (disk full?)");
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) fail(ec.message());
-}
-
 int export_runs(const Args& args) {
   constexpr const char* kExportUsage = "mixlab-cli runs export ID... --steps|--summary [-o FILE]";
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX, kExportUsage));
@@ -499,7 +469,7 @@ int export_runs(const Args& args) {
     }
   };
   if (const auto file = args.get("output")) {
-    write_file_atomically(*file, write);
+    store::write_file_atomically(*file, write);
   } else {
     write(std::cout);
     std::cout.flush();

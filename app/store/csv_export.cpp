@@ -1,10 +1,15 @@
 #include "app/store/csv_export.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "engine/core/error.h"
 
 namespace mixlab::store {
 
@@ -231,6 +236,32 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
         .text(r.message);
     row.end();
   }
+}
+
+void write_file_atomically(const std::filesystem::path& file,
+                           const std::function<void(std::ostream&)>& write) {
+  std::filesystem::path tmp = file;
+  tmp += ".tmp";
+  const auto fail = [&](const std::string& why) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw Error("cannot write " + file.string() + ": " + why);
+  };
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) fail(std::strerror(errno));
+  try {
+    write(out);
+  } catch (...) {
+    out.close();
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw;
+  }
+  out.close();
+  if (!out) fail("write failed (disk full?)");
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) fail(ec.message());
 }
 
 }  // namespace mixlab::store

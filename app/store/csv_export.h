@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -26,6 +28,12 @@ void write_long_steps_csv(std::ostream& out, RunStore& store,
 // One row per run: its configuration, environment and summary figures, tags (';'-separated)
 // and note.
 void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
+
+// Writes FILE.tmp with `write` and renames it over FILE once complete, so that a failed export
+// never leaves half a file under the name asked for. Throws Error naming the file; an exception
+// from `write` removes FILE.tmp and propagates.
+void write_file_atomically(const std::filesystem::path& file,
+                           const std::function<void(std::ostream&)>& write);
 
 // One field, quoted when it must be.
 std::string csv_field(std::string_view text);
