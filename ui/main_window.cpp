@@ -57,6 +57,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   dock->setObjectName(QStringLiteral("RunDock"));
   dock->setWidget(run_panel_);
   addDockWidget(Qt::RightDockWidgetArea, dock);
+  resizeDocks({dock}, {400}, Qt::Horizontal);
 
   device_label_ = new QLabel;
   statusBar()->addPermanentWidget(device_label_);
@@ -164,7 +165,9 @@ bool MainWindow::open_model(const QString& file_or_builtin) {
 void MainWindow::update_validity() {
   const ModelDocument::Validation& v = document_->validation();
   run_panel_->set_blocked_reason(v.ok ? QString() : v.message);
-  run_panel_->set_model_input(document_->spec().input_shape);
+  std::int64_t outputs = 0;
+  if (v.ok && v.table) outputs = num_elements(v.table->output_shape);
+  run_panel_->set_model_shape(document_->spec().input_shape, outputs);
 }
 
 void MainWindow::update_title() {

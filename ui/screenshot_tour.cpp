@@ -8,6 +8,7 @@
 #include <QTabWidget>
 #include <QTimer>
 
+#include "ui/editor/editor_widget.h"
 #include "ui/history/compare_view.h"
 #include "ui/main_window.h"
 #include "ui/run/live_view.h"
@@ -30,8 +31,8 @@ int ScreenshotTour::colour_count(const QImage& image) {
   return static_cast<int>(colours.size());
 }
 
-bool ScreenshotTour::save(QWidget* widget, const QString& name) {
-  QApplication::processEvents();
+bool ScreenshotTour::save(QWidget* widget, const QString& name, bool process_events) {
+  if (process_events) QApplication::processEvents();
   const QString path = QDir(out_dir_).filePath(name);
   const QImage image = widget->grab().toImage();
   if (!image.save(path)) {
@@ -64,10 +65,11 @@ void ScreenshotTour::start() {
     // The first run's charts, complete, before the second run clears them.
     if (live_saved_) return;
     live_saved_ = true;
-    QTimer::singleShot(0, this, [this] {
-      window_->tabs()->setCurrentWidget(window_->live_view());
-      if (!save(window_, QStringLiteral("live.png"))) emit finished(false, failure_, files_);
-    });
+    // Now, before the next run's start (already queued) clears the charts: only layout
+    // requests are processed, not the queued signals.
+    window_->tabs()->setCurrentWidget(window_->live_view());
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    if (!save(window_, QStringLiteral("live.png"), false)) emit finished(false, failure_, files_);
   });
   connect(window_->controller(), &app::RunController::queue_finished, this, [this] {
     QTimer::singleShot(0, this, [this] {

@@ -28,7 +28,7 @@ class ScreenshotTour : public QObject {
   void finished(bool ok, const QString& message, const QStringList& files);
 
  private:
-  bool save(QWidget* widget, const QString& name);
+  bool save(QWidget* widget, const QString& name, bool process_events = true);
 
   MainWindow* window_;
   QString out_dir_;

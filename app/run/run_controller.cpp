@@ -3,6 +3,7 @@
 #include <QMetaType>
 
 #include "app/store/run_recorder.h"
+#include "app/store/run_store.h"
 #include "engine/backend/backend.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
@@ -93,6 +94,7 @@ std::int64_t RunController::run_one(const RunRequest& request) {
   RunSummary summary;
   summary.status = RunStatus::failed;
   std::optional<store::RunRecorder> recorder;
+  std::string display_name;
   try {
     if (!writer_) writer_ = std::make_unique<store::StoreWriter>(db_path_);
     store::RunRecord record;
@@ -103,6 +105,8 @@ std::int64_t RunController::run_one(const RunRequest& request) {
     record.device = request.device;
     record.tags = request.tags;
     record.environment.mixlab_version = MIXLAB_VERSION;
+    if (record.name.empty()) record.name = store::default_run_name(record);
+    display_name = record.name;
     recorder.emplace(*writer_, std::move(record));
   } catch (const std::exception& e) {
     // Without a store the run cannot be kept; the GUI still hears why.
@@ -111,7 +115,7 @@ std::int64_t RunController::run_one(const RunRequest& request) {
     return 0;
   }
   const std::int64_t id = recorder->run_id();
-  const QString name = QString::fromStdString(request.name);
+  const QString name = QString::fromStdString(display_name);
   try {
     if (request.device != "cpu") {
       throw ConfigError("device '" + request.device +

@@ -75,10 +75,14 @@ bool owner_alive(const Owner& owner) {
   return ticks != 0 && ticks == owner.start_ticks;
 }
 
-std::string default_name(const RunRecord& r) {
+}  // namespace
+
+std::string default_run_name(const RunRecord& r) {
   return r.model_name + " " + std::string(to_string(r.config.precision)) + " b" +
          std::to_string(r.config.batch_size);
 }
+
+namespace {
 
 // --- the runs table's columns, in the order kRunColumns lists them ---
 
@@ -356,7 +360,7 @@ RunStore RunStore::open(const fs::path& path, const StoreOptions& options) {
 
 std::int64_t RunStore::insert_run(RunRecord r) {
   if (r.created_at_ms == 0) r.created_at_ms = now_utc_ms();
-  if (r.name.empty()) r.name = default_name(r);
+  if (r.name.empty()) r.name = default_run_name(r);
   const Owner owner = this_process();
   Statement st = db_.prepare(
       "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, "

@@ -31,6 +31,9 @@ struct StoreOptions {
   bool mark_interrupted = true;     // on open, mark runs whose process is gone `interrupted`
 };
 
+// A run's name when the user gives none: "<model> <precision> b<batch>".
+std::string default_run_name(const RunRecord& record);
+
 // The default database: $MIXLAB_DB, else $XDG_DATA_HOME/mixlab/runs.sqlite, else
 // ~/.local/share/mixlab/runs.sqlite.
 std::filesystem::path default_store_path();

@@ -15,6 +15,7 @@
 #include "ui/charts/chart.h"
 #include "ui/editor/model_document.h"
 #include "ui/history/compare_view.h"
+#include "ui/history/history_model.h"
 #include "ui/history/history_view.h"
 #include "ui/main_window.h"
 #include "ui/run/live_view.h"
@@ -41,10 +42,21 @@ class MainWindowTest : public QObject {
 
   store::RunStore store() { return store::RunStore::open(dir_->path() / "runs.sqlite"); }
 
-  // Waits for the controller's queue to end, serving the event loop (drain timer, signals).
-  bool wait_for_queue(int timeout_ms = 60000) {
+  // Starts runs with `start` and waits for the controller's queue to end, serving the event loop
+  // (drain timer, queued signals). The spy exists before the start: a fast queue may end before
+  // `start` returns.
+  template <typename Start>
+  bool run_and_wait(Start start, int timeout_ms = 60000) {
     QSignalSpy done(window_->controller(), &app::RunController::queue_finished);
-    return done.wait(timeout_ms);
+    if (!start()) return false;
+    if (done.isEmpty() && !done.wait(timeout_ms)) return false;
+    // The spy hears the worker; the window hears it through queued signals, the queue's end
+    // last, which makes Stop unavailable again.
+    QAction* stop = window_->run_panel()->stop_action();
+    return QTest::qWaitFor([stop] { return !stop->isEnabled(); }, timeout_ms);
+  }
+  bool start_and_wait() {
+    return run_and_wait([this] { return window_->start_run(); });
   }
 
  private slots:
@@ -57,7 +69,8 @@ class MainWindowTest : public QObject {
     window_->run_panel()->set_precision(Policy::float32);
     window_->run_panel()->set_batch_size(16);
     window_->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
   }
   void cleanup() {
     window_.reset();
@@ -84,9 +97,10 @@ class MainWindowTest : public QObject {
   void start_runs_to_a_finished_row_in_history_with_its_steps_charted() {
     window_->run_panel()->set_steps(60);
     QSignalSpy finished(window_->controller(), &app::RunController::run_finished);
-    QTest::keyClick(window_.get(), Qt::Key_R, Qt::ControlModifier);  // Start's shortcut
-    QVERIFY(window_->controller()->busy());
-    QVERIFY(wait_for_queue());
+    QVERIFY(run_and_wait([this] {
+      QTest::keyClick(window_.get(), Qt::Key_R, Qt::ControlModifier);  // Start's shortcut
+      return true;
+    }));
     QCOMPARE(finished.size(), 1);
     const auto run_id = finished[0][0].value<qint64>();
     QCOMPARE(window_->live_view()->run_id(), run_id);
@@ -103,8 +117,12 @@ class MainWindowTest : public QObject {
     QVERIFY(window_->start_run());
     QTRY_VERIFY_WITH_TIMEOUT(window_->live_view()->steps_shown() > 50, 30000);
     QVERIFY(window_->run_panel()->stop_action()->isEnabled());
-    window_->run_panel()->stop_action()->trigger();
-    QVERIFY(wait_for_queue(10000));
+    QVERIFY(run_and_wait(
+        [this] {
+          window_->run_panel()->stop_action()->trigger();
+          return true;
+        },
+        10000));
     const auto runs = store().list_runs();
     QCOMPARE(runs.size(), std::size_t(1));
     QCOMPARE(runs[0].status, store::RecordStatus::stopped);
@@ -114,8 +132,7 @@ class MainWindowTest : public QObject {
   void a_failing_run_leaves_the_window_usable() {
     window_->run_panel()->set_dataset(QStringLiteral("mnist:/nonexistent/mnist"));
     window_->run_panel()->set_steps(10);
-    QVERIFY(window_->start_run());
-    QVERIFY(wait_for_queue());
+    QVERIFY(start_and_wait());
     QVERIFY2(window_->live_view()->status_text().contains(QStringLiteral("/nonexistent/mnist")),
              qPrintable(window_->live_view()->status_text()));
     QCOMPARE(store().list_runs()[0].status, store::RecordStatus::failed);
@@ -123,16 +140,14 @@ class MainWindowTest : public QObject {
     // And the next run goes through.
     window_->run_panel()->set_dataset(QStringLiteral("synthetic"));
     QVERIFY(window_->run_panel()->start_action()->isEnabled());
-    QVERIFY(window_->start_run());
-    QVERIFY(wait_for_queue());
+    QVERIFY(start_and_wait());
     QCOMPARE(store().list_runs()[0].status, store::RecordStatus::finished);
     QCOMPARE(window_->history_view()->model()->rowCount(), 2);
   }
 
   void float32_vs_mixed_opens_the_comparison_of_both_runs() {
     window_->run_panel()->set_steps(40);
-    QVERIFY(window_->start_precision_comparison());
-    QVERIFY(wait_for_queue());
+    QVERIFY(run_and_wait([this] { return window_->start_precision_comparison(); }));
     QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->compare_view()));
     const QList<qint64> ids = window_->compare_view()->run_ids();
     QCOMPARE(ids.size(), 2);
@@ -145,8 +160,7 @@ class MainWindowTest : public QObject {
 
   void csv_export_from_the_ui_matches_the_store() {
     window_->run_panel()->set_steps(25);
-    QVERIFY(window_->start_precision_comparison());
-    QVERIFY(wait_for_queue());
+    QVERIFY(run_and_wait([this] { return window_->start_precision_comparison(); }));
     const QList<qint64> ids = window_->compare_view()->run_ids();
     const auto file = dir_->path() / "export.csv";
     QVERIFY(window_->history_view()->export_csv(file, HistoryView::CsvKind::long_steps, ids));

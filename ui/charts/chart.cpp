@@ -12,6 +12,7 @@
 #include <QLocale>
 #include <QLogValueAxis>
 #include <QScatterSeries>
+#include <QTimer>
 #include <QToolTip>
 #include <QValueAxis>
 #include <algorithm>
@@ -67,8 +68,13 @@ struct Series {
   QXYSeries* plot = nullptr;    // owned by the chart
   std::vector<QPointF> points;  // every point given, x ascending
   XSpan x_span;
-  MinMaxDecimator decimated;  // what `plot` shows
+  MinMaxDecimator decimated;  // what `plot` shows, or will show at the next refresh
+  bool stale = false;         // `decimated` has points `plot` has not been given yet
 };
+
+// The live path redraws at most this often: handing a series its points costs Qt Charts about a
+// millisecond per thousand, and a run appends to ten series 25 times a second.
+constexpr int kLiveRefreshMs = 100;
 
 }  // namespace
 
@@ -86,6 +92,7 @@ struct LineChart::Impl {
   std::vector<std::unique_ptr<Series>> series;  // unique_ptr: hover handlers hold Series*
   // The x range and pixel columns the decimators split; when either changes, every series is
   // decimated again.
+  QTimer* refresh = nullptr;  // single shot: the live path's next redraw
   AxisRange x_range;
   int columns = kFallbackColumns;
 
@@ -133,15 +140,20 @@ struct LineChart::Impl {
     to->setVisible(true);
   }
 
-  // Fits the x axis to all series' points; returns whether its range moved, which moves every
-  // pixel column.
-  bool fit_x_axis() {
+  // The x range that fits all series' points.
+  AxisRange wanted_x_range() const {
     XSpan all;
     for (const auto& s : series) {
       all.lo = std::min(all.lo, s->x_span.lo);
       all.hi = std::max(all.hi, s->x_span.hi);
     }
-    const AxisRange x = nice_range(all.lo, all.hi);
+    return nice_range(all.lo, all.hi);
+  }
+
+  // Fits the x axis to all series' points; returns whether its range moved, which moves every
+  // pixel column.
+  bool fit_x_axis() {
+    const AxisRange x = wanted_x_range();
     x_axis->setRange(x.lo, x.hi);
     x_axis->setTickCount(x.tick_count);
     const bool moved = x.lo != x_range.lo || x.hi != x_range.hi;
@@ -168,6 +180,7 @@ struct LineChart::Impl {
   }
 
   void publish(Series& s) {
+    s.stale = false;
     QList<QPointF> plotted;
     plotted.reserve(static_cast<qsizetype>(s.decimated.size()));
     s.decimated.for_each([&plotted](QPointF p) { plotted.append(p); });
@@ -203,6 +216,40 @@ struct LineChart::Impl {
       decimate(changed);
     }
     fit_y_axis();
+  }
+
+  // The live path: decimates now (cheap), hands the series over at the next refresh (not
+  // cheap), and not at all while the chart is hidden.
+  void append_later(Series& s, std::span<const QPointF> added) {
+    const AxisRange x = wanted_x_range();
+    if (x.lo != x_range.lo || x.hi != x_range.hi) {
+      x_range = x;  // the decimators' columns follow now; the axis at the refresh
+      for (const auto& each : series) {
+        each->decimated = MinMaxDecimator(x_range.lo, x_range.hi, columns, keep());
+        each->decimated.add(each->points);
+        each->stale = true;
+      }
+    } else {
+      s.decimated.add(added);
+      s.stale = true;
+    }
+    if (view->isVisible() && !refresh->isActive()) refresh->start();
+  }
+
+  // Gives the series whatever the live path decimated since the last refresh.
+  void flush() {
+    refresh->stop();
+    bool any = x_axis->min() != x_range.lo || x_axis->max() != x_range.hi;
+    if (any) {
+      x_axis->setRange(x_range.lo, x_range.hi);
+      x_axis->setTickCount(x_range.tick_count);
+    }
+    for (const auto& s : series) {
+      if (!s->stale) continue;
+      any = true;
+      publish(*s);
+    }
+    if (any) fit_y_axis();
   }
 
   void refit_columns() {
@@ -252,6 +299,10 @@ LineChart::LineChart(const QString& title, const QString& x_label, const QString
   d.fit_x_axis();
   d.fit_y_axis();
   connect(d.chart, &QChart::plotAreaChanged, this, [this] { impl_->refit_columns(); });
+  d.refresh = new QTimer(this);
+  d.refresh->setSingleShot(true);
+  d.refresh->setInterval(kLiveRefreshMs);
+  connect(d.refresh, &QTimer::timeout, this, [this] { impl_->flush(); });
 }
 
 LineChart::~LineChart() {
@@ -307,14 +358,7 @@ void LineChart::append_points(int series, std::span<const QPointF> points) {
   const std::size_t old_count = s.points.size();
   s.points.insert(s.points.end(), points.begin(), points.end());
   s.x_span.add(points);
-  if (d.fit_x_axis()) {
-    d.decimate_all();
-  } else {
-    // Same columns as before: only the open (last) column and the ones after it change.
-    s.decimated.add(std::span<const QPointF>(s.points).subspan(old_count));
-    d.publish(s);
-  }
-  d.fit_y_axis();
+  d.append_later(s, std::span<const QPointF>(s.points).subspan(old_count));
 }
 
 void LineChart::clear() {
@@ -364,11 +408,18 @@ std::size_t LineChart::point_count(int series) const {
 }
 
 std::size_t LineChart::plotted_count(int series) const {
+  impl_->flush();
   return static_cast<std::size_t>(impl_->at(series).plot->count());
 }
 
 bool LineChart::save_image(const QString& path, QString* error) {
+  impl_->flush();
   return save_chart_image(*this, impl_->chart->title(), path, error);
+}
+
+void LineChart::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  impl_->flush();  // what arrived while hidden
 }
 
 void LineChart::resizeEvent(QResizeEvent* event) {

@@ -37,7 +37,8 @@ class LineChart : public QWidget {
   void set_series_name(int series, const QString& name);
   // Replaces a series' points (x ascending); the axes fit all series' data.
   void set_points(int series, std::vector<QPointF> points);
-  // Appends points (x ascending, after the ones it has): the live charts' path.
+  // Appends points (x ascending, after the ones it has): the live charts' path. The plot shows
+  // them at its next refresh (at most 10 a second, none while hidden).
   void append_points(int series, std::span<const QPointF> points);
   void clear();  // removes every point (the series stay)
   void remove_all_series();
@@ -53,6 +54,7 @@ class LineChart : public QWidget {
   bool save_image(const QString& path, QString* error = nullptr);
 
  protected:
+  void showEvent(QShowEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   void changeEvent(QEvent* event) override;  // palette changes: dark or light chart theme
 

@@ -146,6 +146,9 @@ void CompareView::build_layout() {
   splitter->addWidget(tables);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);
+  // The charts are what the view is for: they get most of the height to begin with.
+  charts->setMinimumHeight(360);
+  splitter->setSizes({620, 260});
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(bar);

@@ -85,10 +85,17 @@ void LiveView::begin_run(const app::StartedRun& run) {
   progress_->setValue(0);
   figures_->clear();
   message_->hide();
+  std::vector<app::MetricsBatch> early;
+  early.swap(early_);
+  for (const app::MetricsBatch& b : early) add_metrics(b);
 }
 
 void LiveView::add_metrics(const app::MetricsBatch& batch) {
-  if (batch.run_id != run_id_ || batch.empty()) return;
+  if (batch.empty()) return;
+  if (batch.run_id != run_id_) {
+    early_.push_back(batch);
+    return;
+  }
   std::vector<QPointF> step_ms, median, samples, loss, acc, scale, skipped;
   for (const StepMetrics& s : batch.steps) {
     const double x = static_cast<double>(s.step);
@@ -140,7 +147,17 @@ void LiveView::add_metrics(const app::MetricsBatch& batch) {
 }
 
 void LiveView::end_run(qint64 run_id, const RunSummary& summary) {
-  if (run_id != run_id_ && run_id != 0) return;
+  if (run_id != run_id_) {
+    // It ended before training began (its dataset, its store): its charts stay empty.
+    early_.clear();
+    run_id_ = run_id;
+    steps_ = 0;
+    for (LineChart* c : {step_time_, throughput_, loss_, accuracy_, loss_scale_}) c->clear();
+    figures_->clear();
+    progress_->setValue(0);
+    title_->setText(run_id != 0 ? tr("Run %1 did not start").arg(run_id)
+                                : tr("The run did not start"));
+  }
   const QString status = QString::fromUtf8(to_string(summary.status).data());
   if (summary.status == RunStatus::finished) {
     const QLocale c = QLocale::c();

@@ -25,7 +25,9 @@ class LiveView : public QWidget {
 
   // A new run: clears the charts.
   void begin_run(const app::StartedRun& run);
-  // Appends a batch of the current run's metrics to every chart at once.
+  // Appends a batch of the current run's metrics to every chart at once. A batch of a run not
+  // yet begun waits for its begin_run(): the drain timer can see a run's first steps before
+  // the queued signal that announces it.
   void add_metrics(const app::MetricsBatch& batch);
   // Shows how the run ended (its message when it failed).
   void end_run(qint64 run_id, const RunSummary& summary);
@@ -43,6 +45,7 @@ class LiveView : public QWidget {
 
  private:
   qint64 run_id_ = 0;
+  std::vector<app::MetricsBatch> early_;  // batches of runs not begun yet
   std::int64_t total_steps_ = 0;
   std::size_t steps_ = 0;
   std::deque<double> window_ms_;  // the last steps' times, for the rolling median

@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QRadioButton>
 #include <QSpinBox>
+#include <QThread>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <cstring>
@@ -97,18 +98,13 @@ void RunPanel::build() {
   synthetic_samples_->setToolTip(
       tr("Training samples of the synthetic set (the test set is a "
          "fifth of it)"));
-  synthetic_classes_ = new QSpinBox;
-  synthetic_classes_->setRange(2, 1000);
-  synthetic_classes_->setValue(10);
-  synthetic_classes_->setToolTip(tr("Classes of the synthetic set"));
   synthetic_shape_ = new QLabel;
-  synthetic_shape_->setToolTip(tr("Synthetic samples take the model's input shape"));
+  synthetic_shape_->setToolTip(
+      tr("Synthetic samples take the model's input shape and one class per model output"));
   auto* synth_row = new QHBoxLayout;
   synth_row->addWidget(synthetic_samples_);
-  synth_row->addWidget(new QLabel(tr("samples,")));
-  synth_row->addWidget(synthetic_classes_);
-  synth_row->addWidget(new QLabel(tr("classes,")));
-  synth_row->addWidget(synthetic_shape_);
+  synth_row->addWidget(new QLabel(tr("samples of")));
+  synth_row->addWidget(synthetic_shape_, 1);
   form->addRow(tr("Synthetic"), synth_row);
 
   precision_ = new QComboBox;
@@ -183,8 +179,10 @@ void RunPanel::build() {
   seed_->setToolTip(tr("Seed of weights, shuffling and dropout: the same seed repeats a run"));
   threads_ = new QSpinBox;
   threads_->setRange(0, 4096);
-  threads_->setSpecialValueText(tr("all cores"));
-  threads_->setToolTip(tr("CPU threads (0: every core)"));
+  threads_->setSpecialValueText(tr("all but one core"));
+  threads_->setToolTip(
+      tr("CPU threads; by default every core but one, which the GUI keeps to "
+         "draw the live charts"));
   auto* seed_row = new QHBoxLayout;
   seed_row->addWidget(seed_);
   seed_row->addWidget(new QLabel(tr("threads")));
@@ -194,6 +192,11 @@ void RunPanel::build() {
   device_ = new QComboBox;
   for (const DeviceInfo& d : devices_) device_->addItem(device_label(d));
   device_->setToolTip(tr("Where the run trains"));
+  // Long entries (device names, dataset kinds) must not widen the dock.
+  for (QComboBox* combo : {dataset_kind_, loss_scale_mode_, device_}) {
+    combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    combo->setMinimumContentsLength(16);
+  }
   form->addRow(tr("Device"), device_);
 
   start_ = new QAction(tr("Start"), this);
@@ -232,7 +235,6 @@ void RunPanel::build() {
   connect(dataset_dir_, &QLineEdit::textChanged, this, changed);
   connect(browse_, &QToolButton::clicked, this, &RunPanel::browse_dataset_folder);
   connect(synthetic_samples_, &QSpinBox::valueChanged, this, changed);
-  connect(synthetic_classes_, &QSpinBox::valueChanged, this, changed);
   connect(precision_, &QComboBox::currentIndexChanged, this, [this, changed] {
     changed();
     emit precision_changed(precision());
@@ -306,10 +308,10 @@ void RunPanel::load_settings() {
 }
 
 void RunPanel::save_settings() const {
-  const DatasetSpec d = dataset_spec();
-  settings::kDataset.set(dataset_kind_->currentIndex() == kSyntheticKind
-                             ? QStringLiteral("synthetic")
-                             : QString::fromStdString(d.to_string()));
+  // The dataset as its spec text, unvalidated: a folder may not be chosen yet.
+  const DatasetKind& kind = kDatasetKinds[std::max(0, dataset_kind_->currentIndex())];
+  settings::kDataset.set(QString::fromLatin1(kind.prefix) +
+                         (kind.folder ? dataset_dir_->text().trimmed() : QString()));
   settings::kPrecision.set(QString::fromUtf8(to_string(precision()).data()));
   switch (loss_scale_mode_->currentIndex()) {
     case kNone:
@@ -386,8 +388,9 @@ const DeviceInfo& RunPanel::device_info() const {
   return devices_[static_cast<std::size_t>(std::max(0, device_->currentIndex()))];
 }
 
-void RunPanel::set_model_input(const Shape& input_shape) {
+void RunPanel::set_model_shape(const Shape& input_shape, std::int64_t outputs) {
   model_input_ = input_shape;
+  model_classes_ = std::max<std::int64_t>(2, outputs);
   update_state();
 }
 
@@ -411,7 +414,7 @@ DatasetSpec RunPanel::dataset_spec() const {
     DatasetSpec spec;
     spec.kind = DatasetSpec::Kind::synthetic;
     spec.shape = model_input_;
-    spec.classes = synthetic_classes_->value();
+    spec.classes = static_cast<int>(model_classes_);
     spec.train_size = synthetic_samples_->value();
     return spec;
   }
@@ -453,7 +456,10 @@ RunConfig RunPanel::config_with(Policy precision) const {
   c.optimizer = default_optimizer(kind.value_or(OptimizerKind::adam));
   c.optimizer.learning_rate = learning_rate_->value();
   c.seed = static_cast<std::uint64_t>(seed_->value());
-  c.threads = threads_->value();
+  // "All cores" leaves one to the GUI: a core drawing charts would stall every parallel region
+  // of a run that counted on it.
+  c.threads =
+      threads_->value() > 0 ? threads_->value() : std::max(1, QThread::idealThreadCount() - 1);
   c.dataset = dataset_spec();
   return c;
 }
@@ -476,8 +482,9 @@ void RunPanel::update_state() {
   browse_->setEnabled(folder);
   const bool synthetic = kind == kSyntheticKind;
   synthetic_samples_->setEnabled(synthetic);
-  synthetic_classes_->setEnabled(synthetic);
-  synthetic_shape_->setText(QString::fromStdString(format_shape(model_input_)));
+  synthetic_shape_->setText(tr("%1, %2 classes")
+                                .arg(QString::fromStdString(format_shape(model_input_)))
+                                .arg(model_classes_));
   const int mode = loss_scale_mode_->currentIndex();
   loss_scale_value_->setEnabled(mode == kStatic || mode == kDynamic);
   epochs_->setEnabled(by_epochs_->isChecked());

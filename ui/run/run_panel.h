@@ -46,8 +46,9 @@ class RunPanel : public QWidget {
   const DeviceInfo& device_info() const;
   Policy precision() const;
 
-  // The synthetic dataset takes the model's input shape.
-  void set_model_input(const Shape& input_shape);
+  // The synthetic dataset takes the model's input shape and as many classes as it has outputs
+  // (2 for one sigmoid output).
+  void set_model_shape(const Shape& input_shape, std::int64_t outputs);
   // Why Start cannot run now (an invalid model); empty when it can.
   void set_blocked_reason(const QString& reason);
   void set_running(bool running);
@@ -83,6 +84,7 @@ class RunPanel : public QWidget {
 
   std::vector<DeviceInfo> devices_;
   Shape model_input_{28, 28, 1};
+  std::int64_t model_classes_ = 10;
   QString blocked_reason_;
   bool running_ = false;
 
@@ -90,7 +92,6 @@ class RunPanel : public QWidget {
   QLineEdit* dataset_dir_ = nullptr;
   QToolButton* browse_ = nullptr;
   QSpinBox* synthetic_samples_ = nullptr;
-  QSpinBox* synthetic_classes_ = nullptr;
   QLabel* synthetic_shape_ = nullptr;
   QComboBox* precision_ = nullptr;
   QLabel* policy_warning_ = nullptr;
