@@ -64,15 +64,23 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
 
   build_menus();
 
+  const auto show_error = [this](const QString& message) {
+    statusBar()->showMessage(message, 10000);
+  };
   connect(document_, &ModelDocument::changed, this, &MainWindow::update_validity);
   connect(document_, &ModelDocument::modified_changed, this, &MainWindow::update_title);
   connect(document_, &ModelDocument::file_path_changed, this, &MainWindow::update_title);
-  connect(document_actions_, &DocumentActions::error, this,
-          [this](const QString& message) { statusBar()->showMessage(message, 10000); });
+  connect(document_actions_, &DocumentActions::error, this, show_error);
   connect(run_panel_, &RunPanel::precision_changed, document_, &ModelDocument::set_policy);
   connect(run_panel_, &RunPanel::start_requested, this, &MainWindow::start_run);
   connect(run_panel_, &RunPanel::stop_requested, controller_, &app::RunController::stop);
   connect(run_panel_, &RunPanel::compare_requested, this, &MainWindow::start_precision_comparison);
+  connect(history_, &HistoryView::error, this, show_error);
+  connect(compare_, &CompareView::error, this, show_error);
+  // Runs recorded by mixlab-cli (or another window) show up whenever the history is looked at.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+    if (tabs_->widget(index) == history_) history_->reload();
+  });
   connect(history_, &HistoryView::compare_requested, this, [this](const QList<qint64>& ids) {
     compare_->show_runs(ids);
     tabs_->setCurrentWidget(compare_);
@@ -146,6 +154,10 @@ void MainWindow::build_menus() {
     a->setShortcutContext(Qt::ApplicationShortcut);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* refresh = view->addAction(tr("&Refresh history"), this, [this] { history_->reload(); });
+  refresh->setShortcut(QKeySequence::Refresh);
+  refresh->setToolTip(tr("Read the run history again (runs recorded by mixlab-cli appear)"));
+  view->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
