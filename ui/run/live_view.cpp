@@ -1,5 +1,8 @@
 #include "ui/run/live_view.h"
 
+#include <QAction>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QLabel>
 #include <QLocale>
@@ -9,6 +12,7 @@
 #include <cmath>
 
 #include "ui/charts/chart.h"
+#include "ui/settings.h"
 
 namespace mixlab::ui {
 
@@ -56,6 +60,15 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   loss_scale_->set_y_scale(LineChart::Scale::log10);
   scale_ = loss_scale_->add_series(tr("loss scale"));
   skipped_ = loss_scale_->add_series(tr("skipped steps (overflow)"), LineChart::Kind::markers);
+
+  // Every chart exports itself from its context menu, as the comparison's charts do.
+  for (LineChart* chart : {step_time_, throughput_, loss_, accuracy_, loss_scale_}) {
+    auto* save = new QAction(tr("Export chart as PNG or SVG…"), chart);
+    connect(save, &QAction::triggered, this, [this, chart] { export_chart(chart); });
+    chart->addAction(save);
+    chart->setContextMenuPolicy(Qt::ActionsContextMenu);
+    chart->setToolTip(tr("Hover a line for exact values; right-click to export the chart"));
+  }
 
   auto* grid = new QGridLayout;
   grid->addWidget(step_time_, 0, 0);
@@ -192,6 +205,16 @@ void LiveView::show_error(const QString& message) {
 
 QString LiveView::status_text() const {
   return message_->isVisible() ? message_->text() : figures_->text();
+}
+
+void LiveView::export_chart(LineChart* chart) {
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export chart"), settings::kLastDirectory.get(),
+                                   tr("PNG image (*.png);;SVG image (*.svg)"));
+  if (path.isEmpty()) return;
+  settings::kLastDirectory.set(QFileInfo(path).absolutePath());
+  QString error;
+  if (!chart->save_image(path, &error)) show_error(error);
 }
 
 }  // namespace mixlab::ui

@@ -44,6 +44,8 @@ class LiveView : public QWidget {
   LineChart* loss_scale_chart() const { return loss_scale_; }
 
  private:
+  void export_chart(LineChart* chart);
+
   qint64 run_id_ = 0;
   std::vector<app::MetricsBatch> early_;  // batches of runs not begun yet
   std::int64_t total_steps_ = 0;
