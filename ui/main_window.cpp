@@ -240,20 +240,20 @@ void MainWindow::drain_metrics() {
 }
 
 void MainWindow::show_about() {
-  QString devices;
-  for (const DeviceInfo& d : available_devices()) {
-    devices += QStringLiteral("<li>%1: %2 (%3)</li>")
-                   .arg(QString::fromStdString(d.kind), QString::fromStdString(d.name),
-                        QString::fromStdString(d.library_versions));
+  // Which backends can train here, and why one cannot.
+  QString backends;
+  for (const BackendStatus& b : backend_statuses()) {
+    backends += QStringLiteral("<li><b>%1</b>: %2 %3</li>")
+                    .arg(QString::fromStdString(b.name),
+                         b.available ? tr("available,") : tr("unavailable:"),
+                         QString::fromStdString(b.detail).toHtmlEscaped());
   }
   QMessageBox::about(
       this, tr("About MixLab"),
       tr("<h3>MixLab %1</h3><p>A workbench for mixed-precision training experiments.</p>"
-         "<p>Devices:<ul>%2</ul></p><p>CUDA backend: %3</p><p>Run history: %4</p>")
-          .arg(QStringLiteral(MIXLAB_VERSION), devices,
-               built_with_cuda() ? tr("device discovery built; training on GPUs is not yet")
-                                 : tr("not in this build"),
-               QString::fromStdString(db_path_)));
+         "<p>Backends:<ul>%2</ul></p><p>Qt %3. Run history: %4</p>")
+          .arg(QStringLiteral(MIXLAB_VERSION), backends, QString::fromLatin1(qVersion()),
+               QString::fromStdString(db_path_.string()).toHtmlEscaped()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -19,6 +19,7 @@ int run_inspect(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_devices(const std::vector<std::string>& args);
+int run_self_test(const std::vector<std::string>& args);
 
 // The whole command line after the program name ("train --steps 10"): help, --version, or a
 // command, with bad input, failed runs and store errors mapped to exit codes and messages on

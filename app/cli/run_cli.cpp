@@ -8,6 +8,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
+#include "app/cli/version_info.h"
 #include "app/store/sqlite.h"
 #include "engine/core/error.h"
 
@@ -25,6 +26,8 @@ constexpr const char* kHelp =
     "  inspect   the layer table of a model: mixlab-cli inspect MODEL [--precision P] [--json]\n"
     "  bench     step times of the reference models: mixlab-cli bench [--threads N] [--steps N]\n"
     "  devices   the devices this build can train on\n"
+    "  self-test a short run on every backend and policy, a store round trip and a CSV export;\n"
+    "            exits non-zero on any failure\n"
     "  runs      the recorded runs: mixlab-cli runs list|show|export|compare|rename|tag|note|\n"
     "            delete [--db PATH] (mixlab-cli runs --help says more)\n"
     "\n"
@@ -44,7 +47,7 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     return args.empty() ? kExitBadInput : kExitOk;
   }
   if (args[0] == "--version") {
-    std::puts("mixlab-cli " MIXLAB_VERSION);
+    std::fputs(version_report("mixlab-cli").c_str(), stdout);
     return kExitOk;
   }
   const std::string command = args[0];
@@ -54,8 +57,10 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     if (command == "inspect") return run_inspect(args);
     if (command == "bench") return run_bench(args);
     if (command == "devices") return run_devices(args);
+    if (command == "self-test") return run_self_test(args);
     if (command == "runs") return run_runs(args);
-    throw UsageError("unknown command '" + command + "' (train, inspect, bench, devices, runs)");
+    throw UsageError("unknown command '" + command +
+                     "' (train, inspect, bench, devices, runs, self-test)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;

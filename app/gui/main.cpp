@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/version_info.h"
 #include "app/store/run_store.h"
 #include "ui/main_window.h"
 #include "ui/run/run_panel.h"
@@ -105,7 +106,8 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--version") {
-      std::printf("mixlab %s\n", MIXLAB_VERSION);
+      std::fputs(mixlab::cli::version_report("mixlab").c_str(), stdout);
+      std::printf("Qt %s\n", qVersion());
       return 0;
     } else if (arg == "--model") {
       options.model = value("--model");

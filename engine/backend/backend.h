@@ -115,4 +115,13 @@ std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 std::vector<DeviceInfo> available_devices();
 bool built_with_cuda();
 
+// Whether each backend can train on this machine, and why not when it cannot: for
+// `--version`, `self-test` and the About dialog.
+struct BackendStatus {
+  std::string name;        // "cpu", "cuda"
+  bool available = false;  // can train here now
+  std::string detail;      // the device and library, or why the backend is unavailable
+};
+std::vector<BackendStatus> backend_statuses();
+
 }  // namespace mixlab
