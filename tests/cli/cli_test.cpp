@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -511,3 +512,28 @@ TEST_F(RunsCommand, DbOptionOverridesMixlabDb) {
 }
 
 }  // namespace
+
+// --version names every backend and says whether it can train here, and why not.
+TEST(Cli, VersionListsTheBackendsAndWhyOneIsUnavailable) {
+  const Result r = run_cli("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("mixlab-cli " MIXLAB_VERSION_FOR_TESTS " (", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n  cpu   available: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  cuda  unavailable: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("libraries: SQLite "), std::string::npos) << r.out;
+}
+
+// self-test: every policy on the CPU, the store round trip and the CSV export pass here.
+TEST(Cli, SelfTestPassesOnEveryPolicyWithTheStoreAndCsv) {
+  const Result r = run_cli("self-test");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* row : {"cpu float32, 20 steps", "cpu mixed_float16, 20 steps",
+                          "cpu mixed_bfloat16, 20 steps", "store round trip", "CSV export"}) {
+    const auto at = r.out.find(row);
+    ASSERT_NE(at, std::string::npos) << row << " missing in\n" << r.out;
+    EXPECT_EQ(r.out.compare(r.out.find_first_not_of(' ', at + std::strlen(row)), 2, "ok"), 0)
+        << row << " did not pass:\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("self-test passed"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("self-test --frobnicate").exit_code, 2);
+}
