@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QFileInfo>
+#include <QIcon>
 #include <QTimer>
 #include <chrono>
 #include <cstdio>
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("MixLab"));
   QApplication::setApplicationName(QStringLiteral("mixlab"));
   QApplication::setApplicationVersion(QStringLiteral(MIXLAB_VERSION));
+  // Wayland compositors match the window to org.mixlab.MixLab.desktop (and its icon) by this.
+  QApplication::setDesktopFileName(QStringLiteral("org.mixlab.MixLab"));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/mixlab.svg")));
 
   const std::filesystem::path db =
       options.db.empty() ? mixlab::store::default_store_path() : std::filesystem::path(options.db);
