@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian package that `cmake --workflow --preset package` built, with apt-get (which
 # pulls its dependencies), and runs the installed programs from their installed paths, not from
-# the build tree: mixlab-cli --version and self-test, mixlab --help and --version. Checks the
+# the build tree: mixlab-cli --version and self-test, mixlab --help and --version, and the GUI's
+# window under xvfb-run. Checks the
 # desktop entry, AppStream metainfo, icons and example models landed, and the tarball holds both
 # programs. Needs root (it installs a package).
 # Usage: scripts/package-check.sh [BUILD_DIR]   (default build/release)
@@ -48,4 +49,8 @@ unset MIXLAB_DB
 /usr/bin/mixlab-cli self-test
 /usr/bin/mixlab --help >/dev/null
 /usr/bin/mixlab --version
+# The installed GUI shows its window (Qt's platform plugins come with the package's dependencies).
+if command -v xvfb-run >/dev/null 2>&1; then
+  env -u QT_QPA_PLATFORM xvfb-run -a /usr/bin/mixlab --startup-benchmark
+fi
 echo "package-check.sh: the installed mixlab and mixlab-cli work"
