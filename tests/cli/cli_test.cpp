@@ -537,3 +537,14 @@ TEST(Cli, SelfTestPassesOnEveryPolicyWithTheStoreAndCsv) {
   EXPECT_NE(r.out.find("self-test passed"), std::string::npos) << r.out;
   EXPECT_EQ(run_cli("self-test --frobnicate").exit_code, 2);
 }
+
+// A failing check (here: no temporary folder for the store) fails the self-test, and the table
+// says which and why while the other checks still run.
+TEST(Cli, SelfTestFailsWhenTheStoreCannotBeUsed) {
+  const Result r = run_cli("self-test", "TMPDIR=/proc/no-such-folder");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("cpu mixed_bfloat16, 20 steps   ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("store round trip               FAILED   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CSV export                     FAILED   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("self-test FAILED"), std::string::npos) << r.out;
+}
