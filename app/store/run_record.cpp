@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 
 namespace mixlab::store {
 
@@ -20,18 +19,6 @@ std::string trim(std::string_view s) {
   if (first == std::string_view::npos) return {};
   const auto last = s.find_last_not_of(" \t");
   return std::string(s.substr(first, last - first + 1));
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return trim(std::string_view(line).substr(colon + 1));
-    }
-  }
-  return {};
 }
 
 std::string host_name() {
@@ -75,7 +62,7 @@ Environment describe_environment(const DeviceInfo& device, std::string_view mixl
   env.device_name = device.name;
   env.compute_capability = device.compute_capability;
   env.threads = device.threads;
-  env.cpu_model = cpu_model();
+  env.cpu_model = cpu_model_name();
   env.mixlab_version = std::string(mixlab_version);
   env.hostname = host_name();
   // library_versions reads "oneDNN 2.6.3 (isa avx512_core_amx)" or

@@ -114,6 +114,8 @@ std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 // The CPU, then every CUDA GPU found (when built with the CUDA backend; none without a driver).
 std::vector<DeviceInfo> available_devices();
 bool built_with_cuda();
+// The CPU's model name from /proc/cpuinfo ("unknown CPU" when it has none).
+std::string cpu_model_name();
 
 // Whether each backend can train on this machine, and why not when it cannot: for
 // `--version`, `self-test` and the About dialog.

@@ -25,12 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
-constexpr const char* kTinyModel = R"({
-  "name": "tiny",
-  "input": {"shape": [8, 8, 1]},
-  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
-})";
-
 struct Child {
   pid_t pid = 0;
   std::filesystem::path out, err;
@@ -61,7 +55,7 @@ class TrainStore : public ::testing::Test {
  protected:
   void SetUp() override {
     model_ = dir_ / "tiny.json";
-    testing::write_bytes(model_, kTinyModel);
+    testing::write_bytes(model_, testing::kTinyModel);
     // Never the user's own database.
     setenv("MIXLAB_DB", (dir_ / "env.sqlite").c_str(), 1);
   }
@@ -90,7 +84,7 @@ TEST_F(TrainStore, RecordsTheFinishedRunAndPrintsItsId) {
   EXPECT_EQ(r.status, RecordStatus::finished);
   EXPECT_EQ(r.name, "tiny mixed_bfloat16 b16");
   EXPECT_EQ(r.model_name, "tiny");
-  EXPECT_EQ(parse_model_json(r.model_json), parse_model_json(kTinyModel));
+  EXPECT_EQ(parse_model_json(r.model_json), parse_model_json(testing::kTinyModel));
   EXPECT_EQ(r.config.precision, Policy::mixed_bfloat16);
   EXPECT_EQ(r.config.batch_size, 16);
   EXPECT_EQ(r.config.steps, 40);

@@ -55,12 +55,6 @@ std::string integrity(RunStore& store) {
   return check.step() ? check.column_text(0) : "no answer";
 }
 
-constexpr const char* kTinyModel = R"({
-  "name": "tiny",
-  "input": {"shape": [8, 8, 1]},
-  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
-})";
-
 // "Loses at most the last second of steps": a run killed with SIGKILL keeps every step up to at
 // most one second before the kill, the file passes integrity_check, and the run reads as
 // interrupted the next time the store opens.
@@ -68,7 +62,7 @@ TEST(Processes, SigkillMidRunLosesAtMostTheLastSecond) {
   TempDir dir;
   const auto db = dir / "runs.sqlite";
   const auto model = dir / "tiny.json";
-  std::ofstream(model) << kTinyModel;
+  std::ofstream(model) << testing::kTinyModel;
   const pid_t child = spawn(
       {MIXLAB_CLI, "train", "--db", db.string(), "--model", model.string(), "--dataset",
        "synthetic:8x8x1:4:2048", "--steps", "1000000000", "--threads", "1", "--no-eval", "--quiet"},

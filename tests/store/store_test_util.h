@@ -1,4 +1,5 @@
-// Pieces the run-store tests share: a temporary folder and runs with every field filled.
+// Pieces the run-store, CLI and GUI tests share: a temporary folder, runs with every field
+// filled, and a tiny model.
 #pragma once
 
 #include <sys/stat.h>
@@ -16,6 +17,14 @@
 #include "engine/train/run_types.h"
 
 namespace mixlab::store::testing {
+
+// A model small enough that a run of it is mostly the machinery around it: 8x8x1 -> 4 classes,
+// for synthetic:8x8x1:4:N data.
+inline constexpr const char* kTinyModel = R"({
+  "name": "tiny",
+  "input": {"shape": [8, 8, 1]},
+  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
+})";
 
 // A fresh folder under $TMPDIR (or /tmp), removed with everything in it.
 class TempDir {

@@ -23,16 +23,6 @@
 
 namespace mixlab::ui {
 
-namespace {
-
-constexpr const char* kTinyModel = R"({
-  "name": "tiny",
-  "input": {"shape": [8, 8, 1]},
-  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
-})";
-
-}  // namespace
-
 class MainWindowTest : public QObject {
   Q_OBJECT
 
@@ -63,7 +53,7 @@ class MainWindowTest : public QObject {
   void init() {
     dir_ = std::make_unique<store::testing::TempDir>();
     window_ = std::make_unique<MainWindow>(dir_->path() / "runs.sqlite");
-    store::testing::write_bytes(dir_->path() / "tiny.json", kTinyModel);
+    store::testing::write_bytes(dir_->path() / "tiny.json", store::testing::kTinyModel);
     QVERIFY(window_->open_model(QString::fromStdString((dir_->path() / "tiny.json").string())));
     window_->run_panel()->set_dataset(QStringLiteral("synthetic"));
     window_->run_panel()->set_precision(Policy::float32);
@@ -79,7 +69,7 @@ class MainWindowTest : public QObject {
 
   void invalid_stack_disables_start_with_the_reason() {
     QVERIFY(window_->run_panel()->start_action()->isEnabled());
-    ModelSpec bad = parse_model_json(kTinyModel);
+    ModelSpec bad = parse_model_json(store::testing::kTinyModel);
     LayerSpec conv;
     conv.type = LayerType::Conv2D;
     conv.filters = 4;

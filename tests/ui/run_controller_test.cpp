@@ -12,15 +12,9 @@ namespace mixlab::app {
 
 namespace {
 
-constexpr const char* kTinyModel = R"({
-  "name": "tiny",
-  "input": {"shape": [8, 8, 1]},
-  "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 4, "activation": "softmax"}]
-})";
-
 RunRequest tiny_request(std::int64_t steps, const char* dataset = "synthetic:8x8x1:4:256") {
   RunRequest r;
-  r.spec = parse_model_json(kTinyModel);
+  r.spec = parse_model_json(store::testing::kTinyModel);
   r.model_name = "tiny";
   r.config.dataset = parse_dataset_spec(dataset);
   r.config.steps = steps;

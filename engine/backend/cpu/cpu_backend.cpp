@@ -14,18 +14,6 @@ namespace mixlab {
 
 namespace {
 
-std::string cpu_model_name() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "unknown CPU";
-}
-
 std::string isa_name(dnnl::cpu_isa isa) {
   switch (isa) {
     case dnnl::cpu_isa::sse41:
@@ -91,6 +79,18 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
 
 std::unique_ptr<Backend> make_cpu_backend(int threads) {
   return std::make_unique<CpuBackend>(threads);
