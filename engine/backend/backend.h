@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/precision.h"
@@ -35,6 +36,10 @@ struct ExecutorOptions {
   OptimizerConfig optimizer;
   std::uint64_t seed = 1;       // weight initialisation (Keras: glorot_uniform, zero bias), dropout
   bool input_gradient = false;  // also compute the gradient w.r.t. the model's input (op tests)
+  // --- device executors (CUDA); the CPU backend ignores them ---
+  bool tf32 = false;           // float32 policy: TF32 tensor-core matmuls and convolutions
+  bool cuda_graphs = false;    // capture the device step once and replay it
+  bool layer_timing = false;   // time every layer's forward and backward (slower: events)
 };
 
 // Bytes of one executor's single allocation, by purpose.
@@ -59,6 +64,37 @@ struct BatchLoss {
 };
 
 enum class Phase : std::uint8_t { train, eval };
+
+// Loss scaling as a device step runs it (the state machine in engine/ops/loss_scale.h).
+struct DeviceLossScaling {
+  bool dynamic = false;  // else a fixed scale (1 for none)
+  bool enabled = false;  // false: no loss scaling (scale 1; a non-finite gradient ends the run)
+  float initial_scale = 1.0f;
+  std::int64_t growth_interval = 2000;
+  float growth_factor = 2.0f;
+  float backoff_factor = 0.5f;
+  float min_scale = 1.0f;
+};
+
+// What one device step reports, read back once per step.
+struct DeviceStepResult {
+  BatchLoss batch;
+  bool gradients_finite = true;
+  bool applied = true;            // the optimizer update ran (false: skipped on overflow)
+  float loss_scale = 1.0f;        // the scale the step ran with
+  float next_loss_scale = 1.0f;   // after the state machine's update
+  double device_ms = 0.0;         // CUDA events around the whole step
+  double forward_ms = 0.0;        // device time of forward, loss + backward, update
+  double backward_ms = 0.0;
+  double optimizer_ms = 0.0;
+};
+
+// Device time of one layer in the last step (ExecutorOptions::layer_timing).
+struct LayerTiming {
+  int layer = 0;
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+};
 
 class ModelExecutor {
  public:
@@ -96,6 +132,35 @@ class ModelExecutor {
   virtual std::vector<float> read_parameter(int layer, ParamKind kind) = 0;
   virtual void write_parameter(int layer, ParamKind kind, std::span<const float> values) = 0;
   virtual std::vector<float> read_gradient(int layer, ParamKind kind) = 0;
+
+  // --- the device step (CUDA): load, forward, loss, backward, overflow check, loss-scale
+  // update and optimizer as one asynchronous launch with the loss-scale state on the device, so
+  // that a step costs one host round trip (and can be captured in a CUDA graph). Backends
+  // without it keep the defaults; the trainer then drives the parts above. ---
+  virtual bool has_device_step() const { return false; }
+  // Sets the loss scaling the device steps run with and resets its state.
+  virtual void set_device_loss_scaling(const DeviceLossScaling& scaling) { (void)scaling; }
+  // Starts one training step on the batch loaded last; `step` varies dropout's mask.
+  virtual void launch_step(std::uint64_t step) { (void)step; }
+  // Waits for the step launch_step() started and reads its result. A batch may be loaded
+  // between the two calls: its copy overlaps the step.
+  virtual DeviceStepResult finish_step() { return {}; }
+  // Keeps the whole training split on the device when it fits (returns false when it does not,
+  // or the backend has no such option); load_batch_indices() then gathers a batch there.
+  virtual bool upload_dataset(std::span<const std::uint8_t> images,
+                              std::span<const std::int32_t> labels) {
+    (void)images;
+    (void)labels;
+    return false;
+  }
+  virtual void load_batch_indices(std::span<const std::int64_t> indices, int n) {
+    (void)indices;
+    (void)n;
+  }
+  // Per-layer device times of the last step (empty unless ExecutorOptions::layer_timing).
+  virtual std::vector<LayerTiming> layer_timings() { return {}; }
+  // Device memory in use by this executor, library workspaces included (0: not measured).
+  virtual std::int64_t device_memory_bytes() const { return 0; }
 };
 
 class Backend {
@@ -110,6 +175,20 @@ class Backend {
 
 // The oneDNN backend; threads 0 means every core.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+
+// A backend for a device name: "cpu", "cuda" (the first GPU), "cuda:N", or "auto" (the first
+// GPU the CUDA backend can train on, else the CPU). Throws ConfigError for an unknown name, and
+// BackendError naming why for a GPU that cannot be used, unless `fallback` lets it run on the
+// CPU instead; `note` then says why (empty when the device asked for is used).
+struct BackendChoice {
+  std::unique_ptr<Backend> backend;
+  std::string device;  // "cpu" or "cuda:N", what was chosen
+  std::string note;    // why the CPU runs instead of the GPU asked for
+};
+BackendChoice make_backend(std::string_view device, int threads, bool fallback);
+// Why the CUDA backend cannot train here (empty when it can): not built, its library or the
+// CUDA libraries it needs missing (with the loader's message), no driver, no GPU.
+std::string cuda_backend_unavailable_reason();
 
 // The CPU, then every CUDA GPU found (when built with the CUDA backend; none without a driver).
 std::vector<DeviceInfo> available_devices();

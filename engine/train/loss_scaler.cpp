@@ -1,6 +1,7 @@
 #include "engine/train/loss_scaler.h"
 
-#include <algorithm>
+#include "engine/ops/loss_scale.h"
+
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -60,17 +61,17 @@ LossScaler::LossScaler(const LossScaleConfig& config)
       scale_(config.mode == LossScaleConfig::Mode::none ? 1.0 : config.initial_scale) {}
 
 bool LossScaler::update(bool gradients_finite) {
-  if (config_.mode != LossScaleConfig::Mode::dynamic) return gradients_finite;
-  if (!gradients_finite) {
-    scale_ = std::max(config_.min_scale, scale_ * config_.backoff_factor);
-    good_steps_ = 0;
-    return false;
-  }
-  if (++good_steps_ >= config_.growth_interval) {
-    scale_ *= config_.growth_factor;
-    good_steps_ = 0;
-  }
-  return true;
+  LossScaleState<double> state{scale_, good_steps_};
+  LossScaleRule<double> rule;
+  rule.dynamic = config_.mode == LossScaleConfig::Mode::dynamic;
+  rule.growth_interval = config_.growth_interval;
+  rule.growth_factor = config_.growth_factor;
+  rule.backoff_factor = config_.backoff_factor;
+  rule.min_scale = config_.min_scale;
+  const bool applied = update_loss_scale(state, rule, gradients_finite);
+  scale_ = state.scale;
+  good_steps_ = state.good_steps;
+  return applied;
 }
 
 }  // namespace mixlab

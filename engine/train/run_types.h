@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/data/dataset.h"
@@ -28,6 +29,11 @@ struct RunConfig {
   DatasetSpec dataset;
   bool evaluate = true;   // on the test split after each epoch
   int warmup_steps = 10;  // left out of step-time summaries (fewer when the run is short)
+  // GPU options (the CPU backend ignores them):
+  bool tf32 = false;            // float32 policy: TF32 tensor-core matmuls and convolutions
+  bool cuda_graphs = false;     // capture the training step once and replay it
+  bool data_on_device = false;  // keep the training split on the GPU when it fits
+  bool layer_timing = false;    // per-layer forward/backward device times (RunSink)
 };
 
 enum class RunStatus : std::uint8_t { running, finished, stopped, diverged, failed };
@@ -104,6 +110,11 @@ class RunSink {
   virtual void on_start(const RunInfo& info) { (void)info; }
   virtual void on_step(const StepMetrics& step) { (void)step; }
   virtual void on_epoch(const EpochMetrics& epoch) { (void)epoch; }
+  // Per-layer device times of one step, with RunConfig::layer_timing on a backend that has them.
+  virtual void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) {
+    (void)step;
+    (void)layers;
+  }
   virtual void on_finish(const RunSummary& summary) { (void)summary; }
 };
 

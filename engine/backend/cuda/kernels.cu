@@ -1,0 +1,1 @@
+#include "engine/backend/cuda/kernels.h"

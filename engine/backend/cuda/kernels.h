@@ -1,0 +1,153 @@
+// MixLab's own CUDA kernels: everything the CUDA executor does not hand to cuBLASLt or cuDNN.
+// Host-callable launchers (this header compiles with g++); kernels.cu implements them with the
+// math shared with the CPU backend (engine/core/half.h, engine/ops/*.h).
+//
+// Tensors are device pointers of a DType (f32 = float, f16 = __half, bf16 = __nv_bfloat16) in
+// NHWC / row-major layouts. Every launcher is asynchronous on `stream`, allocates nothing and is
+// safe to capture in a CUDA graph: per-step values (the step number, the batch's real samples,
+// the loss scale) are read from device memory (StepParams, DeviceState), never passed by value.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "engine/core/precision.h"
+#include "engine/ops/loss_scale.h"
+#include "engine/ops/optimizer.h"
+#include "engine/spec/model_spec.h"
+
+namespace mixlab::cuda {
+
+// Written by the host into pinned memory and copied to the device at the start of each step.
+struct StepParams {
+  std::uint64_t step = 0;  // dropout's mask varies with it
+  int real_samples = 0;    // of the loaded batch (rows beyond are padding)
+  int train = 1;           // 1: training step (dropout active); 0: evaluation
+};
+
+// Device-resident state of the training step; read back once per step (DeviceStepResult).
+struct DeviceState {
+  float loss_sum = 0.0f;   // over the batch's real samples (reset each step)
+  float correct = 0.0f;
+  int nonfinite = 0;       // a gradient was NaN or inf (reset each step)
+  int applied = 0;         // the optimizer update of this step ran
+  float step_scale = 1.0f; // the loss scale this step ran with
+  float lr_t = 0.0f;       // Adam's bias-corrected learning rate of this step's update
+  LossScaleState<float> scaler;  // after this step's update
+  std::int64_t iteration = 0;    // applied updates so far
+};
+
+// How the loss meets the model's output (as in the CPU executor).
+enum class LossHead : std::uint8_t {
+  softmax_crossentropy,    // logits of a final softmax, (sparse_)categorical crossentropy
+  sigmoid_binary,          // logits of a final sigmoid, binary crossentropy
+  crossentropy_probabilities,
+  binary_probabilities,
+};
+
+struct OptimizerParams {
+  OptimizerKind kind = OptimizerKind::adam;
+  float lr = 0.001f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+  double beta_1 = 0.9, beta_2 = 0.999;
+  float epsilon = 1e-7f;
+};
+
+namespace kernels {
+
+// dst[i] = (to) src[i]; from == to copies.
+void cast(const void* src, DType from, void* dst, DType to, std::int64_t n, cudaStream_t stream);
+
+// Batch from a dataset kept on the device: row r < params->real_samples takes sample
+// indices[r] (uint8 pixels -> float32, labels copied), rows beyond are zero.
+void gather_batch(const std::uint8_t* images, const std::int32_t* labels,
+                  const std::int64_t* indices, const StepParams* params, int batch,
+                  std::int64_t sample_elements, float* out_images, std::int32_t* out_labels,
+                  cudaStream_t stream);
+
+// Elementwise activations (not softmax), engine/ops/activation.h's math in float32.
+void activation_forward(ActivationFn fn, const void* x, void* y, DType dtype, std::int64_t n,
+                        cudaStream_t stream);
+// x is needed for gelu only (may be null otherwise); y for relu, sigmoid, tanh.
+void activation_backward(ActivationFn fn, const void* x, const void* y, const void* dy, void* dx,
+                         DType dtype, std::int64_t n, cudaStream_t stream);
+// Row-wise softmax over the last dimension (k) and its backward, float32 arithmetic.
+void softmax_forward(const void* x, void* y, DType dtype, std::int64_t rows, int k,
+                     cudaStream_t stream);
+void softmax_backward(const void* y, const void* dy, void* dx, DType dtype, std::int64_t rows,
+                      int k, cudaStream_t stream);
+
+// y = x * scale + offset (Rescaling); backward: dx = dy * scale (offset 0).
+void scale_offset(const void* x, void* y, DType dtype, float scale, float offset, std::int64_t n,
+                  cudaStream_t stream);
+
+// Dropout with engine/ops/dropout.h's counter-based mask for (seed, layer, params->step):
+// y = x * mask.factor(i) when params->train, else y = x. Backward recomputes the mask.
+void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, std::uint64_t seed,
+             int layer, const StepParams* params, cudaStream_t stream);
+
+// y[r, c] += bias[c] for r < rows (bias in the same dtype).
+void add_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
+              cudaStream_t stream);
+// db[c] = sum over rows of dy[r, c], accumulated in float32 (overwrites db).
+void bias_gradient(const void* dy, DType dtype, std::int64_t rows, int channels, float* db,
+                   cudaStream_t stream);
+
+// NHWC zero padding for Keras's asymmetric 'same' padding: copies x (n, h, w, c) into the
+// interior of xp (n, hp, wp, c) at (top, left); the border must already be zero (it never
+// changes). crop_nhwc is its backward: dx = the interior of dxp.
+void pad_nhwc(const void* x, void* xp, DType dtype, int n, int h, int w, int c, int top, int left,
+              int hp, int wp, cudaStream_t stream);
+void crop_nhwc(const void* xp, void* x, DType dtype, int n, int h, int w, int c, int top, int left,
+               int hp, int wp, cudaStream_t stream);
+
+// Pooling in NHWC with Keras's padding (asymmetric allowed): max ignores padding; average
+// excludes it from the count. Backward overwrites dx (max: the gradient goes to the first
+// maximum of each window, as oneDNN and TensorFlow do).
+struct PoolShape {
+  int n = 0, h = 0, w = 0, c = 0;       // input
+  int oh = 0, ow = 0;                   // output
+  int kh = 1, kw = 1, sh = 1, sw = 1;   // window, strides
+  int pad_top = 0, pad_left = 0;
+};
+void pool_forward(bool max, const void* x, void* y, DType dtype, const PoolShape& s,
+                  cudaStream_t stream);
+void pool_backward(bool max, const void* x, const void* dy, void* dx, DType dtype,
+                   const PoolShape& s, cudaStream_t stream);
+
+// The loss of a batch in float32 (engine/ops/loss.h's row functions). src: (batch, k) in
+// `dtype`; rows >= params->real_samples are padding (gradient 0, not counted). Adds the real
+// rows' loss and correct count to state->loss_sum / state->correct (zero them first). With
+// dsrc, writes the gradient of state->step_scale * mean loss w.r.t. src, in `dtype`.
+// `scratch` holds batch * k floats.
+void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int batch,
+          int k, const StepParams* params, DeviceState* state, float* scratch, void* dsrc,
+          cudaStream_t stream);
+
+// Begins a training step's loss-scale bookkeeping: step_scale = scaler.scale (1 without
+// scaling), loss_sum = correct = 0, nonfinite = 0, applied = 0.
+void begin_step(DeviceState* state, bool scaling_enabled, cudaStream_t stream);
+
+// The overflow check fused with the unscale: g *= 1 / state->step_scale over the flat float32
+// gradient array, setting state->nonfinite when a value is NaN or inf.
+void unscale_and_check(float* grads, std::int64_t n, DeviceState* state, cudaStream_t stream);
+
+// One thread: the loss-scale state machine (engine/ops/loss_scale.h) on state->nonfinite;
+// sets state->applied, and when applied increments state->iteration and computes state->lr_t
+// for Adam (lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)).
+void update_loss_scale(DeviceState* state, const LossScaleRule<float>& rule,
+                       const OptimizerParams& optimizer, cudaStream_t stream);
+
+// The optimizer over all parameters at once (flat float32 arrays with the same offsets): when
+// state->applied, updates master (and state0/state1: SGD velocity, Adam m and v) from grads
+// (already unscaled) with engine/ops/optimizer.h's rules, and writes the compute copy
+// (`copy` in copy_dtype; null when the layers compute from the float32 master) in the same pass.
+// Does nothing when the step was skipped.
+void optimizer_update(const OptimizerParams& optimizer, float* master, const float* grads,
+                      float* state0, float* state1, void* copy, DType copy_dtype, std::int64_t n,
+                      const DeviceState* state, cudaStream_t stream);
+
+}  // namespace kernels
+}  // namespace mixlab::cuda
