@@ -13,6 +13,7 @@
 #include "engine/backend/cpu/optimizer_loops.h"
 #include "engine/backend/cpu/pooling.h"
 #include "engine/ops/dropout.h"
+#include "engine/ops/initializers.h"
 #include "engine/ops/loss.h"
 
 namespace mixlab::cpu {
@@ -237,7 +238,7 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
   for (ParamSlot* slot : slots_) {
     if (slot->kind != ParamKind::kernel) continue;  // biases start at zero (the arena is zeroed)
     const auto values = glorot_uniform(keras_count(*slot), slot->fan_in, slot->fan_out,
-                                       mix64(seed * 0x9e3779b97f4a7c15ull + slot->layer + 1));
+                                       kernel_init_seed(seed, slot->layer));
     write_parameter(slot->layer, slot->kind, values);
   }
   refresh_copies();

@@ -56,14 +56,4 @@ void describe_bias(ParamSlot& slot, const dnnl::memory::desc& bias_desc, Storage
   slot.copy_mode = storage == Storage::f16 ? CopyMode::elementwise : CopyMode::master;
 }
 
-std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::int64_t fan_out,
-                                  std::uint64_t seed) {
-  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-limit, limit);
-  std::vector<float> values(static_cast<std::size_t>(count));
-  for (auto& v : values) v = static_cast<float>(dist(rng));
-  return values;
-}
-
 }  // namespace mixlab::cpu

@@ -112,8 +112,5 @@ void execute(CpuContext& ctx, const dnnl::primitive& p, const ArgMap& args, cons
 
 // A primitive attribute asking for the user scratchpad (ours, in the arena).
 dnnl::primitive_attr scratchpad_attr();
-// The glorot_uniform limit sqrt(6 / (fan_in + fan_out)) draws of a kernel, in Keras's layout.
-std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::int64_t fan_out,
-                                  std::uint64_t seed);
 
 }  // namespace mixlab::cpu

@@ -1,1 +1,91 @@
-// (being written)
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/cuda_executor.h"
+
+namespace mixlab::cuda {
+
+namespace {
+
+std::string dotted(std::size_t v, std::size_t major_div, std::size_t minor_div) {
+  return std::to_string(v / major_div) + "." + std::to_string(v % major_div / minor_div) + "." +
+         std::to_string(v % minor_div);
+}
+
+std::string runtime_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, DeviceInfo info) : device_(device), info_(std::move(info)) {}
+  DeviceInfo device() const override { return info_; }
+  std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, const ShapeTable& table,
+                                         const ExecutorOptions& options) override {
+    if (options.policy == Policy::mixed_bfloat16 && !info_.native_bf16) {
+      throw ConfigError("mixed_bfloat16 needs compute capability 8.0 or newer; " + info_.name +
+                        " has " + info_.compute_capability);
+    }
+    return std::make_unique<CudaExecutor>(spec, table, options, device_, info_);
+  }
+
+ private:
+  int device_;
+  DeviceInfo info_;
+};
+
+}  // namespace
+
+std::string library_versions() {
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  std::string text = "CUDA runtime " + runtime_version(runtime);
+  text += driver > 0 ? ", driver " + runtime_version(driver) : ", no driver";
+  text += ", cuBLAS " + dotted(cublasLtGetVersion(), 10000, 100);
+  text += ", cuDNN " + dotted(cudnnGetVersion(), 10000, 100);
+  return text;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw BackendError(std::string("no usable NVIDIA driver or GPU: ") +
+                       cudaGetErrorString(status));
+  }
+  if (count == 0) throw BackendError("no NVIDIA GPU found");
+  if (device < 0 || device >= count) {
+    throw BackendError("there is no GPU cuda:" + std::to_string(device) + " (" +
+                       std::to_string(count) +
+                       " found, cuda:0 to cuda:" + std::to_string(count - 1) + ")");
+  }
+  const std::size_t cudnn_version = cudnnGetVersion();
+  if (cudnn_version / 10000 != CUDNN_MAJOR) {
+    throw BackendError("the CUDA backend was built for cuDNN " + std::to_string(CUDNN_MAJOR) +
+                       " but found cuDNN " + dotted(cudnn_version, 10000, 100));
+  }
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  if (prop.major < 7 || (prop.major == 7 && prop.minor < 5)) {
+    throw BackendError(std::string(prop.name) + " has compute capability " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                       "; the CUDA backend needs 7.5 (Turing) or newer");
+  }
+  DeviceInfo info;
+  info.kind = "cuda";
+  info.name = prop.name;
+  info.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  info.native_bf16 = prop.major >= 8;
+  info.native_fp16 = true;  // tensor cores on every supported GPU (7.5+)
+  info.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
+  info.library_versions = library_versions();
+  return std::make_unique<CudaBackend>(device, std::move(info));
+}
+
+}  // namespace mixlab::cuda

@@ -1,0 +1,17 @@
+// Keras's default initialisers, shared by every backend so that the same seed gives the same
+// starting weights on the CPU and the GPU: glorot_uniform kernels, zero biases.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mixlab {
+
+// `count` draws from U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)), in Keras's layout.
+std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::int64_t fan_out,
+                                  std::uint64_t seed);
+
+// The seed of layer `layer`'s kernel in a run seeded with `seed`.
+std::uint64_t kernel_init_seed(std::uint64_t seed, int layer);
+
+}  // namespace mixlab
