@@ -13,7 +13,8 @@ namespace mixlab {
 namespace {
 
 bool has_full_capacity(const Batch& batch, std::size_t images, std::size_t labels) {
-  return batch.images.capacity() >= images && batch.labels.capacity() >= labels;
+  return batch.images.capacity() >= images && batch.labels.capacity() >= labels &&
+         batch.indices.capacity() >= labels;
 }
 
 }  // namespace
@@ -66,13 +67,15 @@ BatchLoader::BatchLoader(const Dataset& dataset, const BatchLoaderOptions& optio
   order_.resize(static_cast<std::size_t>(size));
   const std::size_t pool = static_cast<std::size_t>(options.prefetch) + 2;
   const std::size_t labels = static_cast<std::size_t>(options.batch_size);
-  const std::size_t images = labels * static_cast<std::size_t>(sample_elements_);
+  const std::size_t images =
+      options.indices_only ? 0 : labels * static_cast<std::size_t>(sample_elements_);
   queue_.resize(static_cast<std::size_t>(options.prefetch));
   free_.reserve(pool);
   for (std::size_t i = 0; i < pool; ++i) {
     Batch& batch = free_.emplace_back();
     batch.images.reserve(images);
     batch.labels.reserve(labels);
+    batch.indices.reserve(labels);
   }
   thread_ = std::thread(&BatchLoader::run, this);
 }
@@ -99,7 +102,9 @@ bool BatchLoader::next(Batch& batch) {
     std::swap(batch, slot);
     const std::size_t labels = static_cast<std::size_t>(options_.batch_size);
     if (free_.size() < free_.capacity() &&
-        has_full_capacity(slot, labels * static_cast<std::size_t>(sample_elements_), labels)) {
+        has_full_capacity(
+            slot, options_.indices_only ? 0 : labels * static_cast<std::size_t>(sample_elements_),
+            labels)) {
       free_.push_back(std::move(slot));
     } else {
       spent = std::move(slot);
@@ -162,14 +167,17 @@ void BatchLoader::fill(Batch& batch, int epoch, std::int64_t index) const {
   batch.size = static_cast<int>(count);
   batch.epoch = epoch;
   batch.index = index;
-  batch.images.resize(static_cast<std::size_t>(count) * elements);
+  batch.images.resize(options_.indices_only ? 0 : static_cast<std::size_t>(count) * elements);
   batch.labels.resize(static_cast<std::size_t>(count));
+  batch.indices.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     const auto sample = static_cast<std::size_t>(order_[static_cast<std::size_t>(first + i)]);
+    batch.indices[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(sample);
+    batch.labels[static_cast<std::size_t>(i)] = dataset_.labels[sample];
+    if (options_.indices_only) continue;
     const std::uint8_t* src = dataset_.images.data() + sample * elements;
     float* dst = batch.images.data() + static_cast<std::size_t>(i) * elements;
     for (std::size_t e = 0; e < elements; ++e) dst[e] = static_cast<float>(src[e]);
-    batch.labels[static_cast<std::size_t>(i)] = dataset_.labels[sample];
   }
 }
 

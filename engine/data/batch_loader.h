@@ -18,16 +18,19 @@ struct Batch {
   int epoch = 0;              // 0-based
   std::int64_t index = 0;     // batch number within its epoch
   std::vector<float> images;  // (size, H, W, C), raw pixel values 0..255
-  std::vector<std::int32_t> labels;  // (size)
+  std::vector<std::int32_t> labels;   // (size)
+  std::vector<std::int64_t> indices;  // (size) the samples' positions in the dataset
 };
 
 struct BatchLoaderOptions {
   int batch_size = 32;
   bool shuffle = true;
-  bool drop_last = false;  // leave out a short last batch
-  std::uint64_t seed = 1;  // same seed, same order
-  int prefetch = 3;        // batches kept ready ahead of the trainer
-  int epochs = 1;          // the loader stops after this many passes
+  bool drop_last = false;     // leave out a short last batch
+  std::uint64_t seed = 1;     // same seed, same order
+  int prefetch = 3;           // batches kept ready ahead of the trainer
+  int epochs = 1;             // the loader stops after this many passes
+  bool indices_only = false;  // hand out sample indices and labels, no images (the dataset is
+                              // on the device: ModelExecutor::load_batch_indices)
 };
 
 // Hands out every sample of the dataset exactly once per epoch, in an order that depends only on

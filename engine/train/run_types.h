@@ -78,6 +78,8 @@ struct RunInfo {
   std::int64_t steps_per_epoch = 0;
   std::int64_t train_samples = 0;
   std::int64_t test_samples = 0;
+  std::vector<std::string> notes;  // what the run's options did here ("the training split is
+                                   // kept on the device")
 };
 
 struct RunSummary {

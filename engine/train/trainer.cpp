@@ -144,6 +144,9 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   options.batch_size = config.batch_size;
   options.optimizer = config.optimizer;
   options.seed = config.seed;
+  options.tf32 = config.tf32;
+  options.cuda_graphs = config.cuda_graphs;
+  options.layer_timing = config.layer_timing;
   try {
     executor = backend.compile(spec, table, options);
   } catch (const AllocationError& e) {
@@ -155,6 +158,34 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
     return finish(RunStatus::failed, e.what());
   }
   summary.peak_memory_bytes = executor->memory_plan().total();
+  // A device step (CUDA) runs the whole step as one launch with the loss scaling on the device;
+  // the next batch is loaded while it runs.
+  const bool device_step = executor->has_device_step();
+  bool data_on_device = false;
+  if (device_step) {
+    const auto& ls = config.loss_scale;
+    DeviceLossScaling scaling;
+    scaling.enabled = ls.mode != LossScaleConfig::Mode::none;
+    scaling.dynamic = ls.mode == LossScaleConfig::Mode::dynamic;
+    scaling.initial_scale = static_cast<float>(ls.initial_scale);
+    scaling.growth_interval = ls.growth_interval;
+    scaling.growth_factor = static_cast<float>(ls.growth_factor);
+    scaling.backoff_factor = static_cast<float>(ls.backoff_factor);
+    scaling.min_scale = static_cast<float>(ls.min_scale);
+    try {
+      executor->set_device_loss_scaling(scaling);
+      if (config.data_on_device) {
+        data_on_device = executor->upload_dataset(data.train.images, data.train.labels);
+      }
+    } catch (const AllocationError& e) {
+      summary.failed_allocation_bytes = static_cast<std::int64_t>(e.bytes());
+      return finish(RunStatus::failed, e.what());
+    } catch (const Error& e) {
+      return finish(RunStatus::failed, e.what());
+    }
+    summary.peak_memory_bytes =
+        std::max(summary.peak_memory_bytes, executor->device_memory_bytes());
+  }
 
   const Dataset& train_set = data.train;
   const std::int64_t steps_per_epoch =
@@ -172,6 +203,13 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   info.steps_per_epoch = steps_per_epoch;
   info.train_samples = train_set.size();
   info.test_samples = data.test.size();
+  if (config.data_on_device) {
+    info.notes.push_back(data_on_device ? "the training split is kept on the device"
+                         : device_step  ? "the training split does not fit on the device: "
+                                          "batches are copied from the host"
+                                        : "--data-on-device has no effect on the " +
+                                             info.device.kind + " backend");
+  }
   sink.on_start(info);
 
   LossScaler scaler(config.loss_scale);
@@ -184,8 +222,17 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
     loader_options.batch_size = config.batch_size;
     loader_options.seed = config.seed;
     loader_options.epochs = epochs;
+    loader_options.indices_only = data_on_device;
     BatchLoader loader(train_set, loader_options);
     Batch batch;
+    const auto load = [&](const Batch& b) {
+      if (data_on_device) {
+        executor->load_batch_indices(b.indices, b.size);
+      } else {
+        executor->load_batch(b.images, b.labels, b.size);
+      }
+    };
+    bool batch_loaded = false;  // device step: the next step's batch is already loaded
     std::int64_t step = 0, iteration = 0;
     for (int epoch = 0; epoch < epochs; ++epoch) {
       const auto epoch_start = Clock::now();
@@ -196,45 +243,80 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
           return finish(RunStatus::stopped, "stopped at step " + std::to_string(step));
         }
         const auto t0 = Clock::now();
-        if (!loader.next(batch)) throw Error("the batch loader ended early");
-        const auto t1 = Clock::now();
-        const double scale = scaler.scale();
-        executor->load_batch(batch.images, batch.labels, batch.size);
-        executor->forward(Phase::train, static_cast<std::uint64_t>(step));
-        executor->synchronize();
-        const auto t2 = Clock::now();
-        const BatchLoss l = executor->loss(true, static_cast<float>(scale));
-        executor->backward();
-        executor->synchronize();
-        const auto t3 = Clock::now();
-        const bool loss_finite = std::isfinite(l.loss);
+        StepMetrics m;
+        BatchLoss l;
+        bool loss_finite = true, finite = true, applied = false;
+        double scale = scaler.scale();
         const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
-        bool finite = loss_finite;
-        bool applied = false;
-        if (unscaled) {
-          // No scaler to consult: update, checking the gradients in the same pass; a
-          // non-finite one ends the run below.
-          if (loss_finite) finite = executor->apply_gradients(1.0f, iteration + 1);
-          applied = finite;
-          scaler.update(finite);
+        if (device_step) {
+          double wait_ms = 0.0;
+          if (!batch_loaded) {
+            if (!loader.next(batch)) throw Error("the batch loader ended early");
+            wait_ms += ms_between(t0, Clock::now());
+            load(batch);
+          }
+          executor->launch_step(static_cast<std::uint64_t>(step));
+          // While the device runs this step, the next one's batch (within the epoch, so that
+          // evaluation's batches do not get in between) is fetched and its copy queued.
+          batch_loaded = i + 1 < steps_per_epoch && step + 1 < total_steps;
+          if (batch_loaded) {
+            const auto w0 = Clock::now();
+            if (!loader.next(batch)) throw Error("the batch loader ended early");
+            wait_ms += ms_between(w0, Clock::now());
+            load(batch);
+          }
+          const DeviceStepResult r = executor->finish_step();
+          l = r.batch;
+          loss_finite = std::isfinite(l.loss);
+          finite = loss_finite && r.gradients_finite;
+          applied = r.applied;
+          scale = r.loss_scale;
+          scaler.update(finite);  // kept in step with the device's, for the summary
+          m.data_wait_ms = wait_ms;
+          m.forward_ms = r.forward_ms;
+          m.backward_ms = r.backward_ms;
+          m.optimizer_ms = r.optimizer_ms;
+          m.device_ms = r.device_ms;
+          if (config.layer_timing) sink.on_layer_timings(step, executor->layer_timings());
         } else {
-          finite = loss_finite && executor->gradients_finite();
-          applied = scaler.update(finite);
-          if (applied) executor->apply_gradients(static_cast<float>(1.0 / scale), iteration + 1);
+          if (!loader.next(batch)) throw Error("the batch loader ended early");
+          const auto t1 = Clock::now();
+          executor->load_batch(batch.images, batch.labels, batch.size);
+          executor->forward(Phase::train, static_cast<std::uint64_t>(step));
+          executor->synchronize();
+          const auto t2 = Clock::now();
+          l = executor->loss(true, static_cast<float>(scale));
+          executor->backward();
+          executor->synchronize();
+          const auto t3 = Clock::now();
+          loss_finite = std::isfinite(l.loss);
+          finite = loss_finite;
+          if (unscaled) {
+            // No scaler to consult: update, checking the gradients in the same pass; a
+            // non-finite one ends the run below.
+            if (loss_finite) finite = executor->apply_gradients(1.0f, iteration + 1);
+            applied = finite;
+            scaler.update(finite);
+          } else {
+            finite = loss_finite && executor->gradients_finite();
+            applied = scaler.update(finite);
+            if (applied) {
+              executor->apply_gradients(static_cast<float>(1.0 / scale), iteration + 1);
+            }
+          }
+          executor->synchronize();
+          const auto t4 = Clock::now();
+          m.data_wait_ms = ms_between(t0, t1);
+          m.forward_ms = ms_between(t1, t2);
+          m.backward_ms = ms_between(t2, t3);
+          m.optimizer_ms = ms_between(t3, t4);
         }
         if (applied) ++iteration;
-        executor->synchronize();
-        const auto t4 = Clock::now();
-
-        StepMetrics m;
+        const auto t_end = Clock::now();
         m.step = step;
         m.epoch = epoch;
-        m.wall_offset_s = ms_between(run_start, t4) / 1000.0;
-        m.step_ms = ms_between(t0, t4);
-        m.data_wait_ms = ms_between(t0, t1);
-        m.forward_ms = ms_between(t1, t2);
-        m.backward_ms = ms_between(t2, t3);
-        m.optimizer_ms = ms_between(t3, t4);
+        m.wall_offset_s = ms_between(run_start, t_end) / 1000.0;
+        m.step_ms = ms_between(t0, t_end);
         m.loss = l.loss;
         m.accuracy = l.samples > 0 ? l.correct / l.samples : 0.0;
         m.loss_scale = scale;
