@@ -488,14 +488,16 @@ void DeviceArena::allocate(const std::string& device_name) {
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const auto fail = [&] {
     throw AllocationError(
-        "out of GPU memory: the model needs " + mib(size_) + " on " + device_name +
-            " (parameters " + mib(static_cast<std::size_t>(plan_.parameter_bytes)) +
-            ", 16-bit copies " + mib(static_cast<std::size_t>(plan_.weight_copy_bytes)) +
-            ", gradients " + mib(static_cast<std::size_t>(plan_.gradient_bytes)) +
-            ", optimizer state " + mib(static_cast<std::size_t>(plan_.optimizer_bytes)) +
-            ", activations " + mib(static_cast<std::size_t>(plan_.activation_bytes)) +
-            ", workspaces " + mib(static_cast<std::size_t>(plan_.workspace_bytes)) + ") but " +
-            mib(free_bytes) + " of " + mib(total_bytes) + " are free; try a smaller batch size",
+        "out of GPU memory: the model needs " + std::to_string(size_) + " bytes (" + mib(size_) +
+            ") on " + device_name + " (parameters " +
+            mib(static_cast<std::size_t>(plan_.parameter_bytes)) + ", 16-bit copies " +
+            mib(static_cast<std::size_t>(plan_.weight_copy_bytes)) + ", gradients " +
+            mib(static_cast<std::size_t>(plan_.gradient_bytes)) + ", optimizer state " +
+            mib(static_cast<std::size_t>(plan_.optimizer_bytes)) + ", activations " +
+            mib(static_cast<std::size_t>(plan_.activation_bytes)) + ", workspaces " +
+            mib(static_cast<std::size_t>(plan_.workspace_bytes)) + ") but " +
+            std::to_string(free_bytes) + " bytes (" + mib(free_bytes) + ") of " + mib(total_bytes) +
+            " are free; try a smaller batch size",
         size_);
   };
   if (size_ > free_bytes) fail();
@@ -1253,6 +1255,59 @@ DeviceStepResult CudaExecutor::finish_step() {
 
 std::int64_t CudaExecutor::device_memory_bytes() const {
   return static_cast<std::int64_t>(arena_.size() + dataset_bytes_);
+}
+
+// --- op-level access ---------------------------------------------------------------------------
+
+std::vector<float> CudaExecutor::read_output() {
+  return to_host(outputs_.back());
+}
+
+std::vector<float> CudaExecutor::read_activation(int layer) {
+  if (layer < 0 || layer >= static_cast<int>(layer_last_node_.size())) {
+    throw ConfigError("no layer " + std::to_string(layer));
+  }
+  return to_host(
+      outputs_[static_cast<std::size_t>(layer_last_node_[static_cast<std::size_t>(layer)])]);
+}
+
+std::vector<float> CudaExecutor::read_input_gradient() {
+  if (!options_.input_gradient || !input_gradient_.data) {
+    throw ConfigError("the input gradient was not computed (ExecutorOptions::input_gradient)");
+  }
+  return to_host(input_gradient_);
+}
+
+std::vector<float> CudaExecutor::read_parameter(int layer, ParamKind kind) {
+  const ParamSlot& s = slot(layer, kind);
+  std::vector<float> ours(static_cast<std::size_t>(s.count));
+  CUDA_CHECK(cudaMemcpyAsync(ours.data(), ctx_.master + s.offset, ours.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost, ctx_.stream));
+  CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  return to_keras(s, ours);
+}
+
+std::vector<float> CudaExecutor::read_gradient(int layer, ParamKind kind) {
+  const ParamSlot& s = slot(layer, kind);
+  std::vector<float> ours(static_cast<std::size_t>(s.count));
+  CUDA_CHECK(cudaMemcpyAsync(ours.data(), ctx_.grads + s.offset, ours.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost, ctx_.stream));
+  CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  return to_keras(s, ours);
+}
+
+void CudaExecutor::write_parameter(int layer, ParamKind kind, std::span<const float> values) {
+  const ParamSlot& s = slot(layer, kind);
+  if (static_cast<std::int64_t>(values.size()) != s.count) {
+    throw ConfigError("layer " + std::to_string(layer) + " " + std::string(to_string(kind)) +
+                      " has " + std::to_string(s.count) + " values, got " +
+                      std::to_string(values.size()));
+  }
+  const std::vector<float> ours = from_keras(s, values);
+  CUDA_CHECK(cudaMemcpyAsync(ctx_.master + s.offset, ours.data(), ours.size() * sizeof(float),
+                             cudaMemcpyHostToDevice, ctx_.stream));
+  refresh_copy(s);
+  CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // `ours` is pageable and about to go
 }
 
 }  // namespace mixlab::cuda
