@@ -1,5 +1,8 @@
 // mixlab-cli bench: median step time and achieved GFLOP/s of the PRODUCT.md models on synthetic
 // CIFAR-shaped data, per precision policy, with the thread count given. Figures, not a test.
+// `--suite gpu` runs the CUDA backend's rows instead (issue 5; tests/gpu/check.sh compares them
+// with tests/bench/pytorch_peer.py --device cuda): each in every policy, TF32 included, with the
+// dataset kept on the device so that the input pipeline is not measured.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +36,66 @@ const std::vector<BenchModel>& default_models() {
   return models;
 }
 
+// One benchmarked configuration: a model at a batch size under one precision setting.
+struct BenchRow {
+  BenchModel model;
+  Policy policy = Policy::float32;
+  bool tf32 = false;
+  bool cuda_graphs = false;
+  bool data_on_device = false;
+};
+
+// The GPU suite's extra model: 4 x Dense(4096, relu) on 4096 input features, matmul-bound, where
+// 16-bit tensor cores should beat float32 several times over. SGD: the row measures the layers.
+constexpr const char* kMlp4096Name = "mlp-4x4096";
+constexpr const char* kMlp4096Json = R"({
+  "name": "mlp-4x4096",
+  "input": {"shape": [64, 64, 1]},
+  "layers": [
+    {"type": "Rescaling", "scale": 0.00392156862745098},
+    {"type": "Flatten"},
+    {"type": "Dense", "units": 4096, "activation": "relu"},
+    {"type": "Dense", "units": 4096, "activation": "relu"},
+    {"type": "Dense", "units": 4096, "activation": "relu"},
+    {"type": "Dense", "units": 4096, "activation": "relu"},
+    {"type": "Dense", "units": 10},
+    {"type": "Activation", "activation": "softmax", "dtype": "float32"}
+  ]
+})";
+
+ModelSpec load_bench_model(const std::string& name) {
+  if (name == kMlp4096Name) return parse_model_json(kMlp4096Json, kMlp4096Name);
+  return load_model_argument(name);
+}
+
+// Issue 5's rows: the PRODUCT.md models at their users' batch and at 1024, the 4096-wide MLP,
+// each in float32, float32 with TF32, mixed_float16 and mixed_bfloat16; and the batch-32 MLP
+// with CUDA graphs, where launch overhead dominates.
+std::vector<BenchRow> gpu_suite_rows() {
+  const std::vector<BenchModel> models = {
+      {"cifar10-mlp", 32, OptimizerKind::sgd},
+      {"cifar10-mlp", 1024, OptimizerKind::sgd},
+      {"cifar100-convnet", 1020, OptimizerKind::adam},
+      {"cifar100-convnet", 1024, OptimizerKind::adam},
+      {kMlp4096Name, 4096, OptimizerKind::sgd},
+  };
+  std::vector<BenchRow> rows;
+  const auto add_every_policy = [&rows](const BenchModel& m, bool cuda_graphs) {
+    rows.push_back({m, Policy::float32, false, cuda_graphs, true});
+    rows.push_back({m, Policy::float32, true, cuda_graphs, true});
+    rows.push_back({m, Policy::mixed_float16, false, cuda_graphs, true});
+    rows.push_back({m, Policy::mixed_bfloat16, false, cuda_graphs, true});
+  };
+  for (const BenchModel& m : models) add_every_policy(m, false);
+  add_every_policy(models[0], true);
+  return rows;
+}
+
+// "float32", "float32+tf32", "mixed_float16", ...; "+graphs" with CUDA graphs.
+std::string row_precision(const BenchRow& row) {
+  return std::string(to_string(row.policy)) + (row.tf32 ? "+tf32" : "");
+}
+
 // Keeps each step's parts for their medians.
 struct PartsSink : RunSink {
   std::vector<double> data_ms, forward_ms, backward_ms, optimizer_ms;
@@ -64,9 +127,18 @@ std::vector<std::string> split(const std::string& text) {
 }  // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer"},
-                  {"json"});
+  const Args args(
+      argv,
+      {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer", "suite"},
+      {"json"});
+  const std::string suite = args.get_or("suite", "cpu");
+  if (suite != "cpu" && suite != "gpu") {
+    throw UsageError("unknown suite '" + suite + "' (cpu, gpu)");
+  }
+  const bool gpu_suite = suite == "gpu";
+  if (gpu_suite && (args.get("models") || args.get("precisions") || args.get("batch-size"))) {
+    throw UsageError("--suite gpu runs its own models, batch sizes and precisions");
+  }
   std::vector<BenchModel> models;
   if (const auto list = args.get("models")) {
     for (const auto& name : split(*list)) {
@@ -86,13 +158,26 @@ int run_bench(const std::vector<std::string>& argv) {
     policies.push_back(*parsed);
   }
   const int threads = static_cast<int>(args.get_int("threads", 0, 4096).value_or(0));
-  const std::int64_t steps = args.get_int("steps", 2, 1000000).value_or(30);
-  const int warmup = static_cast<int>(args.get_int("warmup", 0, 1000000).value_or(5));
+  const std::int64_t steps = args.get_int("steps", 2, 1000000).value_or(gpu_suite ? 40 : 30);
+  const int warmup =
+      static_cast<int>(args.get_int("warmup", 0, 1000000).value_or(gpu_suite ? 10 : 5));
   const auto batch_override = args.get_int("batch-size", 1, 1 << 20);
   std::optional<OptimizerKind> optimizer_override;
   if (const auto o = args.get("optimizer")) {
     optimizer_override = parse_optimizer(*o);
     if (!optimizer_override) throw UsageError("unknown optimizer '" + *o + "' (sgd, adam)");
+  }
+  std::vector<BenchRow> rows;
+  if (gpu_suite) {
+    rows = gpu_suite_rows();
+  } else {
+    for (const BenchModel& m : models) {
+      for (Policy policy : policies) rows.push_back({m, policy});
+    }
+  }
+  for (BenchRow& row : rows) {
+    if (batch_override) row.model.batch = static_cast<int>(*batch_override);
+    row.model.optimizer = optimizer_override.value_or(row.model.optimizer);
   }
 
   auto backend = make_cpu_backend(threads);
@@ -100,81 +185,98 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!args.has("json")) {
     std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
                 device.library_versions.c_str());
-    std::printf("%-18s %-15s %-9s %6s %10s %8s %8s %11s %8s  %s\n", "model", "precision",
+    std::printf("%-18s %-22s %-9s %6s %10s %8s %8s %11s %8s  %s\n", "model", "precision",
                 "optimizer", "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s",
                 "fwd / bwd / opt ms");
   }
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   std::atomic<bool> cancel{false};
-  for (const BenchModel& bm : models) {
-    const ModelSpec spec = load_model_argument(bm.name);
+  // The dataset and float32 median of the model and batch of the rows before (rows come grouped).
+  std::string data_key;
+  DatasetPair data;
+  double f32_median = NAN;
+  for (const BenchRow& row : rows) {
+    const BenchModel& bm = row.model;
+    const ModelSpec spec = load_bench_model(bm.name);
     const ShapeTable table = infer_shapes(spec);
-    const int batch = batch_override ? static_cast<int>(*batch_override) : bm.batch;
-    const OptimizerKind kind = optimizer_override.value_or(bm.optimizer);
+    const int batch = bm.batch;
     DatasetSpec ds;
     ds.kind = DatasetSpec::Kind::synthetic;
     ds.shape = table.input_shape;
     ds.classes = static_cast<int>(num_elements(table.output_shape));
     ds.train_size = std::max<std::int64_t>(batch, std::min<std::int64_t>(steps * batch, 8 * batch));
-    const DatasetPair data = load_dataset(ds);
-    double f32_median = NAN;
-    for (Policy policy : policies) {
-      RunConfig config;
-      config.precision = policy;
-      config.batch_size = batch;
-      config.steps = steps;
-      config.epochs = 1;
-      config.optimizer = default_optimizer(kind);
-      config.threads = threads;
-      config.dataset = ds;
-      config.evaluate = false;
-      config.warmup_steps = warmup;
-      PartsSink sink;
-      const RunSummary s = train(spec, config, data, *backend, sink, cancel);
-      const double fwd = PartsSink::median_after(sink.forward_ms, s.warmup_steps);
-      const double bwd = PartsSink::median_after(sink.backward_ms, s.warmup_steps);
-      const double opt = PartsSink::median_after(sink.optimizer_ms, s.warmup_steps);
-      const double wait = PartsSink::median_after(sink.data_ms, s.warmup_steps);
-      if (s.status != RunStatus::finished) {
-        std::fprintf(stderr, "mixlab-cli bench: %s %s: %s: %s\n", bm.name.c_str(),
-                     std::string(to_string(policy)).c_str(),
-                     std::string(to_string(s.status)).c_str(), s.message.c_str());
-        return kExitRunFailed;
-      }
-      // Training FLOPs taken as 3x forward (forward, backward data, backward weights).
-      const double gflops =
-          3.0 * static_cast<double>(table.flops_total) * batch / (s.median_step_ms / 1000.0) / 1e9;
-      if (policy == Policy::float32) f32_median = s.median_step_ms;
-      const double speedup = f32_median / s.median_step_ms;
-      results.push_back({{"model", bm.name},
-                         {"precision", std::string(to_string(policy))},
-                         {"optimizer", std::string(to_string(kind))},
-                         {"batch_size", batch},
-                         {"threads", device.threads},
-                         {"steps", s.steps},
-                         {"warmup_steps", s.warmup_steps},
-                         {"median_step_ms", s.median_step_ms},
-                         {"p5_step_ms", s.p5_step_ms},
-                         {"p95_step_ms", s.p95_step_ms},
-                         {"samples_per_s", s.samples_per_s},
-                         {"gflops_per_s", gflops},
-                         {"median_data_wait_ms", wait},
-                         {"median_forward_ms", fwd},
-                         {"median_backward_ms", bwd},
-                         {"median_optimizer_ms", opt},
-                         {"speedup_vs_float32",
-                          std::isfinite(speedup) ? nlohmann::json(speedup) : nlohmann::json()}});
-      if (!args.has("json")) {
-        std::printf("%-18s %-15s %-9s %6d %10.2f %8.2f %8.2f %11s %8.1f  %.1f / %.1f / %.1f",
-                    bm.name.c_str(), std::string(to_string(policy)).c_str(),
-                    std::string(to_string(kind)).c_str(), batch, s.median_step_ms, s.p5_step_ms,
-                    s.p95_step_ms, group_digits(std::llround(s.samples_per_s)).c_str(), gflops, fwd,
-                    bwd, opt);
-        if (policy != Policy::float32 && std::isfinite(speedup))
-          std::printf("  %.2fx float32", speedup);
-        std::printf("\n");
-        std::fflush(stdout);
-      }
+    if (ds.to_string() != data_key) {
+      data = load_dataset(ds);
+      data_key = ds.to_string();
+      f32_median = NAN;
+    }
+    const Policy policy = row.policy;
+    RunConfig config;
+    config.precision = policy;
+    // mixed_float16 as its users run it (Keras's LossScaleOptimizer, PyTorch's GradScaler).
+    if (gpu_suite && policy == Policy::mixed_float16)
+      config.loss_scale = LossScaleConfig::dynamic();
+    config.tf32 = row.tf32;
+    config.cuda_graphs = row.cuda_graphs;
+    config.data_on_device = row.data_on_device;
+    config.batch_size = batch;
+    config.steps = steps;
+    config.epochs = 1;
+    config.optimizer = default_optimizer(bm.optimizer);
+    config.threads = threads;
+    config.dataset = ds;
+    config.evaluate = false;
+    config.warmup_steps = warmup;
+    PartsSink sink;
+    const RunSummary s = train(spec, config, data, *backend, sink, cancel);
+    const double fwd = PartsSink::median_after(sink.forward_ms, s.warmup_steps);
+    const double bwd = PartsSink::median_after(sink.backward_ms, s.warmup_steps);
+    const double opt = PartsSink::median_after(sink.optimizer_ms, s.warmup_steps);
+    const double wait = PartsSink::median_after(sink.data_ms, s.warmup_steps);
+    const std::string precision = row_precision(row);
+    if (s.status != RunStatus::finished) {
+      std::fprintf(stderr, "mixlab-cli bench: %s batch %d %s%s: %s: %s\n", bm.name.c_str(), batch,
+                   precision.c_str(), row.cuda_graphs ? " (CUDA graphs)" : "",
+                   std::string(to_string(s.status)).c_str(), s.message.c_str());
+      return kExitRunFailed;
+    }
+    // Training FLOPs taken as 3x forward (forward, backward data, backward weights).
+    const double gflops =
+        3.0 * static_cast<double>(table.flops_total) * batch / (s.median_step_ms / 1000.0) / 1e9;
+    const bool strict_float32 = policy == Policy::float32 && !row.tf32 && !row.cuda_graphs;
+    if (strict_float32) f32_median = s.median_step_ms;
+    const double speedup = f32_median / s.median_step_ms;
+    results.push_back({{"model", bm.name},
+                       {"precision", std::string(to_string(policy))},
+                       {"tf32", row.tf32},
+                       {"cuda_graphs", row.cuda_graphs},
+                       {"data_on_device", row.data_on_device},
+                       {"optimizer", std::string(to_string(bm.optimizer))},
+                       {"batch_size", batch},
+                       {"threads", device.threads},
+                       {"steps", s.steps},
+                       {"warmup_steps", s.warmup_steps},
+                       {"median_step_ms", s.median_step_ms},
+                       {"p5_step_ms", s.p5_step_ms},
+                       {"p95_step_ms", s.p95_step_ms},
+                       {"samples_per_s", s.samples_per_s},
+                       {"gflops_per_s", gflops},
+                       {"median_data_wait_ms", wait},
+                       {"median_forward_ms", fwd},
+                       {"median_backward_ms", bwd},
+                       {"median_optimizer_ms", opt},
+                       {"skipped_steps", s.skipped_steps},
+                       {"speedup_vs_float32",
+                        std::isfinite(speedup) ? nlohmann::json(speedup) : nlohmann::json()}});
+    if (!args.has("json")) {
+      std::printf("%-18s %-22s %-9s %6d %10.2f %8.2f %8.2f %11s %8.1f  %.1f / %.1f / %.1f",
+                  bm.name.c_str(), (precision + (row.cuda_graphs ? "+graphs" : "")).c_str(),
+                  std::string(to_string(bm.optimizer)).c_str(), batch, s.median_step_ms,
+                  s.p5_step_ms, s.p95_step_ms, group_digits(std::llround(s.samples_per_s)).c_str(),
+                  gflops, fwd, bwd, opt);
+      if (!strict_float32 && std::isfinite(speedup)) std::printf("  %.2fx float32", speedup);
+      std::printf("\n");
+      std::fflush(stdout);
     }
   }
   if (args.has("json")) std::cout << results.dump(2) << std::endl;

@@ -13,6 +13,7 @@
 #include "engine/backend/backend.h"
 #include "engine/core/half.h"
 #include "engine/spec/shape_inference.h"
+#include "tests/cpu/layers.h"
 #include "tests/cpu/reference.h"
 
 namespace mixlab {
@@ -28,57 +29,12 @@ struct OpCase {
   LayerSpec layer;
 };
 
-LayerSpec dense(int units, ActivationFn fn = ActivationFn::linear, bool bias = true) {
-  LayerSpec l;
-  l.type = LayerType::Dense;
-  l.units = units;
-  l.activation = fn;
-  l.use_bias = bias;
-  return l;
-}
-
-LayerSpec conv(int filters, Size2 k, Size2 s, Padding p, ActivationFn fn = ActivationFn::linear,
-               bool bias = true) {
-  LayerSpec l;
-  l.type = LayerType::Conv2D;
-  l.filters = filters;
-  l.kernel_size = k;
-  l.strides = s;
-  l.padding = p;
-  l.activation = fn;
-  l.use_bias = bias;
-  return l;
-}
-
-LayerSpec pool(LayerType type, Size2 size, Size2 strides, Padding p) {
-  LayerSpec l;
-  l.type = type;
-  l.pool_size = size;
-  l.strides = strides;
-  l.padding = p;
-  return l;
-}
-
-LayerSpec activation(ActivationFn fn) {
-  LayerSpec l;
-  l.type = LayerType::Activation;
-  l.activation = fn;
-  return l;
-}
-
-LayerSpec simple(LayerType type) {
-  LayerSpec l;
-  l.type = type;
-  return l;
-}
+using namespace test_layers;
 
 std::vector<OpCase> cases() {
   using A = ActivationFn;
-  LayerSpec rescale = simple(LayerType::Rescaling);
-  rescale.scale = 0.5;
-  rescale.offset = -1.25;
-  LayerSpec drop = simple(LayerType::Dropout);
-  drop.rate = 0.3;
+  const LayerSpec rescale = rescaling(0.5, -1.25);
+  const LayerSpec drop = dropout(0.3);
   return {
       {"DenseLinear", {7}, dense(5)},
       {"DenseRelu", {6}, dense(4, A::relu)},
@@ -118,11 +74,7 @@ ModelSpec model_of(const OpCase& c) {
   spec.name = c.name;
   spec.input_shape = c.input;
   spec.layers.push_back(c.layer);
-  const bool spatial = c.layer.type == LayerType::Conv2D ||
-                       c.layer.type == LayerType::MaxPooling2D ||
-                       c.layer.type == LayerType::AveragePooling2D ||
-                       (c.layer.type == LayerType::Dense && c.input.size() == 3);
-  if (spatial) spec.layers.push_back(simple(LayerType::Flatten));
+  if (needs_flatten(c.layer, c.input.size())) spec.layers.push_back(simple(LayerType::Flatten));
   return spec;
 }
 

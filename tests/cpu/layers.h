@@ -1,0 +1,70 @@
+// Layer specs in one line each, for the op tests (CPU against float64, CUDA against the CPU).
+#pragma once
+
+#include "engine/spec/model_spec.h"
+
+namespace mixlab::test_layers {
+
+inline LayerSpec simple(LayerType type) {
+  LayerSpec l;
+  l.type = type;
+  return l;
+}
+
+inline LayerSpec dense(int units, ActivationFn fn = ActivationFn::linear, bool bias = true) {
+  LayerSpec l = simple(LayerType::Dense);
+  l.units = units;
+  l.activation = fn;
+  l.use_bias = bias;
+  return l;
+}
+
+inline LayerSpec conv(int filters, Size2 k, Size2 s, Padding p,
+                      ActivationFn fn = ActivationFn::linear, bool bias = true) {
+  LayerSpec l = simple(LayerType::Conv2D);
+  l.filters = filters;
+  l.kernel_size = k;
+  l.strides = s;
+  l.padding = p;
+  l.activation = fn;
+  l.use_bias = bias;
+  return l;
+}
+
+inline LayerSpec pool(LayerType type, Size2 size, Size2 strides, Padding p) {
+  LayerSpec l = simple(type);
+  l.pool_size = size;
+  l.strides = strides;
+  l.padding = p;
+  return l;
+}
+
+inline LayerSpec activation(ActivationFn fn, bool force_float32 = false) {
+  LayerSpec l = simple(LayerType::Activation);
+  l.activation = fn;
+  l.force_float32 = force_float32;
+  return l;
+}
+
+inline LayerSpec rescaling(double scale, double offset = 0.0) {
+  LayerSpec l = simple(LayerType::Rescaling);
+  l.scale = scale;
+  l.offset = offset;
+  return l;
+}
+
+inline LayerSpec dropout(double rate) {
+  LayerSpec l = simple(LayerType::Dropout);
+  l.rate = rate;
+  return l;
+}
+
+// Whether a layer's output keeps the spatial (or leading) axes that a Flatten must follow
+// before the loss, for a model of that one layer on `input`.
+inline bool needs_flatten(const LayerSpec& layer, std::size_t input_rank) {
+  return layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
+         layer.type == LayerType::AveragePooling2D ||
+         (layer.type == LayerType::Dense && input_rank == 3);
+}
+
+}  // namespace mixlab::test_layers

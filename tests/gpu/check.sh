@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The one GPU check of the CUDA backend (issue 5): builds for this machine's GPU (or takes a
+# prebuilt build), runs the GPU tests (ctest -L gpu), MixLab's GPU bench suite and its PyTorch
+# peer, and prints last a table of MixLab's and PyTorch's median step times against the targets.
+#
+#   tests/gpu/check.sh                               build into build/gpu-check, then check
+#   MIXLAB_BUILD_DIR=build/release tests/gpu/check.sh   use a build made elsewhere
+#
+# MIXLAB_BUILD_DIR: a machine lent for GPU checks has the NVIDIA driver and PyTorch but not the
+# oneDNN, Qt or CUDA toolkit development packages, so it cannot build MixLab. Build on a machine
+# that has them, for the GPU's architecture (-DMIXLAB_CUDA_ARCHITECTURES=90 for an H100/H200),
+# and bring the build folder with the sources; ideally build it at the absolute path it will
+# have there. When it moved, this script rewrites the paths in its ctest files; the engine
+# must then still find libmixlab-cuda.so (LD_LIBRARY_PATH below names its build folder), and a
+# GPU test that skips on a machine with a GPU counts as a failure, so a plugin that does not
+# load cannot pass as "skipped".
+#
+# Environment: MIXLAB_BUILD_DIR (above); MIXLAB_CHECK_OUT, a folder for the logs and JSON files
+# (default: a new temporary folder, kept); PYTHON (default python3).
+# Exit status: 0 every test and target passes, or there is no GPU (the build is checked and the
+# reason printed); 1 a test fails or skips, a run fails, or a target is missed; 2 the build or
+# the configuration failed.
+# Time: about 6 minutes on one H200 after the build (each phase has its own timeout).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd -P)
+cd "$root" || exit 2
+python=${PYTHON:-python3}
+out=${MIXLAB_CHECK_OUT:-$(mktemp -d -t mixlab-gpu-check.XXXXXX)}
+mkdir -p "$out"
+say() { printf '== %s\n' "$*"; }
+
+gpu_cc=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu_cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 |
+           tr -d ' .\r')
+fi
+if [[ -n "$gpu_cc" ]]; then
+  say "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader |
+             head -n 1), compute capability ${gpu_cc}"
+fi
+
+# --- the build ---
+if [[ -n "${MIXLAB_BUILD_DIR:-}" ]]; then
+  build=$(cd "$MIXLAB_BUILD_DIR" 2>/dev/null && pwd -P) || {
+    echo "check.sh: MIXLAB_BUILD_DIR=$MIXLAB_BUILD_DIR is not a folder" >&2
+    exit 2
+  }
+  say "prebuilt build: $build"
+  # A build folder that moved: point its ctest files at where the build and sources are now.
+  old_build=$(sed -n 's/^MixLab_BINARY_DIR:STATIC=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  old_source=$(sed -n 's/^MixLab_SOURCE_DIR:STATIC=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  if [[ -n "$old_build" && "$old_build" != "$build" ]]; then
+    say "the build moved from $old_build: rewriting its ctest files"
+    find "$build" \( -name CTestTestfile.cmake -o -name '*_tests.cmake' -o -name '*_include.cmake' \) \
+      -print0 | xargs -0 -r sed -i -e "s#${old_build}#${build}#g" -e "s#${old_source}#${root}#g"
+  fi
+else
+  build="$root/build/gpu-check"
+  arch_args=()
+  [[ -n "$gpu_cc" ]] && arch_args=("-DMIXLAB_CUDA_ARCHITECTURES=${gpu_cc}")
+  say "configuring $build (Release, CUDA on, GUI off${gpu_cc:+, sm_${gpu_cc}})"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIXLAB_CUDA=ON \
+    -DMIXLAB_GUI=OFF -DMIXLAB_WERROR=ON "${arch_args[@]}" > "$out/configure.log" 2>&1 || {
+    tail -n 40 "$out/configure.log"
+    echo "check.sh: configuring failed (log: $out/configure.log)" >&2
+    exit 2
+  }
+  say "building (log: $out/build.log)"
+  cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || {
+    grep -E -A5 'error|FAILED' "$out/build.log" | head -n 60
+    echo "check.sh: the build failed (log: $out/build.log)" >&2
+    exit 2
+  }
+fi
+cli="$build/app/mixlab-cli"
+[[ -x "$cli" ]] || { echo "check.sh: no $cli in the build" >&2; exit 2; }
+
+if [[ -z "$gpu_cc" ]]; then
+  say "no NVIDIA GPU here (nvidia-smi missing or it found none): the build is done, the GPU tests"
+  say "skip (ctest -L gpu), and the bench needs a GPU; nothing more to check"
+  exit 0
+fi
+
+# --- libraries: the plugin's build folder, and PyTorch's CUDA libraries (cuBLAS, cuDNN) ---
+nvidia_libs=$("$python" - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit(0)
+dirs = sorted({d for base in nvidia.__path__ for d in glob.glob(os.path.join(base, "*", "lib"))
+               if glob.glob(os.path.join(d, "lib*.so*"))})
+print(":".join(dirs))
+PY
+)
+ld="$build/lib/mixlab"
+[[ -n "$nvidia_libs" ]] && ld="$ld:$nvidia_libs"
+export LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+"$cli" devices || true
+
+failures=()
+
+# --- the GPU tests ---
+say "ctest -L gpu (log: $out/ctest.log)"
+timeout 240 ctest --test-dir "$build" -L gpu -j 8 --timeout 200 --output-on-failure 2>&1 |
+  tee "$out/ctest.log"
+ctest_rc=${PIPESTATUS[0]}
+ran=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$out/ctest.log" | tail -n 1)
+skipped=$(grep -c '(Skipped)' "$out/ctest.log" || true)
+if [[ $ctest_rc -ne 0 ]]; then
+  failures+=("ctest -L gpu failed (exit $ctest_rc)")
+elif [[ -z "$ran" || "$ran" -eq 0 ]]; then
+  failures+=("ctest -L gpu ran no tests")
+elif [[ "$skipped" -gt 0 ]]; then
+  failures+=("$skipped GPU tests skipped on a machine with a GPU (the reason is in their output)")
+  grep -m 3 -h 'no usable CUDA backend' "$out/ctest.log" || true
+fi
+
+# --- the benches ---
+say "mixlab-cli bench --suite gpu --device cuda (log: $out/bench.log)"
+if ! timeout 150 "$cli" bench --suite gpu --device cuda --json > "$out/mixlab.json" \
+    2> "$out/bench.log"; then
+  cat "$out/bench.log"
+  failures+=("mixlab-cli bench --suite gpu failed")
+fi
+say "tests/bench/pytorch_peer.py --device cuda (log: $out/peer.log)"
+if ! timeout 150 "$python" "$root/tests/bench/pytorch_peer.py" --device cuda > "$out/torch.json" \
+    2> "$out/peer.log"; then
+  tail -n 20 "$out/peer.log"
+  failures+=("the PyTorch peer failed (is PyTorch with CUDA installed for $python?)")
+fi
+
+for f in "${failures[@]}"; do echo "FAIL: $f"; done
+say "MixLab vs PyTorch, median step ms after warm-up (files in $out)"
+table_rc=1
+if [[ -s "$out/mixlab.json" && -s "$out/torch.json" ]]; then
+  "$python" "$root/tests/gpu/compare.py" "$out/mixlab.json" "$out/torch.json"
+  table_rc=$?
+else
+  echo "no table: a bench gave no figures"
+fi
+[[ ${#failures[@]} -eq 0 && $table_rc -eq 0 ]] && exit 0
+exit 1

@@ -1,0 +1,273 @@
+// The CUDA executor against the CPU executor, op by op, forward and backward, under every
+// policy: each layer type alone (and a small convnet whose every activation is compared), with
+// the CPU's parameters written into the CUDA executor, the same batch and the same output
+// gradient. The CPU backend is checked against float64 references in tests/cpu/ops_test.cpp; here
+// it is the reference.
+//
+// Data: random values on coarse grids (inputs k/32 in [-2, 2], parameters k/64 in [-0.75, 0.75],
+// output gradients k/32 in [-1, 1]). Such values are exact in float16, bfloat16 and TF32, and
+// their products and sums of a few thousand are exact in float32 whatever the order, so that a
+// Dense or Conv2D's pre-activation is the same on both backends in every policy: a ReLU never
+// flips on a rounding difference (which would move a whole gradient row), and what differs is
+// what each backend really rounds: 16-bit outputs, transcendental functions, averages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/spec/shape_inference.h"
+#include "tests/cpu/layers.h"
+#include "tests/gpu/executor/gpu_test_support.h"
+
+namespace mixlab {
+namespace {
+
+using namespace test_layers;
+using gpu_test::expect_tensors_close;
+using gpu_test::PolicyCase;
+
+constexpr int kBatch = 8;
+constexpr std::uint64_t kSeed = 11;
+constexpr std::uint64_t kStep = 5;
+
+struct OpCase {
+  std::string name;
+  std::vector<std::int64_t> input;
+  std::vector<LayerSpec> layers;  // one layer, or a small model
+};
+
+std::vector<OpCase> cases() {
+  using A = ActivationFn;
+  using LT = LayerType;
+  const Padding valid = Padding::valid, same = Padding::same;
+  return {
+      {"DenseLinear", {7}, {dense(5)}},
+      {"DenseRelu", {6}, {dense(4, A::relu)}},
+      {"DenseSigmoid", {6}, {dense(3, A::sigmoid)}},
+      {"DenseTanh", {5}, {dense(3, A::tanh)}},
+      {"DenseGelu", {5}, {dense(4, A::gelu)}},
+      {"DenseSoftmax", {6}, {dense(4, A::softmax)}},
+      {"DenseNoBias", {6}, {dense(3, A::linear, false)}},
+      {"DenseReluNoBias", {6}, {dense(5, A::relu, false)}},
+      {"DenseOnLastAxis", {2, 3, 4}, {dense(3)}},
+      {"DenseWideRelu", {256}, {dense(128, A::relu)}},  // tensor-core sized
+      {"Conv2DValid", {6, 5, 2}, {conv(3, {3, 3}, {1, 1}, valid)}},
+      {"Conv2DValidStride2", {7, 8, 3}, {conv(4, {3, 3}, {2, 2}, valid)}},
+      {"Conv2DSame3", {6, 6, 2}, {conv(3, {3, 3}, {1, 1}, same)}},
+      {"Conv2DSameStride2", {7, 6, 3}, {conv(4, {3, 3}, {2, 2}, same)}},
+      // Even kernels under 'same' pad one more row/column at the bottom/right (TensorFlow).
+      {"Conv2DSameEven2", {5, 5, 2}, {conv(3, {2, 2}, {1, 1}, same)}},
+      {"Conv2DSameEven4", {6, 7, 3}, {conv(4, {4, 4}, {1, 1}, same, A::relu)}},
+      {"Conv2DSameEven4Stride2", {7, 8, 2}, {conv(3, {4, 4}, {2, 2}, same)}},
+      {"Conv2DSameRectRelu", {5, 5, 2}, {conv(2, {2, 3}, {1, 1}, same, A::relu)}},
+      {"Conv2DNoBias", {5, 4, 2}, {conv(2, {2, 2}, {1, 1}, valid, A::linear, false)}},
+      {"Conv2DWide", {8, 8, 16}, {conv(32, {3, 3}, {1, 1}, same, A::relu)}},
+      {"MaxPool2", {6, 6, 3}, {pool(LT::MaxPooling2D, {2, 2}, {2, 2}, valid)}},
+      {"MaxPool3Stride1", {5, 6, 2}, {pool(LT::MaxPooling2D, {3, 3}, {1, 1}, valid)}},
+      {"MaxPool3SameStride2", {7, 7, 2}, {pool(LT::MaxPooling2D, {3, 3}, {2, 2}, same)}},
+      {"MaxPool2SameStride1", {5, 4, 2}, {pool(LT::MaxPooling2D, {2, 2}, {1, 1}, same)}},
+      {"AvgPool2", {6, 4, 2}, {pool(LT::AveragePooling2D, {2, 2}, {2, 2}, valid)}},
+      {"AvgPool3SameStride2", {7, 5, 2}, {pool(LT::AveragePooling2D, {3, 3}, {2, 2}, same)}},
+      {"AvgPool2SameStride1", {5, 4, 2}, {pool(LT::AveragePooling2D, {2, 2}, {1, 1}, same)}},
+      {"AvgPool3SameStride1", {5, 5, 3}, {pool(LT::AveragePooling2D, {3, 3}, {1, 1}, same)}},
+      {"ActivationRelu", {10}, {activation(A::relu)}},
+      {"ActivationSigmoid", {10}, {activation(A::sigmoid)}},
+      {"ActivationTanh", {10}, {activation(A::tanh)}},
+      {"ActivationGelu", {10}, {activation(A::gelu)}},
+      {"ActivationSoftmax", {7}, {activation(A::softmax)}},
+      {"ActivationSoftmaxFloat32", {7}, {activation(A::softmax, true)}},
+      {"ActivationLinear", {10}, {activation(A::linear)}},
+      {"Rescaling", {9}, {rescaling(0.5, -1.25)}},
+      {"Dropout", {40}, {dropout(0.3)}},
+      {"DropoutSpatial", {4, 4, 3}, {dropout(0.5), simple(LT::Flatten)}},
+      {"Flatten", {2, 3, 4}, {simple(LT::Flatten)}},
+      // The PRODUCT.md convnet's layer kinds in one small model, every activation compared.
+      {"SmallConvnet",
+       {8, 8, 3},
+       {rescaling(0.25), conv(8, {4, 4}, {1, 1}, valid),
+        pool(LT::MaxPooling2D, {2, 2}, {2, 2}, valid), conv(8, {2, 2}, {1, 1}, same, A::relu),
+        pool(LT::AveragePooling2D, {2, 2}, {2, 2}, valid), simple(LT::Flatten), dense(16, A::relu),
+        dropout(0.2), dense(5), activation(A::softmax, true)}},
+  };
+}
+
+ModelSpec model_of(const OpCase& c) {
+  ModelSpec spec;
+  spec.name = c.name;
+  spec.input_shape = c.input;
+  spec.layers = c.layers;
+  if (c.layers.size() == 1 && needs_flatten(c.layers[0], c.input.size())) {
+    spec.layers.push_back(simple(LayerType::Flatten));
+  }
+  return spec;
+}
+
+// n values k / denominator with |k| <= limit * denominator.
+std::vector<float> grid_values(std::size_t n, std::mt19937_64& rng, int denominator, double limit) {
+  const int k_max = static_cast<int>(limit * denominator);
+  std::uniform_int_distribution<int> dist(-k_max, k_max);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(dist(rng)) / static_cast<float>(denominator);
+  return v;
+}
+
+// n distinct values, each exact in bfloat16 (8 significant bits), so that a max-pooling window
+// has one maximum in every policy and backward routes its gradient to the same element.
+std::vector<float> distinct_values(std::size_t n, std::mt19937_64& rng) {
+  std::vector<float> all;
+  for (int e = -3; e <= 3; ++e)
+    for (int m = 0; m < 128; ++m)
+      for (float sign : {1.0f, -1.0f}) all.push_back(sign * std::ldexp(1.0f + m / 128.0f, e));
+  std::shuffle(all.begin(), all.end(), rng);
+  EXPECT_LE(n, all.size()) << "a pooling case too large for distinct bfloat16 values";
+  all.resize(std::min(n, all.size()));
+  return all;
+}
+
+bool has_max_pooling(const OpCase& c) {
+  return std::any_of(c.layers.begin(), c.layers.end(),
+                     [](const LayerSpec& l) { return l.type == LayerType::MaxPooling2D; });
+}
+
+ExecutorOptions options_for(const PolicyCase& p) {
+  ExecutorOptions o;
+  o.policy = p.policy;
+  o.tf32 = p.tf32;
+  o.batch_size = kBatch;
+  o.seed = kSeed;
+  o.input_gradient = true;
+  o.optimizer = default_optimizer(OptimizerKind::sgd);
+  return o;
+}
+
+class CudaOp : public ::testing::TestWithParam<std::tuple<OpCase, PolicyCase>> {};
+
+TEST_P(CudaOp, ForwardAndBackwardMatchTheCpu) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  const auto& [c, p] = GetParam();
+  const ModelSpec spec = model_of(c);
+  const ShapeTable table = infer_shapes(spec, p.policy);
+  const double tol = gpu_test::op_tolerance(p);
+  auto cpu = gpu_test::cpu_backend().compile(spec, table, options_for(p));
+  auto gpu = gpu_test::cuda_backend().compile(spec, table, options_for(p));
+
+  std::mt19937_64 rng(1234);
+  const auto n_in = static_cast<std::size_t>(kBatch * num_elements(table.input_shape));
+  const std::vector<float> x =
+      has_max_pooling(c) ? distinct_values(n_in, rng) : grid_values(n_in, rng, 32, 2.0);
+  for (std::size_t i = 0; i < table.layers.size(); ++i) {
+    const int layer = static_cast<int>(i);
+    for (const ParamGroup& g : table.layers[i].params) {
+      const auto values = grid_values(static_cast<std::size_t>(g.count()), rng, 64, 0.75);
+      cpu->write_parameter(layer, g.kind, values);
+      gpu->write_parameter(layer, g.kind, values);
+      EXPECT_EQ(gpu->read_parameter(layer, g.kind), values)
+          << "layer " << i << " " << to_string(g.kind) << ": written and read back differ";
+    }
+  }
+  const std::vector<std::int32_t> labels(kBatch, 0);
+  cpu->load_batch(x, labels, kBatch);
+  gpu->load_batch(x, labels, kBatch);
+  cpu->forward(Phase::train, kStep);
+  gpu->forward(Phase::train, kStep);
+
+  expect_tensors_close(gpu->read_output(), cpu->read_output(), tol, "output");
+  for (std::size_t i = 0; i < table.layers.size(); ++i) {
+    const int layer = static_cast<int>(i);
+    expect_tensors_close(gpu->read_activation(layer), cpu->read_activation(layer), tol,
+                         "activation of layer " + std::to_string(i) + " (" +
+                             std::string(to_string(spec.layers[i].type)) + ")");
+  }
+
+  const auto n_out = static_cast<std::size_t>(kBatch * num_elements(table.output_shape));
+  const std::vector<float> dy = grid_values(n_out, rng, 32, 1.0);
+  cpu->set_output_gradient(dy);
+  gpu->set_output_gradient(dy);
+  cpu->backward();
+  gpu->backward();
+  expect_tensors_close(gpu->read_input_gradient(), cpu->read_input_gradient(), tol,
+                       "input gradient");
+  for (std::size_t i = 0; i < table.layers.size(); ++i) {
+    const int layer = static_cast<int>(i);
+    for (const ParamGroup& g : table.layers[i].params) {
+      expect_tensors_close(
+          gpu->read_gradient(layer, g.kind), cpu->read_gradient(layer, g.kind), tol,
+          "layer " + std::to_string(i) + " " + std::string(to_string(g.kind)) + " gradient");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, CudaOp,
+                         ::testing::Combine(::testing::ValuesIn(cases()),
+                                            ::testing::ValuesIn(gpu_test::all_policies())),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" + std::get<1>(info.param).name;
+                         });
+
+// Dropout's mask comes from a counter-based hash of (seed, layer, step, element) on both
+// backends: the same seed and step drop the same elements, another step drops others.
+TEST(CudaDropout, SameSeedAndStepGiveTheCpuMaskAndAnotherStepAnother) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  ModelSpec spec;
+  spec.name = "dropout";
+  spec.input_shape = {1000};
+  spec.layers = {dropout(0.4)};
+  const ShapeTable table = infer_shapes(spec);
+  const PolicyCase p = gpu_test::all_policies()[0];
+  auto cpu = gpu_test::cpu_backend().compile(spec, table, options_for(p));
+  auto gpu = gpu_test::cuda_backend().compile(spec, table, options_for(p));
+  const std::vector<float> ones(static_cast<std::size_t>(kBatch) * 1000, 1.0f);
+  const std::vector<std::int32_t> labels(kBatch, 0);
+  cpu->load_batch(ones, labels, kBatch);
+  gpu->load_batch(ones, labels, kBatch);
+  cpu->forward(Phase::train, kStep);
+  gpu->forward(Phase::train, kStep);
+  const std::vector<float> want = cpu->read_output();
+  const std::vector<float> got = gpu->read_output();
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t dropped = 0, differ = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    dropped += want[i] == 0.0f;
+    differ += (got[i] == 0.0f) != (want[i] == 0.0f);
+  }
+  EXPECT_EQ(differ, 0u) << "elements dropped on one backend only";
+  EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(want.size()), 0.4, 0.03);
+  gpu->forward(Phase::train, kStep + 1);
+  std::size_t moved = 0;
+  const std::vector<float> next = gpu->read_output();
+  for (std::size_t i = 0; i < next.size(); ++i) moved += (next[i] == 0.0f) != (got[i] == 0.0f);
+  EXPECT_GT(moved, next.size() / 10) << "the next step's mask should differ";
+  gpu->forward(Phase::eval, kStep);
+  EXPECT_EQ(gpu->read_output(), ones) << "evaluation must not drop anything";
+}
+
+// The trainer runs the same seed on both backends and compares their losses (train_test.cpp):
+// that needs the same initial weights (Keras glorot_uniform from the seed, zero biases).
+TEST(CudaInit, SameSeedGivesTheCpuInitialParameters) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  const OpCase& c = cases().back();  // SmallConvnet
+  const ModelSpec spec = model_of(c);
+  for (const PolicyCase& p : gpu_test::all_policies()) {
+    SCOPED_TRACE(p.name);
+    const ShapeTable table = infer_shapes(spec, p.policy);
+    auto cpu = gpu_test::cpu_backend().compile(spec, table, options_for(p));
+    auto gpu = gpu_test::cuda_backend().compile(spec, table, options_for(p));
+    int groups = 0;
+    for (std::size_t i = 0; i < table.layers.size(); ++i) {
+      for (const ParamGroup& g : table.layers[i].params) {
+        const int layer = static_cast<int>(i);
+        EXPECT_EQ(gpu->read_parameter(layer, g.kind), cpu->read_parameter(layer, g.kind))
+            << "layer " << i << " " << to_string(g.kind);
+        ++groups;
+      }
+    }
+    EXPECT_EQ(groups, 8);  // 2 Conv2D + 2 Dense, kernel and bias each
+  }
+}
+
+}  // namespace
+}  // namespace mixlab
