@@ -28,27 +28,29 @@ struct StepParams {
 
 // Device-resident state of the training step; read back once per step (DeviceStepResult).
 struct DeviceState {
-  float loss_sum = 0.0f;   // over the batch's real samples (reset each step)
+  float loss_sum = 0.0f;  // over the batch's real samples (reset each step)
   float correct = 0.0f;
-  int nonfinite = 0;       // a gradient was NaN or inf (reset each step)
-  int applied = 0;         // the optimizer update of this step ran
-  float step_scale = 1.0f; // the loss scale this step ran with
-  float lr_t = 0.0f;       // Adam's bias-corrected learning rate of this step's update
+  int nonfinite = 0;             // a gradient was NaN or inf (reset each step)
+  int applied = 0;               // the optimizer update of this step ran
+  float step_scale = 1.0f;       // the loss scale this step ran with
+  float lr_t = 0.0f;             // Adam's bias-corrected learning rate of this step's update
   LossScaleState<float> scaler;  // after this step's update
   std::int64_t iteration = 0;    // applied updates so far
 };
 
 // How the loss meets the model's output (as in the CPU executor).
 enum class LossHead : std::uint8_t {
-  softmax_crossentropy,    // logits of a final softmax, (sparse_)categorical crossentropy
-  sigmoid_binary,          // logits of a final sigmoid, binary crossentropy
+  softmax_crossentropy,  // logits of a final softmax, (sparse_)categorical crossentropy
+  sigmoid_binary,        // logits of a final sigmoid, binary crossentropy
   crossentropy_probabilities,
   binary_probabilities,
 };
 
 struct OptimizerParams {
   OptimizerKind kind = OptimizerKind::adam;
-  float lr = 0.001f;
+  // double, as OptimizerConfig::learning_rate: Adam's lr_t is computed from it in double on the
+  // device, as make_adam_update does on the host (a float here would shift lr_t by an ulp).
+  double lr = 0.001;
   float momentum = 0.0f;
   bool nesterov = false;
   double beta_1 = 0.9, beta_2 = 0.999;
@@ -107,9 +109,9 @@ void crop_nhwc(const void* xp, void* x, DType dtype, int n, int h, int w, int c,
 // excludes it from the count. Backward overwrites dx (max: the gradient goes to the first
 // maximum of each window, as oneDNN and TensorFlow do).
 struct PoolShape {
-  int n = 0, h = 0, w = 0, c = 0;       // input
-  int oh = 0, ow = 0;                   // output
-  int kh = 1, kw = 1, sh = 1, sw = 1;   // window, strides
+  int n = 0, h = 0, w = 0, c = 0;      // input
+  int oh = 0, ow = 0;                  // output
+  int kh = 1, kw = 1, sh = 1, sw = 1;  // window, strides
   int pad_top = 0, pad_left = 0;
 };
 void pool_forward(bool max, const void* x, void* y, DType dtype, const PoolShape& s,
@@ -122,8 +124,8 @@ void pool_backward(bool max, const void* x, const void* dy, void* dx, DType dtyp
 // rows' loss and correct count to state->loss_sum / state->correct (zero them first). With
 // dsrc, writes the gradient of state->step_scale * mean loss w.r.t. src, in `dtype`.
 // `scratch` holds batch * k floats.
-void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int batch,
-          int k, const StepParams* params, DeviceState* state, float* scratch, void* dsrc,
+void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int batch, int k,
+          const StepParams* params, DeviceState* state, float* scratch, void* dsrc,
           cudaStream_t stream);
 
 // Begins a training step's loss-scale bookkeeping: step_scale = scaler.scale (1 without
