@@ -8,7 +8,8 @@
 //   clips; the gradient is zero where a value was clipped.
 // Each function returns the row's loss and how many of its predictions were right (sparse and
 // categorical: 0 or 1 for argmax; binary: the fraction of outputs on the right side of 0.5), and
-// writes the gradient of `grad_mul * loss` w.r.t. its input row.
+// writes the gradient of `grad_mul * loss` w.r.t. its input row. The gradient row may be the
+// input row itself (the CUDA loss kernel computes in place in its float32 staging buffer).
 #pragma once
 
 #include <cmath>
@@ -82,9 +83,10 @@ MIXLAB_HD RowLoss crossentropy_probabilities_row(const float* y, int k, int labe
       p < kKerasEpsilon ? kKerasEpsilon : (p > 1.0f - kKerasEpsilon ? 1.0f - kKerasEpsilon : p);
   r.loss = -logf(pc);
   if (dy) {
-    // d(-log(y_l / S)) / dy_j = 1/S - [j == l] / y_l
+    // d(-log(y_l / S)) / dy_j = 1/S - [j == l] / y_l (y_l read before dy may overwrite it)
+    const float inv_label = 1.0f / y[label];
     for (int j = 0; j < k; ++j) {
-      dy[j] = clipped ? 0.0f : grad_mul * (1.0f / sum - (j == label ? 1.0f / y[label] : 0.0f));
+      dy[j] = clipped ? 0.0f : grad_mul * (1.0f / sum - (j == label ? inv_label : 0.0f));
     }
   }
   return r;

@@ -1,7 +1,5 @@
 #include "engine/ops/optimizer.h"
 
-#include <cmath>
-
 namespace mixlab {
 
 OptimizerConfig default_optimizer(OptimizerKind kind) {
@@ -37,10 +35,8 @@ SgdUpdate make_sgd_update(const OptimizerConfig& config, float grad_scale) {
 
 AdamUpdate make_adam_update(const OptimizerConfig& config, std::int64_t iteration,
                             float grad_scale) {
-  const double t = static_cast<double>(iteration);
   AdamUpdate u;
-  u.lr_t = static_cast<float>(config.learning_rate * std::sqrt(1.0 - std::pow(config.beta_2, t)) /
-                              (1.0 - std::pow(config.beta_1, t)));
+  u.lr_t = adam_learning_rate(config.learning_rate, config.beta_1, config.beta_2, iteration);
   u.one_minus_beta_1 = static_cast<float>(1.0 - config.beta_1);
   u.one_minus_beta_2 = static_cast<float>(1.0 - config.beta_2);
   u.epsilon = static_cast<float>(config.epsilon);

@@ -66,6 +66,15 @@ struct AdamUpdate {
   }
 };
 
+// Adam's bias-corrected learning rate at (1-based) iteration t, Keras's
+// lr * sqrt(1 - beta_2^t) / (1 - beta_1^t), computed in double and rounded once to float32.
+// Shared by make_adam_update (host) and the CUDA step's loss-scale kernel (device).
+MIXLAB_HD float adam_learning_rate(double learning_rate, double beta_1, double beta_2,
+                                   std::int64_t iteration) {
+  const double t = static_cast<double>(iteration);
+  return static_cast<float>(learning_rate * sqrt(1.0 - pow(beta_2, t)) / (1.0 - pow(beta_1, t)));
+}
+
 SgdUpdate make_sgd_update(const OptimizerConfig& config, float grad_scale);
 // `iteration` counts applied (not skipped) updates from 1.
 AdamUpdate make_adam_update(const OptimizerConfig& config, std::int64_t iteration,

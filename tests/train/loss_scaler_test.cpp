@@ -1,6 +1,10 @@
 // The loss-scaler state machine (Keras's LossScaleOptimizer): growth, backoff, floor, skip.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
+
+#include "engine/ops/loss_scale.h"
 #include "engine/train/loss_scaler.h"
 
 namespace mixlab {
@@ -69,6 +73,63 @@ TEST(LossScaler, ParsesTheCommandLineForms) {
   for (const char* text : {"none", "dynamic", "dynamic:1024", "512"}) {
     EXPECT_EQ(parse_loss_scale(text)->to_string(), text);
   }
+}
+
+// The state machine in float (the CUDA step's, in device memory) and in double (the host's
+// LossScaler) takes the same steps: with power-of-two factors the scales are the same numbers.
+template <class Real>
+LossScaleRule<Real> rule_of(bool dynamic, std::int64_t growth_interval) {
+  LossScaleRule<Real> rule;
+  rule.dynamic = dynamic;
+  rule.growth_interval = growth_interval;
+  rule.growth_factor = 2;
+  rule.backoff_factor = 0.5;
+  rule.min_scale = 1;
+  return rule;
+}
+
+void expect_same_steps(bool dynamic, std::int64_t growth_interval, double overflow_rate,
+                       int burst_period, double initial_scale, int steps) {
+  LossScaleState<float> f;
+  LossScaleState<double> d;
+  f.scale = static_cast<float>(initial_scale);
+  d.scale = initial_scale;
+  const auto rule_f = rule_of<float>(dynamic, growth_interval);
+  const auto rule_d = rule_of<double>(dynamic, growth_interval);
+  std::mt19937_64 rng(7);
+  std::bernoulli_distribution overflow(overflow_rate);
+  int skipped = 0, grew = 0, floored = 0;
+  for (int i = 0; i < steps; ++i) {
+    // Isolated overflows, and bursts of 20 in a row (down to min_scale) every burst_period.
+    const bool finite = !(overflow(rng) || i % burst_period < 20);
+    const double before = d.scale;
+    const bool applied_f = update_loss_scale(f, rule_f, finite);
+    const bool applied_d = update_loss_scale(d, rule_d, finite);
+    ASSERT_EQ(applied_f, applied_d) << "step " << i;
+    ASSERT_EQ(applied_d, finite) << "step " << i;
+    ASSERT_EQ(static_cast<double>(f.scale), d.scale) << "step " << i;
+    ASSERT_EQ(f.good_steps, d.good_steps) << "step " << i;
+    skipped += !applied_d;
+    grew += d.scale > before;
+    floored += !finite && d.scale == before && dynamic;
+  }
+  EXPECT_GT(skipped, 0);
+  if (dynamic) {
+    EXPECT_GT(grew, 0) << "the sequence never grew the scale";
+    EXPECT_GT(floored, 0) << "the sequence never reached min_scale";
+  } else {
+    EXPECT_EQ(d.scale, initial_scale);
+  }
+}
+
+TEST(LossScaleState, FloatAndDoubleTakeTheSameDynamicSteps) {
+  expect_same_steps(true, 8, 0.08, 997, 32768.0, 200000);
+  expect_same_steps(true, 2000, 0.0002, 20011, 32768.0, 200000);
+}
+
+TEST(LossScaleState, FloatAndDoubleTakeTheSameFixedSteps) {
+  expect_same_steps(false, 2000, 0.01, 997, 1024.0, 50000);
+  expect_same_steps(false, 2000, 0.01, 997, 1.0, 50000);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "engine/ops/optimizer.h"
 
@@ -67,6 +68,40 @@ TEST(Optimizer, SgdPlainMomentumAndNesterov) {
   EXPECT_NEAR(wm, wmd, 1e-6);
   EXPECT_NEAR(wn, wnd, 1e-6);
   EXPECT_NE(wm, wn) << "Nesterov must differ from plain momentum";
+}
+
+// Adam's bias-corrected learning rate, shared by the host and the CUDA step: the same float as
+// make_adam_update computed before it was factored out, and Keras's definition
+// lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) (Keras: t = iterations + 1) to float precision.
+TEST(Optimizer, AdamLearningRateIsTheOldFormulaAndKeras) {
+  struct Case {
+    double lr, beta_1, beta_2;
+  };
+  for (const Case c : {Case{0.001, 0.9, 0.999}, Case{0.01, 0.8, 0.99}, Case{3e-4, 0.95, 0.9999}}) {
+    for (const std::int64_t t :
+         {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{10}, std::int64_t{100},
+          std::int64_t{1000}, std::int64_t{12345}, std::int64_t{1000000}}) {
+      const double td = static_cast<double>(t);
+      const float old_formula = static_cast<float>(c.lr * std::sqrt(1.0 - std::pow(c.beta_2, td)) /
+                                                   (1.0 - std::pow(c.beta_1, td)));
+      const float shared = adam_learning_rate(c.lr, c.beta_1, c.beta_2, t);
+      EXPECT_EQ(shared, old_formula) << "t = " << t;
+      // Keras, from its iteration counter (0-based before the update).
+      const std::int64_t iterations = t - 1;
+      const double beta_1_power = std::pow(c.beta_1, static_cast<double>(iterations + 1));
+      const double beta_2_power = std::pow(c.beta_2, static_cast<double>(iterations + 1));
+      const double keras = c.lr * std::sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power);
+      EXPECT_NEAR(shared, keras, keras * 1e-7) << "t = " << t;
+      OptimizerConfig config = default_optimizer(OptimizerKind::adam);
+      config.learning_rate = c.lr;
+      config.beta_1 = c.beta_1;
+      config.beta_2 = c.beta_2;
+      EXPECT_EQ(make_adam_update(config, t, 1.0f).lr_t, shared) << "t = " << t;
+    }
+  }
+  // The first step's values, worked out by hand: lr * sqrt(0.001) / 0.1.
+  EXPECT_FLOAT_EQ(adam_learning_rate(0.001, 0.9, 0.999, 1),
+                  static_cast<float>(0.001 * 0.031622776601683794 / 0.1));
 }
 
 TEST(Optimizer, ParsesNames) {

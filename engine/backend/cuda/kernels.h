@@ -48,7 +48,9 @@ enum class LossHead : std::uint8_t {
 
 struct OptimizerParams {
   OptimizerKind kind = OptimizerKind::adam;
-  float lr = 0.001f;
+  // double, as OptimizerConfig::learning_rate: Adam's lr_t is computed from it in double on the
+  // device, as make_adam_update does on the host (a float here would shift lr_t by an ulp).
+  double lr = 0.001;
   float momentum = 0.0f;
   bool nesterov = false;
   double beta_1 = 0.9, beta_2 = 0.999;
