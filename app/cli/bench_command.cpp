@@ -64,9 +64,10 @@ std::vector<std::string> split(const std::string& text) {
 }  // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer"},
-                  {"json"});
+  const Args args(
+      argv,
+      {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer", "device"},
+      {"json"});
   std::vector<BenchModel> models;
   if (const auto list = args.get("models")) {
     for (const auto& name : split(*list)) {
@@ -95,11 +96,21 @@ int run_bench(const std::vector<std::string>& argv) {
     if (!optimizer_override) throw UsageError("unknown optimizer '" + *o + "' (sgd, adam)");
   }
 
-  auto backend = make_cpu_backend(threads);
+  // auto: the GPU when the CUDA backend can train on it; a GPU asked for that cannot be used
+  // benchmarks the CPU, saying why.
+  const BackendChoice choice = make_backend(args.get_or("device", "auto"), threads, true);
+  if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli bench: %s\n", choice.note.c_str());
+  Backend* backend = choice.backend.get();
   const DeviceInfo device = backend->device();
   if (!args.has("json")) {
-    std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
-                device.library_versions.c_str());
+    if (device.kind == "cpu") {
+      std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
+                  device.library_versions.c_str());
+    } else {
+      std::printf("device: %s, %s (compute capability %s), %s\n", choice.device.c_str(),
+                  device.name.c_str(), device.compute_capability.c_str(),
+                  device.library_versions.c_str());
+    }
     std::printf("%-18s %-15s %-9s %6s %10s %8s %8s %11s %8s  %s\n", "model", "precision",
                 "optimizer", "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s",
                 "fwd / bwd / opt ms");
@@ -150,6 +161,7 @@ int run_bench(const std::vector<std::string>& argv) {
                          {"precision", std::string(to_string(policy))},
                          {"optimizer", std::string(to_string(kind))},
                          {"batch_size", batch},
+                         {"device", choice.device},
                          {"threads", device.threads},
                          {"steps", s.steps},
                          {"warmup_steps", s.warmup_steps},
