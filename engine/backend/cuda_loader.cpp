@@ -58,13 +58,19 @@ std::vector<std::string> plugin_search_paths() {
   std::vector<std::string> paths;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path dir = exe.parent_path();
-    paths.push_back((dir / ".." / "lib" / "mixlab" / kPluginFileName).lexically_normal().string());
-    paths.push_back((dir / kPluginFileName).string());
+  if (ec) return paths;
+  const fs::path dir = exe.parent_path();
+  paths.push_back((dir / ".." / "lib" / "mixlab" / kPluginFileName).lexically_normal().string());
+  paths.push_back((dir / kPluginFileName).string());
+  // The build tree's library, for programs and tests run from the build tree only: an installed
+  // program never loads a plugin from wherever it happened to be built.
+  const fs::path build_dir = fs::path(MIXLAB_PLUGIN_BUILD_DIR);  // <build>/lib/mixlab
+  const std::string build_root = build_dir.parent_path().parent_path().string() + "/";
+  const std::string in_build = (build_dir / kPluginFileName).string();
+  if (exe.string().rfind(build_root, 0) == 0 &&
+      std::find(paths.begin(), paths.end(), in_build) == paths.end()) {
+    paths.push_back(in_build);
   }
-  const std::string build_tree = (fs::path(MIXLAB_PLUGIN_BUILD_DIR) / kPluginFileName).string();
-  if (std::find(paths.begin(), paths.end(), build_tree) == paths.end()) paths.push_back(build_tree);
   return paths;
 }
 

@@ -4,8 +4,9 @@
 // GPU backend, and the loader says why.
 //
 // Where it looks, in order: $MIXLAB_CUDA_BACKEND (a full path; when set, only there), then
-// <folder of the program>/../lib/mixlab/, <folder of the program>/, then the build tree's
-// lib/mixlab/ (so that tests and programs run from the build find the library built with them).
+// <folder of the program>/../lib/mixlab/, <folder of the program>/, and for a program inside the
+// build tree, the build tree's lib/mixlab/ (so that tests and programs run from the build find
+// the library built with them; an installed program never looks there).
 #pragma once
 
 #include <string>

@@ -3,7 +3,10 @@
 // and the fake plugin (a test double on the CPU backend, tests/backend/fake_cuda_plugin.cpp).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_loader.h"
@@ -54,6 +57,22 @@ TEST(Loader, OtherBuildIsRefused) {
   EXPECT_TRUE(contains(load.error, "was built for another MixLab version"));
   EXPECT_TRUE(contains(load.error, "'0.0.0-other GCC 0'"));
   EXPECT_TRUE(contains(load.error, cuda::engine_build_id()));
+}
+
+// Next to the program first (<exe>/../lib/mixlab, <exe>), then - for a program in the build
+// tree, as this test is - the build tree's lib/mixlab; $MIXLAB_CUDA_BACKEND alone when set.
+TEST(Loader, SearchPathsFollowTheProgramThenTheBuildTree) {
+  unsetenv(cuda::kPluginPathVariable);
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe");
+  const std::vector<std::string> paths = cuda::plugin_search_paths();
+  const std::vector<std::string> expected = {
+      (exe.parent_path().parent_path() / "lib/mixlab/libmixlab-cuda.so").string(),
+      (exe.parent_path() / "libmixlab-cuda.so").string(),
+      std::string(MIXLAB_PLUGIN_BUILD_DIR) + "/libmixlab-cuda.so"};
+  EXPECT_EQ(paths, expected);
+  setenv(cuda::kPluginPathVariable, "/opt/mixlab/libmixlab-cuda.so", 1);
+  EXPECT_EQ(cuda::plugin_search_paths(), std::vector<std::string>{"/opt/mixlab/libmixlab-cuda.so"});
+  unsetenv(cuda::kPluginPathVariable);
 }
 
 TEST(Loader, FakePluginLoadsAndCreatesItsBackend) {
