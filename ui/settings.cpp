@@ -22,6 +22,10 @@ const Key<double> kLearningRate{"run/learning_rate", 0.0};
 const Key<int> kSeed{"run/seed", 42};
 const Key<int> kThreads{"run/threads", 0};
 const Key<QString> kDevice{"run/device", "cpu"};
+const Key<bool> kTf32{"run/tf32", false};
+const Key<bool> kCudaGraphs{"run/cuda_graphs", false};
+const Key<bool> kDataOnDevice{"run/data_on_device", false};
+const Key<bool> kLayerTiming{"run/layer_timing", false};
 
 const Key<bool> kCompareByTime{"compare/by_time", false};
 

@@ -45,6 +45,11 @@ extern const Key<double> kLearningRate;  // 0: the optimizer's Keras default
 extern const Key<int> kSeed;
 extern const Key<int> kThreads;     // 0: every core
 extern const Key<QString> kDevice;  // "cpu", "cuda:0"
+// GPU options (RunConfig): used on a GPU device only.
+extern const Key<bool> kTf32;
+extern const Key<bool> kCudaGraphs;
+extern const Key<bool> kDataOnDevice;
+extern const Key<bool> kLayerTiming;
 
 // The live charts' x axis and the comparison's.
 extern const Key<bool> kCompareByTime;  // false: by step

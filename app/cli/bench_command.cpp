@@ -129,7 +129,8 @@ std::vector<std::string> split(const std::string& text) {
 int run_bench(const std::vector<std::string>& argv) {
   const Args args(
       argv,
-      {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer", "suite"},
+      {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer", "suite",
+       "device"},
       {"json"});
   const std::string suite = args.get_or("suite", "cpu");
   if (suite != "cpu" && suite != "gpu") {
@@ -180,11 +181,21 @@ int run_bench(const std::vector<std::string>& argv) {
     row.model.optimizer = optimizer_override.value_or(row.model.optimizer);
   }
 
-  auto backend = make_cpu_backend(threads);
+  // auto: the GPU when the CUDA backend can train on it; a GPU asked for that cannot be used
+  // benchmarks the CPU, saying why.
+  const BackendChoice choice = make_backend(args.get_or("device", "auto"), threads, true);
+  if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli bench: %s\n", choice.note.c_str());
+  Backend* backend = choice.backend.get();
   const DeviceInfo device = backend->device();
   if (!args.has("json")) {
-    std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
-                device.library_versions.c_str());
+    if (device.kind == "cpu") {
+      std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
+                  device.library_versions.c_str());
+    } else {
+      std::printf("device: %s, %s (compute capability %s), %s\n", choice.device.c_str(),
+                  device.name.c_str(), device.compute_capability.c_str(),
+                  device.library_versions.c_str());
+    }
     std::printf("%-18s %-22s %-9s %6s %10s %8s %8s %11s %8s  %s\n", "model", "precision",
                 "optimizer", "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s",
                 "fwd / bwd / opt ms");
@@ -253,6 +264,7 @@ int run_bench(const std::vector<std::string>& argv) {
                        {"data_on_device", row.data_on_device},
                        {"optimizer", std::string(to_string(bm.optimizer))},
                        {"batch_size", batch},
+                       {"device", choice.device},
                        {"threads", device.threads},
                        {"steps", s.steps},
                        {"warmup_steps", s.warmup_steps},

@@ -1,4 +1,5 @@
-// mixlab-cli devices: what this build can train on.
+// mixlab-cli devices: what this build can train on: the CPU, and each GPU with what matters for
+// mixed precision (tensor cores, bf16) and whether the CUDA backend can train on it, or why not.
 #include <cstdio>
 #include <iostream>
 
@@ -14,19 +15,34 @@ namespace mixlab::cli {
 int run_devices(const std::vector<std::string>& argv) {
   const Args args(argv, {}, {"json"});
   const std::vector<DeviceInfo> devices = available_devices();
+  // Whether the CUDA backend trains on each GPU ("" when it does), in the order listed.
+  std::vector<std::string> gpu_reasons;
+  for (const DeviceInfo& d : devices) {
+    if (d.kind != "cpu")
+      gpu_reasons.push_back(cuda_device_unavailable_reason(static_cast<int>(gpu_reasons.size())));
+  }
   if (args.has("json")) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     int gpu = 0;
     for (const DeviceInfo& d : devices) {
-      out.push_back({{"id", d.kind == "cpu" ? std::string("cpu") : "cuda:" + std::to_string(gpu++)},
-                     {"kind", d.kind},
-                     {"name", d.name},
-                     {"compute_capability", d.compute_capability},
-                     {"threads", d.threads},
-                     {"memory_bytes", d.memory_bytes},
-                     {"native_bf16", d.native_bf16},
-                     {"native_fp16", d.native_fp16},
-                     {"libraries", d.library_versions}});
+      const bool is_gpu = d.kind != "cpu";
+      nlohmann::ordered_json entry = {
+          {"id", is_gpu ? "cuda:" + std::to_string(gpu) : std::string("cpu")},
+          {"kind", d.kind},
+          {"name", d.name},
+          {"compute_capability", d.compute_capability},
+          {"threads", d.threads},
+          {"memory_bytes", d.memory_bytes},
+          {"native_bf16", d.native_bf16},
+          {"native_fp16", d.native_fp16},
+          {"libraries", d.library_versions}};
+      if (is_gpu) {
+        const std::string& reason = gpu_reasons[static_cast<std::size_t>(gpu++)];
+        entry["tensor_cores"] = d.native_fp16;
+        entry["trainable"] = reason.empty();
+        if (!reason.empty()) entry["unavailable_reason"] = reason;
+      }
+      out.push_back(std::move(entry));
     }
     std::cout << out.dump(2) << std::endl;
     return kExitOk;
@@ -40,14 +56,26 @@ int run_devices(const std::vector<std::string>& argv) {
           d.name.c_str(), d.threads, d.library_versions.c_str(),
           d.native_bf16 ? "in hardware" : "emulated by oneDNN");
     } else {
-      std::printf(
-          "cuda:%d  %s, compute capability %s, %s, %s (found; training on CUDA comes with the "
-          "CUDA backend, runs use the cpu)\n",
-          gpu++, d.name.c_str(), d.compute_capability.c_str(), format_bytes(d.memory_bytes).c_str(),
-          d.library_versions.c_str());
+      const std::string& reason = gpu_reasons[static_cast<std::size_t>(gpu)];
+      std::printf("cuda:%d  %s, compute capability %s, %s, %s\n", gpu, d.name.c_str(),
+                  d.compute_capability.c_str(), format_bytes(d.memory_bytes).c_str(),
+                  d.library_versions.c_str());
+      std::printf("        tensor cores: %s; bfloat16: %s\n",
+                  d.native_fp16 ? "yes (float16 matmuls and convolutions)" : "no",
+                  d.native_bf16 ? "in hardware" : "no (compute capability 8.0 needed)");
+      std::printf("        CUDA backend: %s%s\n",
+                  reason.empty() ? "trains here" : "cannot train: ", reason.c_str());
+      ++gpu;
     }
   }
-  if (!built_with_cuda()) std::printf("(built without CUDA: no GPUs are looked for)\n");
+  if (gpu == 0) {
+    const std::string reason = cuda_backend_unavailable_reason();
+    if (reason.empty()) {
+      std::printf("cuda    the CUDA backend trains on cuda:0 (no GPU listed by the driver)\n");
+    } else {
+      std::printf("cuda    no GPU to train on: %s\n", reason.c_str());
+    }
+  }
   return kExitOk;
 }
 

@@ -274,7 +274,11 @@ Json config_json(const RunConfig& c) {
           {"seed", c.seed},
           {"threads", c.threads},
           {"evaluate", c.evaluate},
-          {"warmup_steps", c.warmup_steps}};
+          {"warmup_steps", c.warmup_steps},
+          {"tf32", c.tf32},
+          {"cuda_graphs", c.cuda_graphs},
+          {"data_on_device", c.data_on_device},
+          {"layer_timing", c.layer_timing}};
 }
 
 Json environment_json(const store::Environment& e) {
@@ -391,6 +395,12 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs) {
   if (!env.compute_capability.empty()) device += ", compute capability " + env.compute_capability;
   if (env.threads > 0) device += ", " + count_of(env.threads, "thread");
   print_field("device:", device);
+  std::vector<std::string> gpu_options;
+  if (c.tf32) gpu_options.push_back("TF32 matmuls");
+  if (c.cuda_graphs) gpu_options.push_back("CUDA graphs");
+  if (c.data_on_device) gpu_options.push_back("dataset on the GPU");
+  if (c.layer_timing) gpu_options.push_back("per-layer timing");
+  if (!gpu_options.empty()) print_field("GPU options:", join(gpu_options, ", "));
   std::vector<std::string> libraries;
   const std::pair<const char*, const std::string*> versions[] = {{"driver", &env.driver_version},
                                                                  {"CUDA", &env.cuda_version},

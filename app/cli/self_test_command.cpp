@@ -87,15 +87,17 @@ RunConfig config_for(Policy policy) {
   return c;
 }
 
-// One short run; fills `check` and returns the steps it ran.
-std::vector<StepMetrics> short_run(const ModelSpec& spec, const RunConfig& config,
-                                   const DatasetPair& data, RunSink* also, Check& check) {
+// One short run on `device` ("cpu", "cuda"); fills `check` and returns the steps it ran.
+std::vector<StepMetrics> short_run(const std::string& device, const ModelSpec& spec,
+                                   const RunConfig& config, const DatasetPair& data, RunSink* also,
+                                   Check& check) {
   StepLog log;
   RunSink none;
   store::FanoutSink sink{&log, also != nullptr ? also : &none};
   const std::atomic<bool> cancel{false};
-  auto backend = make_cpu_backend(config.threads);
-  const RunSummary s = train(spec, config, data, *backend, sink, cancel);
+  // No fallback: a backend that reported itself available must train here.
+  const BackendChoice choice = make_backend(device, config.threads, false);
+  const RunSummary s = train(spec, config, data, *choice.backend, sink, cancel);
   bool finite = true;
   for (const StepMetrics& m : log.steps) finite = finite && std::isfinite(m.loss);
   if (s.status != RunStatus::finished || s.steps != kSteps || !finite) {
@@ -160,10 +162,10 @@ int run_self_test(const std::vector<std::string>& argv) {
           record.environment.mixlab_version = MIXLAB_VERSION;
           store::RunRecorder recorder(writer, record);
           run_id = recorder.run_id();
-          recorded = short_run(spec, record.config, data, &recorder, check);
+          recorded = short_run(backend.name, spec, record.config, data, &recorder, check);
           writer.flush();
         } else {
-          short_run(spec, config_for(policy), data, nullptr, check);
+          short_run(backend.name, spec, config_for(policy), data, nullptr, check);
         }
       } catch (const std::exception& e) {
         check.result = "FAILED";

@@ -38,7 +38,14 @@ constexpr const char* kUsage =
     "mixed_bfloat16] [--loss-scale auto|none|dynamic[:INITIAL]|NUMBER] [--batch-size N] [--epochs "
     "N | --steps N] "
     "[--optimizer sgd|adam] [--lr X] [--momentum X] [--nesterov] [--seed N] [--threads N] "
-    "[--no-eval] [--db PATH | --no-store] [--json] [--quiet]\n"
+    "[--no-eval] [--device cpu|cuda|cuda:N|auto] [--tf32] [--cuda-graphs] [--data-on-device] "
+    "[--layer-timing] [--db PATH | --no-store] [--json] [--quiet]\n"
+    "--device: auto (the default) trains on the GPU when the CUDA backend can, else on the\n"
+    "CPU; cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and says\n"
+    "why on stderr. GPU options (the CPU ignores them): --tf32 (float32 matmuls and convolutions\n"
+    "on TF32 tensor cores), --cuda-graphs (capture the step once, replay it), --data-on-device\n"
+    "(keep the training split on the GPU when it fits), --layer-timing (per-layer forward and\n"
+    "backward device times, printed as a table at the end).\n"
     "Runs are recorded in the run database (--db PATH, else $MIXLAB_DB, else\n"
     "$XDG_DATA_HOME/mixlab/runs.sqlite) unless --no-store is given.";
 
@@ -91,12 +98,73 @@ RunConfig run_config_from(const Args& args) {
   if (auto v = args.get_int("seed", 0, std::int64_t{1} << 62))
     config.seed = static_cast<std::uint64_t>(*v);
   if (auto v = args.get_int("threads", 0, 4096)) config.threads = static_cast<int>(*v);
-  if (const auto d = args.get("device"); d && *d != "cpu") {
-    throw UsageError("device '" + *d + "' is not available: this mixlab-cli runs on the cpu");
-  }
+  config.tf32 = args.has("tf32");
+  config.cuda_graphs = args.has("cuda-graphs");
+  config.data_on_device = args.has("data-on-device");
+  config.layer_timing = args.has("layer-timing");
   config.dataset = parse_dataset_spec(args.get_or("dataset", "fashion-mnist"));
   config.evaluate = !args.has("no-eval");
   return config;
+}
+
+// Mean per-layer device times over the steps after warm-up (all steps when there are none).
+class LayerTimingSink final : public RunSink {
+ public:
+  explicit LayerTimingSink(std::int64_t warmup_steps) : warmup_steps_(warmup_steps) {}
+
+  void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
+    Sums& sums = step >= warmup_steps_ ? measured_ : all_;
+    ++sums.steps;
+    for (const LayerTiming& t : layers) {
+      if (t.layer < 0) continue;
+      const auto i = static_cast<std::size_t>(t.layer);
+      if (sums.forward_ms.size() <= i) {
+        sums.forward_ms.resize(i + 1, 0.0);
+        sums.backward_ms.resize(i + 1, 0.0);
+      }
+      sums.forward_ms[i] += t.forward_ms;
+      sums.backward_ms[i] += t.backward_ms;
+    }
+  }
+
+  struct Sums {
+    std::int64_t steps = 0;
+    std::vector<double> forward_ms, backward_ms;  // summed over `steps`
+  };
+  // The figures to report: after warm-up when measured, else every step's.
+  const Sums& sums() const { return measured_.steps > 0 ? measured_ : all_; }
+
+ private:
+  std::int64_t warmup_steps_;
+  Sums measured_, all_;
+};
+
+std::string layer_label(const ModelSpec& spec, std::size_t layer) {
+  if (layer >= spec.layers.size()) return "layer " + std::to_string(layer);
+  const LayerSpec& l = spec.layers[layer];
+  return std::string(to_string(l.type)) + (l.name.empty() ? "" : " " + l.name);
+}
+
+void print_layer_timings(const ModelSpec& spec, const LayerTimingSink::Sums& t,
+                         const std::string& device) {
+  if (t.steps == 0) {
+    std::printf("layer times: none reported (the backend on %s does not time layers)\n",
+                device.c_str());
+    return;
+  }
+  std::printf("layer times: mean device ms over %lld steps\n", static_cast<long long>(t.steps));
+  std::printf("  %5s  %-28s %12s %12s\n", "layer", "", "forward ms", "backward ms");
+  double forward = 0.0, backward = 0.0;
+  const double n = static_cast<double>(t.steps);
+  for (std::size_t i = 0; i < t.forward_ms.size(); ++i) {
+    std::printf("  %5zu  %-28s %12s %12s\n", i, layer_label(spec, i).c_str(),
+                format_fixed(t.forward_ms[i] / n, 3).c_str(),
+                format_fixed(t.backward_ms[i] / n, 3).c_str());
+    forward += t.forward_ms[i] / n;
+    backward += t.backward_ms[i] / n;
+  }
+  std::printf("  %5s  %-28s %12s %12s\n", "", "total", format_fixed(forward, 3).c_str(),
+              format_fixed(backward, 3).c_str());
 }
 
 }  // namespace
@@ -105,7 +173,8 @@ int run_train(const std::vector<std::string>& argv) {
   const Args args(argv,
                   {"model", "dataset", "precision", "loss-scale", "batch-size", "epochs", "steps",
                    "optimizer", "lr", "momentum", "seed", "threads", "device", "db"},
-                  {"json", "quiet", "nesterov", "no-eval", "no-store", "help"});
+                  {"json", "quiet", "nesterov", "no-eval", "no-store", "help", "tf32",
+                   "cuda-graphs", "data-on-device", "layer-timing"});
   if (args.has("help")) {
     std::cout << kUsage << "\n";
     return kExitOk;
@@ -116,6 +185,17 @@ int run_train(const std::vector<std::string>& argv) {
   const std::string model_argument = args.get_or("model", "fashion-mlp");
   const ModelSpec spec = load_model_argument(model_argument);
   if (args.has("no-store") && args.has("db")) throw UsageError("give --db or --no-store, not both");
+
+  // The device: a GPU asked for that cannot be used trains on the CPU, saying why.
+  const BackendChoice choice = make_backend(args.get_or("device", "auto"), config.threads, true);
+  Backend& backend = *choice.backend;
+  if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli: %s\n", choice.note.c_str());
+  if (choice.device == "cpu" &&
+      (config.tf32 || config.cuda_graphs || config.data_on_device || config.layer_timing)) {
+    std::fprintf(stderr,
+                 "mixlab-cli: --tf32, --cuda-graphs, --data-on-device and --layer-timing apply "
+                 "to GPU runs; this run is on the cpu\n");
+  }
 
   // The run is recorded from here on, so that one whose dataset cannot be read is kept too.
   std::optional<store::StoreWriter> writer;
@@ -128,7 +208,7 @@ int run_train(const std::vector<std::string>& argv) {
         spec.name.empty() ? std::filesystem::path(model_argument).stem().string() : spec.name;
     record.model_json = to_json(spec);
     record.config = config;
-    record.device = "cpu";
+    record.device = choice.device;
     record.environment.mixlab_version = MIXLAB_VERSION;
     recorder.emplace(*writer, std::move(record));
   }
@@ -138,14 +218,15 @@ int run_train(const std::vector<std::string>& argv) {
     writer->flush();
   };
 
-  auto backend = make_cpu_backend(config.threads);
   const bool json = args.has("json");
   const bool interactive = !args.has("quiet") && isatty(STDERR_FILENO);
   ProgressSink progress(stderr, interactive, config.epochs);
   RunSink quiet_sink;
   RunSink& display = args.has("quiet") ? quiet_sink : progress;
   RunSink no_recorder;
-  store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder};
+  LayerTimingSink layer_timing(config.warmup_steps);
+  store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
+                         &layer_timing};
 
   g_cancel.store(false);
   std::signal(SIGINT, on_signal);
@@ -153,7 +234,7 @@ int run_train(const std::vector<std::string>& argv) {
   RunSummary s;
   try {
     const DatasetPair data = load_dataset(config.dataset);
-    s = train(spec, config, data, *backend, sink, g_cancel);
+    s = train(spec, config, data, backend, sink, g_cancel);
   } catch (const Error& e) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
@@ -185,8 +266,13 @@ int run_train(const std::vector<std::string>& argv) {
     out["learning_rate"] = config.optimizer.learning_rate;
     out["batch_size"] = config.batch_size;
     out["seed"] = config.seed;
-    out["threads"] = backend->device().threads;
-    out["device"] = backend->device().name;
+    out["threads"] = backend.device().threads;
+    out["device"] = backend.device().name;
+    out["device_id"] = choice.device;
+    if (!choice.note.empty()) out["device_note"] = choice.note;
+    if (config.tf32) out["tf32"] = true;
+    if (config.cuda_graphs) out["cuda_graphs"] = true;
+    if (config.data_on_device) out["data_on_device"] = true;
     out["steps"] = s.steps;
     out["skipped_steps"] = s.skipped_steps;
     out["epochs_completed"] = s.epochs_completed;
@@ -206,6 +292,17 @@ int run_train(const std::vector<std::string>& argv) {
     if (writer) out["db"] = writer->path().string();
     if (s.diverged_at_step >= 0) out["diverged_at_step"] = s.diverged_at_step;
     if (s.failed_allocation_bytes > 0) out["failed_allocation_bytes"] = s.failed_allocation_bytes;
+    if (config.layer_timing) {
+      const auto& t = layer_timing.sums();
+      nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+      for (std::size_t i = 0; t.steps > 0 && i < t.forward_ms.size(); ++i) {
+        layers.push_back({{"layer", i},
+                          {"label", layer_label(spec, i)},
+                          {"forward_ms", t.forward_ms[i] / static_cast<double>(t.steps)},
+                          {"backward_ms", t.backward_ms[i] / static_cast<double>(t.steps)}});
+      }
+      out["layer_timings"] = layers;
+    }
     std::cout << out.dump(2) << std::endl;
   } else {
     std::printf("status:      %s%s%s\n", std::string(to_string(s.status)).c_str(),
@@ -226,6 +323,7 @@ int run_train(const std::vector<std::string>& argv) {
                 format_fixed(s.test_accuracy, 4).c_str());
     std::printf("memory:      %s, wall time %.1f s\n", format_bytes(s.peak_memory_bytes).c_str(),
                 s.wall_s);
+    if (config.layer_timing) print_layer_timings(spec, layer_timing.sums(), choice.device);
     if (recorder) {
       std::printf("run id:      %lld (in %s)\n", static_cast<long long>(recorder->run_id()),
                   writer->path().c_str());

@@ -117,15 +117,13 @@ std::int64_t RunController::run_one(const RunRequest& request) {
   const std::int64_t id = recorder->run_id();
   const QString name = QString::fromStdString(display_name);
   try {
-    if (request.device != "cpu") {
-      throw ConfigError("device '" + request.device +
-                        "' is not available: this build of MixLab trains on the cpu");
-    }
-    auto backend = make_cpu_backend(request.config.threads);
+    // No fallback: a GPU run that cannot start fails with the reason (the panel only starts a
+    // GPU run when the CUDA backend is available; this catches what changed since).
+    const BackendChoice choice = make_backend(request.device, request.config.threads, false);
     const DatasetPair data = load_dataset(request.config.dataset);
     BufferSink buffer(*this, id, name);
     store::FanoutSink sink{&buffer, &*recorder};
-    summary = train(request.spec, request.config, data, *backend, sink, cancel_);
+    summary = train(request.spec, request.config, data, *choice.backend, sink, cancel_);
   } catch (const std::exception& e) {
     // A dataset that cannot be read, a model that does not fit it: recorded as failed.
     summary = RunSummary{};

@@ -46,6 +46,10 @@ void FanoutSink::on_epoch(const EpochMetrics& epoch) {
   for (RunSink* s : sinks_) s->on_epoch(epoch);
 }
 
+void FanoutSink::on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) {
+  for (RunSink* s : sinks_) s->on_layer_timings(step, layers);
+}
+
 void FanoutSink::on_finish(const RunSummary& summary) {
   for (RunSink* s : sinks_) s->on_finish(summary);
 }

@@ -96,7 +96,7 @@ constexpr std::string_view kRunColumns =
     "total_steps, steps_done, skipped_steps, epochs_completed, final_loss_scale, "
     "warmup_steps_excluded, median_step_ms, p5_step_ms, p95_step_ms, samples_per_s, final_loss, "
     "final_accuracy, test_loss, test_accuracy, peak_memory_bytes, diverged_at_step, "
-    "failed_allocation_bytes, wall_s, note";
+    "failed_allocation_bytes, wall_s, note, tf32, cuda_graphs, data_on_device, layer_timing";
 
 RunRecord read_run(const Statement& st, const std::string& path) {
   RunRecord r;
@@ -187,6 +187,10 @@ RunRecord read_run(const Statement& st, const std::string& path) {
   s.failed_allocation_bytes = st.column_int(c++);
   s.wall_s = st.column_double(c++);
   r.note = st.column_text(c++);
+  cfg.tf32 = st.column_int(c++) != 0;
+  cfg.cuda_graphs = st.column_int(c++) != 0;
+  cfg.data_on_device = st.column_int(c++) != 0;
+  cfg.layer_timing = st.column_int(c++) != 0;
   s.status = r.status == RecordStatus::interrupted ? RunStatus::failed
              : r.status == RecordStatus::running   ? RunStatus::running
                                                    : static_cast<RunStatus>(r.status);
@@ -366,9 +370,10 @@ std::int64_t RunStore::insert_run(RunRecord r) {
       "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, "
       "precision, loss_scaling, batch_size, epochs, steps, optimizer, learning_rate, momentum, "
       "nesterov, beta_1, beta_2, epsilon, seed, threads, dataset, evaluate, warmup_steps, "
-      "device, total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks) "
+      "device, total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks, tf32, "
+      "cuda_graphs, data_on_device, layer_timing) "
       "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?, ?, ?, ?, ?, ?)");
+      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   const RunConfig& cfg = r.config;
   int c = 1;
   st.bind(c++, r.name);
@@ -400,6 +405,10 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   st.bind(c++, owner.boot_id);
   st.bind(c++, owner.pid);
   st.bind(c++, owner.start_ticks);
+  st.bind(c++, cfg.tf32);
+  st.bind(c++, cfg.cuda_graphs);
+  st.bind(c++, cfg.data_on_device);
+  st.bind(c++, cfg.layer_timing);
   Transaction tx(db_);
   st.run();
   const std::int64_t id = db_.last_insert_id();

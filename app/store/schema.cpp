@@ -123,7 +123,16 @@ CREATE TABLE run_tags (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr Migration kMigrations[] = {{1, kVersion1}};
+// Version 2: the GPU options of a run's configuration (RunConfig::tf32, cuda_graphs,
+// data_on_device, layer_timing); runs recorded before have them off.
+constexpr std::string_view kVersion2 = R"sql(
+ALTER TABLE runs ADD COLUMN tf32 INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN cuda_graphs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN data_on_device INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN layer_timing INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

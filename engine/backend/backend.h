@@ -37,9 +37,9 @@ struct ExecutorOptions {
   std::uint64_t seed = 1;       // weight initialisation (Keras: glorot_uniform, zero bias), dropout
   bool input_gradient = false;  // also compute the gradient w.r.t. the model's input (op tests)
   // --- device executors (CUDA); the CPU backend ignores them ---
-  bool tf32 = false;           // float32 policy: TF32 tensor-core matmuls and convolutions
-  bool cuda_graphs = false;    // capture the device step once and replay it
-  bool layer_timing = false;   // time every layer's forward and backward (slower: events)
+  bool tf32 = false;          // float32 policy: TF32 tensor-core matmuls and convolutions
+  bool cuda_graphs = false;   // capture the device step once and replay it
+  bool layer_timing = false;  // time every layer's forward and backward (slower: events)
 };
 
 // Bytes of one executor's single allocation, by purpose.
@@ -80,11 +80,11 @@ struct DeviceLossScaling {
 struct DeviceStepResult {
   BatchLoss batch;
   bool gradients_finite = true;
-  bool applied = true;            // the optimizer update ran (false: skipped on overflow)
-  float loss_scale = 1.0f;        // the scale the step ran with
-  float next_loss_scale = 1.0f;   // after the state machine's update
-  double device_ms = 0.0;         // CUDA events around the whole step
-  double forward_ms = 0.0;        // device time of forward, loss + backward, update
+  bool applied = true;           // the optimizer update ran (false: skipped on overflow)
+  float loss_scale = 1.0f;       // the scale the step ran with
+  float next_loss_scale = 1.0f;  // after the state machine's update
+  double device_ms = 0.0;        // CUDA events around the whole step
+  double forward_ms = 0.0;       // device time of forward, loss + backward, update
   double backward_ms = 0.0;
   double optimizer_ms = 0.0;
 };
@@ -189,6 +189,8 @@ BackendChoice make_backend(std::string_view device, int threads, bool fallback);
 // Why the CUDA backend cannot train here (empty when it can): not built, its library or the
 // CUDA libraries it needs missing (with the loader's message), no driver, no GPU.
 std::string cuda_backend_unavailable_reason();
+// The same for GPU `gpu` ("cuda:N"): empty when the CUDA backend can train on it.
+std::string cuda_device_unavailable_reason(int gpu);
 
 // The CPU, then every CUDA GPU found (when built with the CUDA backend; none without a driver).
 std::vector<DeviceInfo> available_devices();

@@ -77,7 +77,8 @@ Result run_cli(const std::string& args, const std::string& env = "") {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / ("mixlab-cli-test-" + std::to_string(getpid()) + "-" + name);
+  const fs::path p =
+      fs::temp_directory_path() / ("mixlab-cli-test-" + std::to_string(getpid()) + "-" + name);
   std::ofstream(p) << text;
   return p.string();
 }
@@ -169,7 +170,8 @@ TEST(Cli, DivergedRunExitsOne) {
   std::string text = kTinyModel;
   text.replace(text.find("0.00392156862745098"), 19, "1e37");
   const std::string model = write_temp("diverge.json", text);
-  const Result r = run_cli("train --model " + model + " --dataset synthetic:8x8x1:4:64 --steps 4 --json");
+  const Result r =
+      run_cli("train --model " + model + " --dataset synthetic:8x8x1:4:64 --steps 4 --json");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["status"], "diverged");
@@ -178,7 +180,8 @@ TEST(Cli, DivergedRunExitsOne) {
 
 TEST(Cli, InterruptStopsTheRunAndStillPrintsTheSummary) {
   const std::string model = write_temp("long.json", kTinyModel);
-  const fs::path out = fs::temp_directory_path() / ("mixlab-cli-test-sigint-" + std::to_string(getpid()));
+  const fs::path out =
+      fs::temp_directory_path() / ("mixlab-cli-test-sigint-" + std::to_string(getpid()));
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -218,6 +221,32 @@ TEST(Cli, DevicesListsTheCpu) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_GE(j.size(), 1u);
   EXPECT_EQ(j[0]["kind"], "cpu");
+}
+
+// Without a GPU to list, `devices` still says why the CUDA backend has none to train on.
+TEST(Cli, DevicesSaysWhyThereIsNoGpuToTrainOn) {
+  const Result r = run_cli("devices", "MIXLAB_CUDA_BACKEND=/nonexistent/libmixlab-cuda.so");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.out.find("\ncuda:0  ") != std::string::npos) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_NE(r.out.find("\ncuda    no GPU to train on: the CUDA backend "
+                       "(/nonexistent/libmixlab-cuda.so) cannot be loaded"),
+            std::string::npos)
+      << r.out;
+}
+
+// bench --device: a GPU that cannot be used benchmarks the CPU, saying why; bad names exit 2.
+TEST(Cli, BenchDeviceFallsBackOrRefusesUnknownNames) {
+  const std::string env = "MIXLAB_CUDA_BACKEND=/nonexistent/libmixlab-cuda.so";
+  Result r = run_cli(
+      "bench --device cuda --models fashion-mlp --precisions float32 --steps 3 --warmup 1 "
+      "--threads 1 --json",
+      env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("cuda:0 is unavailable"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["device"], "cpu");
+  r = run_cli("bench --device gpu0 --steps 3", env);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown device 'gpu0'"), std::string::npos) << r.err;
 }
 
 // --- runs -----------------------------------------------------------------------------------
@@ -532,7 +561,8 @@ TEST(Cli, SelfTestPassesOnEveryPolicyWithTheStoreAndCsv) {
     const auto at = r.out.find(row);
     ASSERT_NE(at, std::string::npos) << row << " missing in\n" << r.out;
     EXPECT_EQ(r.out.compare(r.out.find_first_not_of(' ', at + std::strlen(row)), 2, "ok"), 0)
-        << row << " did not pass:\n" << r.out;
+        << row << " did not pass:\n"
+        << r.out;
   }
   EXPECT_NE(r.out.find("self-test passed"), std::string::npos) << r.out;
   EXPECT_EQ(run_cli("self-test --frobnicate").exit_code, 2);

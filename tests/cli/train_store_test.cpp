@@ -59,6 +59,7 @@ class TrainStore : public ::testing::Test {
     // Never the user's own database.
     setenv("MIXLAB_DB", (dir_ / "env.sqlite").c_str(), 1);
   }
+  void TearDown() override { unsetenv("MIXLAB_CUDA_BACKEND"); }
   std::vector<std::string> tiny_run(std::vector<std::string> extra) const {
     std::vector<std::string> args{
         "train",     "--model", model_.string(), "--dataset", "synthetic:8x8x1:4:256",
@@ -156,6 +157,96 @@ TEST_F(TrainStore, UnusableDatabaseStopsBeforeTraining) {
   EXPECT_NE(err.find(bad.string() + " is not a MixLab run database"), std::string::npos) << err;
   EXPECT_EQ(testing::read_bytes(c.out), "") << "nothing trained";
   EXPECT_EQ(testing::read_bytes(bad), "not a database");
+}
+
+// --- the device: the CUDA plugin is the fake one (a test double on the CPU backend) or none ---
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(TrainStore, GpuRunRecordsCuda0AndItsGpuOptions) {
+  setenv("MIXLAB_CUDA_BACKEND", FAKE_CUDA_PLUGIN, 1);
+  const auto db = dir_ / "runs.sqlite";
+  const Child c =
+      start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "5", "--device", "cuda", "--tf32",
+                                "--cuda-graphs", "--data-on-device", "--layer-timing", "--json"}));
+  ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  const std::string err = testing::read_bytes(c.err);
+  EXPECT_FALSE(contains(err, "unavailable")) << err;
+  EXPECT_FALSE(contains(err, "apply to GPU runs")) << err;
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  EXPECT_EQ(j["device_id"], "cuda:0");
+  EXPECT_EQ(j["device"], "Fake GPU (the CPU backend, a test double)");
+  EXPECT_FALSE(j.contains("device_note"));
+  EXPECT_EQ(j["tf32"], true);
+  EXPECT_TRUE(j["layer_timings"].is_array()) << j.dump();
+
+  RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
+  const RunRecord r = store.run(j["run_id"].get<std::int64_t>());
+  EXPECT_EQ(r.status, RecordStatus::finished);
+  EXPECT_EQ(r.device, "cuda:0");
+  EXPECT_EQ(r.environment.device_kind, "cuda");
+  EXPECT_TRUE(r.config.tf32);
+  EXPECT_TRUE(r.config.cuda_graphs);
+  EXPECT_TRUE(r.config.data_on_device);
+  EXPECT_TRUE(r.config.layer_timing);
+
+  const Child show = start_cli(dir_, {"runs", "show", std::to_string(r.id), "--db", db.string()});
+  ASSERT_EQ(finish(show), 0) << testing::read_bytes(show.err);
+  const std::string shown = testing::read_bytes(show.out);
+  EXPECT_TRUE(contains(shown, "device:       cuda:0: Fake GPU")) << shown;
+  EXPECT_TRUE(contains(
+      shown, "GPU options:  TF32 matmuls, CUDA graphs, dataset on the GPU, per-layer timing"))
+      << shown;
+}
+
+TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {
+  setenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so", 1);
+  const auto db = dir_ / "runs.sqlite";
+  const Child c = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "3", "--device",
+                                            "cuda:0", "--layer-timing", "--json"}));
+  ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  const std::string why =
+      "cuda:0 is unavailable: the CUDA backend (/nonexistent/libmixlab-cuda.so) cannot be "
+      "loaded: the file does not exist; training on the CPU instead";
+  const std::string err = testing::read_bytes(c.err);
+  EXPECT_TRUE(contains(err, "mixlab-cli: " + why + "\n")) << err;
+  EXPECT_TRUE(contains(err, "--layer-timing apply to GPU runs; this run is on the cpu")) << err;
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  EXPECT_EQ(j["device_id"], "cpu");
+  EXPECT_EQ(j["device_note"], why);
+  EXPECT_EQ(j["layer_timings"], nlohmann::json::array());
+  RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
+  const RunRecord r = store.run(j["run_id"].get<std::int64_t>());
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_TRUE(r.config.layer_timing);
+
+  // In text form the table says there are no layer times rather than printing zeros.
+  const Child text = start_cli(
+      dir_, tiny_run({"--steps", "2", "--device", "cpu", "--layer-timing", "--no-store"}));
+  ASSERT_EQ(finish(text), 0);
+  EXPECT_TRUE(contains(testing::read_bytes(text.out),
+                       "layer times: none reported (the backend on cpu does not time layers)"))
+      << testing::read_bytes(text.out);
+}
+
+TEST_F(TrainStore, AutoTrainsOnTheCpuQuietlyWithoutAGpuBackend) {
+  setenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so", 1);
+  const Child c = start_cli(dir_, tiny_run({"--steps", "2", "--json"}));
+  ASSERT_EQ(finish(c), 0);
+  EXPECT_EQ(testing::read_bytes(c.err), "");
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  EXPECT_EQ(j["device_id"], "cpu");
+  EXPECT_FALSE(j.contains("device_note"));
+}
+
+TEST_F(TrainStore, UnknownDeviceExitsTwoListingTheValidOnesAndRecordsNothing) {
+  const Child c = start_cli(dir_, tiny_run({"--steps", "2", "--device", "tpu"}));
+  EXPECT_EQ(finish(c), 2);
+  EXPECT_EQ(testing::read_bytes(c.err),
+            "mixlab-cli: unknown device 'tpu' (valid: cpu, cuda, cuda:N, auto)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "env.sqlite"));
 }
 
 }  // namespace

@@ -119,6 +119,10 @@ TEST(RunStore, EveryFieldRoundTrips) {
   EXPECT_EQ(out.config.dataset.to_string(), "synthetic:8x8x1:4:640:7");
   EXPECT_FALSE(out.config.evaluate);
   EXPECT_EQ(out.config.warmup_steps, 5);
+  EXPECT_TRUE(out.config.tf32);
+  EXPECT_FALSE(out.config.cuda_graphs);
+  EXPECT_TRUE(out.config.data_on_device);
+  EXPECT_FALSE(out.config.layer_timing);
   EXPECT_EQ(out.device, "cuda:1");
   EXPECT_EQ(out.total_steps, 1234);
   EXPECT_EQ(out.tags, (std::vector<std::string>{"a,b", "baseline"}));
@@ -330,6 +334,47 @@ TEST(Migrations, FromEveryEarlierVersion) {
     const auto id = store.insert_run(sample_run());
     EXPECT_EQ(store.run(id).name, sample_run().name);
   }
+}
+
+// A version 1 database as MixLab 0.1 wrote it, with a run in it: version 2 adds the GPU options,
+// off for the old run, and later runs keep theirs.
+TEST(Migrations, Version1RunsGetTheGpuOptionsOff) {
+  TempDir dir;
+  const auto path = dir / "runs.sqlite";
+  {
+    Connection db(path.string(), OpenMode::read_write_create);
+    migrate(db, schema_migrations(), 1);
+    // The columns of version 1 that have no default, as RunStore 0.1 inserted them.
+    db.exec(
+        "INSERT INTO runs (name, status, created_at_ms, model_name, model_json, precision, "
+        "loss_scaling, batch_size, epochs, steps, optimizer, learning_rate, momentum, nesterov, "
+        "beta_1, beta_2, epsilon, seed, threads, dataset, evaluate, warmup_steps, device) VALUES "
+        "('old run', 'finished', 1700000000000, 'mlp', '{}', 'mixed_float16', 'dynamic', 32, 1, "
+        "0, 'adam', 0.001, 0, 0, 0.9, 0.999, 1e-7, 42, 2, 'fashion-mnist', 1, 10, 'cpu')");
+    ASSERT_EQ(db.query_int("SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'tf32'"),
+              0);
+  }
+  RunStore store = RunStore::open(path);
+  EXPECT_EQ(store.connection().query_int("PRAGMA user_version"), 2);
+  const auto runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  const RunRecord old = store.run(runs[0].id);
+  EXPECT_EQ(old.name, "old run");
+  EXPECT_EQ(old.config.precision, Policy::mixed_float16);
+  EXPECT_EQ(old.config.batch_size, 32);
+  EXPECT_FALSE(old.config.tf32);
+  EXPECT_FALSE(old.config.cuda_graphs);
+  EXPECT_FALSE(old.config.data_on_device);
+  EXPECT_FALSE(old.config.layer_timing);
+
+  RunRecord gpu_run = sample_run("gpu run");
+  gpu_run.config.cuda_graphs = true;
+  gpu_run.config.layer_timing = true;
+  const RunRecord back = store.run(store.insert_run(gpu_run));
+  EXPECT_TRUE(back.config.tf32);
+  EXPECT_TRUE(back.config.cuda_graphs);
+  EXPECT_TRUE(back.config.data_on_device);
+  EXPECT_TRUE(back.config.layer_timing);
 }
 
 // The migration runner on a made-up history of three versions: from each version it applies

@@ -105,6 +105,32 @@ class RunControllerTest : public QObject {
     QCOMPARE(store.run(finished[0][0].value<qint64>()).status, store::RecordStatus::failed);
   }
 
+  // Without a usable CUDA backend (here: its library missing) a GPU run fails with the reason
+  // and is recorded as failed; the CPU run queued after it still runs.
+  void a_gpu_run_that_cannot_start_is_recorded_as_failed_with_the_reason() {
+    qputenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so");
+    store::testing::TempDir dir;
+    RunController controller(dir / "runs.sqlite");
+    QSignalSpy finished(&controller, &RunController::run_finished);
+    QSignalSpy queue(&controller, &RunController::queue_finished);
+    RunRequest gpu = tiny_request(5);
+    gpu.device = "cuda:0";
+    QVERIFY(controller.start({gpu, tiny_request(5)}));
+    QVERIFY(queue.wait(30000));
+    QCOMPARE(finished.size(), 2);
+    const auto failed = finished[0][1].value<RunSummary>();
+    QCOMPARE(failed.status, RunStatus::failed);
+    QVERIFY2(failed.message.find("cuda:0 is unavailable: the CUDA backend "
+                                 "(/nonexistent/libmixlab-cuda.so) cannot be loaded") !=
+                 std::string::npos,
+             failed.message.c_str());
+    QCOMPARE(finished[1][1].value<RunSummary>().status, RunStatus::finished);
+    store::RunStore store = store::RunStore::open(dir / "runs.sqlite");
+    const store::RunRecord r = store.run(finished[0][0].value<qint64>());
+    QCOMPARE(r.status, store::RecordStatus::failed);
+    QCOMPARE(r.device, std::string("cuda:0"));
+  }
+
   void an_unusable_store_fails_the_run_with_its_reason() {
     RunController controller("/proc/mixlab-test/runs.sqlite");
     QSignalSpy finished(&controller, &RunController::run_finished);

@@ -1,10 +1,12 @@
 #include "ui/run/run_panel.h"
 
 #include <QButtonGroup>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -198,6 +200,36 @@ void RunPanel::build() {
     combo->setMinimumContentsLength(16);
   }
   form->addRow(tr("Device"), device_);
+  device_->setObjectName(QStringLiteral("device"));
+
+  const auto gpu_option = [this](const QString& text, const QString& tip, const char* name) {
+    auto* box = new QCheckBox(text);
+    box->setToolTip(tip);
+    box->setObjectName(QLatin1String(name));
+    return box;
+  };
+  tf32_ = gpu_option(tr("TF32 matmuls"),
+                     tr("float32 policy on a GPU: matmuls and convolutions on TF32 tensor "
+                        "cores (Ampere and later): faster, with a 10-bit mantissa"),
+                     "tf32");
+  cuda_graphs_ = gpu_option(tr("CUDA graphs"),
+                            tr("Capture the training step once and replay it: less launch "
+                               "overhead for small layers and batches"),
+                            "cuda_graphs");
+  data_on_device_ = gpu_option(tr("Dataset on the GPU"),
+                               tr("Keep the training split in GPU memory when it fits: no "
+                                  "host-to-device copy per step"),
+                               "data_on_device");
+  layer_timing_ = gpu_option(tr("Per-layer timing"),
+                             tr("Time every layer's forward and backward on the GPU (slows "
+                                "the step a little)"),
+                             "layer_timing");
+  auto* gpu_grid = new QGridLayout;
+  gpu_grid->addWidget(tf32_, 0, 0);
+  gpu_grid->addWidget(cuda_graphs_, 0, 1);
+  gpu_grid->addWidget(data_on_device_, 1, 0);
+  gpu_grid->addWidget(layer_timing_, 1, 1);
+  form->addRow(tr("GPU"), gpu_grid);
 
   start_ = new QAction(tr("Start"), this);
   start_->setShortcut(QKeySequence(tr("Ctrl+R")));
@@ -255,6 +287,8 @@ void RunPanel::build() {
   connect(seed_, &QSpinBox::valueChanged, this, changed);
   connect(threads_, &QSpinBox::valueChanged, this, changed);
   connect(device_, &QComboBox::currentIndexChanged, this, changed);
+  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_})
+    connect(box, &QCheckBox::toggled, this, changed);
 }
 
 void RunPanel::load_settings() {
@@ -272,7 +306,11 @@ void RunPanel::load_settings() {
                                      QSignalBlocker(learning_rate_),
                                      QSignalBlocker(seed_),
                                      QSignalBlocker(threads_),
-                                     QSignalBlocker(device_)};
+                                     QSignalBlocker(device_),
+                                     QSignalBlocker(tf32_),
+                                     QSignalBlocker(cuda_graphs_),
+                                     QSignalBlocker(data_on_device_),
+                                     QSignalBlocker(layer_timing_)};
   set_dataset(settings::kDataset.get());
   if (const auto p = parse_policy(settings::kPrecision.get().toStdString())) set_precision(*p);
   const QString scale = settings::kLossScale.get();
@@ -305,6 +343,10 @@ void RunPanel::load_settings() {
     const QString name = i == 0 ? QStringLiteral("cpu") : QStringLiteral("cuda:%1").arg(i - 1);
     if (name == device) device_->setCurrentIndex(static_cast<int>(i));
   }
+  tf32_->setChecked(settings::kTf32.get());
+  cuda_graphs_->setChecked(settings::kCudaGraphs.get());
+  data_on_device_->setChecked(settings::kDataOnDevice.get());
+  layer_timing_->setChecked(settings::kLayerTiming.get());
 }
 
 void RunPanel::save_settings() const {
@@ -336,6 +378,10 @@ void RunPanel::save_settings() const {
   settings::kSeed.set(seed_->value());
   settings::kThreads.set(threads_->value());
   settings::kDevice.set(QString::fromStdString(device()));
+  settings::kTf32.set(tf32_->isChecked());
+  settings::kCudaGraphs.set(cuda_graphs_->isChecked());
+  settings::kDataOnDevice.set(data_on_device_->isChecked());
+  settings::kLayerTiming.set(layer_timing_->isChecked());
 }
 
 void RunPanel::set_dataset(const QString& spec) {
@@ -461,6 +507,12 @@ RunConfig RunPanel::config_with(Policy precision) const {
   c.threads =
       threads_->value() > 0 ? threads_->value() : std::max(1, QThread::idealThreadCount() - 1);
   c.dataset = dataset_spec();
+  // The GPU options count on a GPU only (the checkboxes keep their state for the next GPU run).
+  const bool gpu = device_info().kind != "cpu";
+  c.tf32 = gpu && tf32_->isChecked();
+  c.cuda_graphs = gpu && cuda_graphs_->isChecked();
+  c.data_on_device = gpu && data_on_device_->isChecked();
+  c.layer_timing = gpu && layer_timing_->isChecked();
   return c;
 }
 
@@ -518,9 +570,12 @@ void RunPanel::update_state() {
   policy_warning_->setText(warning);
   policy_warning_->setVisible(!warning.isEmpty());
 
+  const bool gpu = d.kind != "cpu";
+  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_}) box->setEnabled(gpu);
+
   QString reason = blocked_reason_;
-  if (reason.isEmpty() && d.kind != "cpu")
-    reason = tr("training on a GPU needs the CUDA backend, which this build does not have yet");
+  // Asked only once a GPU is chosen: the first answer loads the CUDA backend (then cached).
+  if (reason.isEmpty() && gpu) reason = QString::fromStdString(cuda_backend_unavailable_reason());
   if (reason.isEmpty() && folder && dataset_dir_->text().trimmed().isEmpty())
     reason = tr("choose the dataset's folder");
   const bool can_start = !running_ && reason.isEmpty();

@@ -1,7 +1,8 @@
 // The run panel: everything about a run except the model: dataset, precision policy, loss
-// scaling, batch size, epochs or steps, optimizer and learning rate, seed, threads, device; and
-// Start, Stop and "float32 vs mixed". It remembers the last settings (ui/settings.h) and flags a
-// policy the chosen device cannot run well.
+// scaling, batch size, epochs or steps, optimizer and learning rate, seed, threads, device and
+// the GPU options; and Start, Stop and "float32 vs mixed". A GPU device starts only when the CUDA
+// backend can train (else Start says why). It remembers the last settings (ui/settings.h) and flags
+// a policy the chosen device cannot run well.
 #pragma once
 
 #include <QAction>
@@ -15,6 +16,7 @@
 #include "engine/train/run_types.h"
 
 class QButtonGroup;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -107,6 +109,11 @@ class RunPanel : public QWidget {
   QSpinBox* seed_ = nullptr;
   QSpinBox* threads_ = nullptr;
   QComboBox* device_ = nullptr;
+  // GPU options, enabled for a GPU device only.
+  QCheckBox* tf32_ = nullptr;
+  QCheckBox* cuda_graphs_ = nullptr;
+  QCheckBox* data_on_device_ = nullptr;
+  QCheckBox* layer_timing_ = nullptr;
   QPushButton* start_button_ = nullptr;
   QPushButton* stop_button_ = nullptr;
   QPushButton* compare_button_ = nullptr;
