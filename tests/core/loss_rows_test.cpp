@@ -13,14 +13,15 @@ namespace {
 
 using RowFn = RowLoss (*)(const float*, int, int, float, float*);
 
-void expect_in_place_equals_separate(RowFn fn, bool probabilities) {
+// `binary`: one output takes label 0 or 1; otherwise labels index the row's k classes.
+void expect_in_place_equals_separate(RowFn fn, bool probabilities, bool binary) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> logit(-4.0f, 4.0f), prob(0.01f, 0.99f);
   for (int k : {1, 2, 3, 10, 37}) {
     for (int trial = 0; trial < 20; ++trial) {
       std::vector<float> row(static_cast<std::size_t>(k));
       for (auto& v : row) v = probabilities ? prob(rng) : logit(rng);
-      const int label = k == 1 ? trial % 2 : trial % k;
+      const int label = binary && k == 1 ? trial % 2 : trial % k;
       std::vector<float> separate(row.size());
       const RowLoss a = fn(row.data(), k, label, 0.75f, separate.data());
       std::vector<float> in_place = row;
@@ -33,10 +34,10 @@ void expect_in_place_equals_separate(RowFn fn, bool probabilities) {
 }
 
 TEST(LossRows, InPlaceGradientEqualsSeparate) {
-  expect_in_place_equals_separate(softmax_crossentropy_row, false);
-  expect_in_place_equals_separate(sigmoid_binary_crossentropy_row, false);
-  expect_in_place_equals_separate(crossentropy_probabilities_row, true);
-  expect_in_place_equals_separate(binary_crossentropy_probabilities_row, true);
+  expect_in_place_equals_separate(softmax_crossentropy_row, false, false);
+  expect_in_place_equals_separate(sigmoid_binary_crossentropy_row, false, true);
+  expect_in_place_equals_separate(crossentropy_probabilities_row, true, false);
+  expect_in_place_equals_separate(binary_crossentropy_probabilities_row, true, true);
 }
 
 }  // namespace
