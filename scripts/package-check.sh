@@ -11,7 +11,7 @@
 # Usage: scripts/package-check.sh [BUILD_DIR]   (default build/release)
 set -eu
 
-build=${1:-build/release}
+build=$(realpath "${1:-build/release}")  # absolute: the checks below run in a scratch folder
 deb=$(ls "$build"/mixlab_*.deb 2>/dev/null | head -n 1)
 tgz=$(ls "$build"/mixlab-*.tar.gz 2>/dev/null | head -n 1)
 cuda_deb=$(ls "$build"/mixlab-cuda_*.deb 2>/dev/null | head -n 1)
