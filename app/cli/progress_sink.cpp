@@ -19,9 +19,15 @@ void ProgressSink::on_start(const RunInfo& info) {
                info.model_name.c_str(), group_digits(info.table.params_total).c_str(),
                group_digits(total_steps_).c_str(), group_digits(steps_per_epoch_).c_str(),
                group_digits(info.train_samples).c_str());
-  std::fprintf(out_, "device: %s, %s (%d threads); model memory %s\n", info.device.kind.c_str(),
-               info.device.name.c_str(), info.device.threads,
-               format_bytes(info.memory.total()).c_str());
+  if (info.device.kind == "cpu") {
+    std::fprintf(out_, "device: cpu, %s (%d threads); model memory %s\n", info.device.name.c_str(),
+                 info.device.threads, format_bytes(info.memory.total()).c_str());
+  } else {
+    std::fprintf(out_, "device: %s, %s (compute capability %s); model memory %s\n",
+                 info.device.kind.c_str(), info.device.name.c_str(),
+                 info.device.compute_capability.c_str(), format_bytes(info.memory.total()).c_str());
+  }
+  for (const std::string& note : info.notes) std::fprintf(out_, "note: %s\n", note.c_str());
   std::fflush(out_);
 }
 

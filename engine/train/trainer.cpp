@@ -203,12 +203,10 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   info.steps_per_epoch = steps_per_epoch;
   info.train_samples = train_set.size();
   info.test_samples = data.test.size();
-  if (config.data_on_device) {
+  if (config.data_on_device && device_step) {
     info.notes.push_back(data_on_device ? "the training split is kept on the device"
-                         : device_step  ? "the training split does not fit on the device: "
-                                          "batches are copied from the host"
-                                        : "--data-on-device has no effect on the " +
-                                             info.device.kind + " backend");
+                                        : "the training split does not fit on the device: "
+                                          "batches are copied from the host");
   }
   sink.on_start(info);
 
