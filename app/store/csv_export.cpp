@@ -23,7 +23,8 @@ constexpr std::string_view kLongStepColumns = "run_id,run_name,precision,loss_sc
 
 constexpr std::string_view kSummaryColumns =
     "run_id,name,status,created_at,started_at,finished_at,model,dataset,precision,loss_scaling,"
-    "batch_size,optimizer,learning_rate,epochs,steps,seed,threads,device,device_name,"
+    "batch_size,optimizer,learning_rate,epochs,steps,seed,threads,tf32,cuda_graphs,data_on_device,"
+    "layer_timing,device,device_name,"
     "compute_capability,cpu_model,mixlab_version,steps_done,skipped_steps,epochs_completed,"
     "warmup_steps,median_step_ms,p5_step_ms,p95_step_ms,samples_per_s,final_loss,final_accuracy,"
     "test_loss,test_accuracy,final_loss_scale,peak_memory_bytes,wall_s,tags,note,message";
@@ -211,6 +212,10 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
         .integer(r.total_steps)
         .integer(c.seed)
         .integer(env.threads)
+        .integer(c.tf32 ? 1 : 0)
+        .integer(c.cuda_graphs ? 1 : 0)
+        .integer(c.data_on_device ? 1 : 0)
+        .integer(c.layer_timing ? 1 : 0)
         .text(r.device)
         .text(env.device_name)
         .text(env.compute_capability)

@@ -307,8 +307,11 @@ class CsvExport : public ::testing::Test {
     r.config.batch_size = 64;
     r.config.optimizer = default_optimizer(OptimizerKind::sgd);
     r.config.dataset = parse_dataset_spec("synthetic:8x8x1:4:512");
-    r.device = "cpu";
-    r.environment.device_name = "Other CPU";
+    r.config.cuda_graphs = true;  // GPU options come out as 1 / 0 columns
+    r.config.data_on_device = true;
+    r.device = "cuda:1";
+    r.environment.device_kind = "cuda";
+    r.environment.device_name = "Other GPU";
     r.environment.threads = 1;
     r.total_steps = 8;
     run.steps = make_steps(4, 64);
@@ -408,6 +411,10 @@ Columns summary_columns(const RunRecord& r, std::string_view status) {
           {"steps", r.total_steps},
           {"seed", static_cast<std::int64_t>(c.seed)},
           {"threads", std::int64_t{r.environment.threads}},
+          {"tf32", std::int64_t{c.tf32 ? 1 : 0}},
+          {"cuda_graphs", std::int64_t{c.cuda_graphs ? 1 : 0}},
+          {"data_on_device", std::int64_t{c.data_on_device ? 1 : 0}},
+          {"layer_timing", std::int64_t{c.layer_timing ? 1 : 0}},
           {"device", r.device},
           {"device_name", r.environment.device_name},
           {"compute_capability", r.environment.compute_capability},
@@ -443,8 +450,8 @@ TEST_F(CsvExport, SummaryReadsBackEveryField) {
   expect_record(records[0], records[1], summary_columns(a.record, "finished"), "awkward run");
   expect_record(records[0], records[2], summary_columns(b.record, "diverged"), "diverged run");
   EXPECT_EQ(records[1][3], "2025-11-30T02:45:07.123Z");
-  EXPECT_EQ(records[1][37], "a,b;fp16;größe");
-  EXPECT_EQ(records[2][33], "") << "a run without test figures";
+  EXPECT_EQ(records[1][41], "a,b;fp16;größe");
+  EXPECT_EQ(records[2][37], "") << "a run without test figures";
 }
 
 // Every shape of export of both runs, concatenated.
