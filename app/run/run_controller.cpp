@@ -26,6 +26,7 @@ class RunController::BufferSink final : public RunSink {
     started.total_steps = info.total_steps;
     started.steps_per_epoch = info.steps_per_epoch;
     started.memory_bytes = info.memory.total();
+    for (const std::string& note : info.notes) started.notes << QString::fromStdString(note);
     emit owner_.run_started(started);
   }
   void on_step(const StepMetrics& step) override {

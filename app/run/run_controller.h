@@ -7,6 +7,7 @@
 #include <QList>
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -47,6 +48,7 @@ struct StartedRun {
   std::int64_t total_steps = 0;
   std::int64_t steps_per_epoch = 0;
   std::int64_t memory_bytes = 0;
+  QStringList notes;  // what the run's options did on its device (RunInfo::notes)
 };
 
 class RunController : public QObject {

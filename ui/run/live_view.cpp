@@ -97,7 +97,8 @@ void LiveView::begin_run(const app::StartedRun& run) {
   progress_->setRange(0, static_cast<int>(std::min<std::int64_t>(run.total_steps, INT32_MAX)));
   progress_->setValue(0);
   figures_->clear();
-  message_->hide();
+  message_->setVisible(!run.notes.isEmpty());
+  message_->setText(run.notes.join(QStringLiteral("; ")));
   std::vector<app::MetricsBatch> early;
   early.swap(early_);
   for (const app::MetricsBatch& b : early) add_metrics(b);
