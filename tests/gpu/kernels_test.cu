@@ -129,8 +129,10 @@ std::vector<float> random_values(std::size_t n, DType dtype, float lo, float hi,
   return v;
 }
 
-// One rounding step of the 16-bit type (relative), plus `rel32` for float32 math differences.
+// One rounding step of the 16-bit type (relative), plus `rel32` for float32 math differences;
+// none at all when both are 0 (casts, copies, exact arithmetic: the same rounding is required).
 float tolerance(DType dtype, float want, float rel32, float abs) {
+  if (rel32 == 0.0f && abs == 0.0f) return 0.0f;
   const float rel = dtype == DType::f16 ? 1.0f / 1024 : dtype == DType::bf16 ? 1.0f / 128 : 0.0f;
   return abs + (rel + rel32) * std::fabs(want);
 }
@@ -239,7 +241,10 @@ TEST_F(Kernels, ActivationsForwardAndBackward) {
       const auto y = from_device(d_y, dt);
       std::vector<float> want_y(n), want_dx(n);
       for (std::size_t i = 0; i < n; ++i) want_y[i] = round_to(dt, activation_forward(fn, x[i]));
-      expect_close(y, want_y, dt, 4e-6f, 1e-7f, name + " forward");
+      // gelu for x below -3: 1 + erff(x / sqrt 2) is about 1e-6, so an ulp of erff (CUDA's is
+      // within 2 ulp, glibc's another implementation) moves it by about 1e-7 absolute.
+      expect_close(y, want_y, dt, 4e-6f, fn == ActivationFn::gelu ? 1e-6f : 1e-7f,
+                   name + " forward");
       // Backward from the device's own output, as the executor does.
       k::activation_backward(fn, d_x.as(), d_y.as(), d_dy.as(), d_dx.as(), dt,
                              static_cast<std::int64_t>(n), nullptr);

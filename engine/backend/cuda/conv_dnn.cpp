@@ -204,7 +204,7 @@ void DnnPool::setup(const PoolDnnShape& s) {
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, type, s.n, s.c, s.h, s.w));
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NHWC, type, s.n, s.c, s.oh, s.ow));
   CUDNN_CHECK(cudnnSetPooling2dDescriptor(
-      pool_, s.max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+      pool_, s.max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
       CUDNN_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w, s.sh, s.sw));
   int on = 0, oc = 0, oh = 0, ow = 0;
   CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pool_, x_, &on, &oc, &oh, &ow));

@@ -557,7 +557,7 @@ CudaExecutor::CudaExecutor(const ModelSpec& spec, const ShapeTable& table,
     initialise_parameters(options.seed);
 
     optimizer_.kind = options.optimizer.kind;
-    optimizer_.lr = static_cast<float>(options.optimizer.learning_rate);
+    optimizer_.lr = options.optimizer.learning_rate;  // double: Adam's lr_t as the CPU computes it
     optimizer_.momentum = static_cast<float>(options.optimizer.momentum);
     optimizer_.nesterov = options.optimizer.nesterov;
     optimizer_.beta_1 = options.optimizer.beta_1;

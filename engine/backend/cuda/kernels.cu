@@ -436,15 +436,24 @@ __global__ void softmax_shared_kernel(const T* a, const T* b, T* out, std::int64
   }
 }
 
-// float32 rows too long for shared memory: one thread per row, in place in global memory.
-template <bool kBackward>
-__global__ void softmax_global_kernel(const float* a, const float* b, float* out, std::int64_t rows,
-                                      int k) {
+// Rows too long for shared memory: one thread per row in global memory, float32 arithmetic
+// (softmax_row's and softmax_backward_row's, read and written through T; safe in place).
+template <class T, bool kBackward>
+__global__ void softmax_global_kernel(const T* a, const T* b, T* out, std::int64_t rows, int k) {
   for (std::int64_t r = thread_index(); r < rows; r += thread_stride()) {
+    const T* x = a + r * k;
+    T* y = out + r * k;
     if constexpr (kBackward) {
-      mixlab::softmax_backward_row(a + r * k, b + r * k, k, out + r * k);
+      const T* dy = b + r * k;
+      float dot = 0.0f;
+      for (int j = 0; j < k; ++j) dot += to_float(dy[j]) * to_float(x[j]);
+      for (int j = 0; j < k; ++j) y[j] = from_float<T>(to_float(x[j]) * (to_float(dy[j]) - dot));
     } else {
-      mixlab::softmax_row(a + r * k, k, out + r * k);
+      float m = to_float(x[0]);
+      for (int j = 1; j < k; ++j) m = to_float(x[j]) > m ? to_float(x[j]) : m;
+      float sum = 0.0f;
+      for (int j = 0; j < k; ++j) sum += expf(to_float(x[j]) - m);
+      for (int j = 0; j < k; ++j) y[j] = from_float<T>(expf(to_float(x[j]) - m) / sum);
     }
   }
 }
@@ -513,7 +522,8 @@ __device__ __forceinline__ bool is_finite(float v) {
   return (float_bits(v) & 0x7f800000u) != 0x7f800000u;
 }
 
-// g *= 1 / step_scale; any non-finite result sets state->nonfinite (one store per block).
+// g *= 1 / step_scale; a non-finite raw gradient sets state->nonfinite (one store per block),
+// the check the CPU backend makes.
 // float4 over the aligned body, scalars for the tail.
 __global__ void unscale_and_check_kernel(float* grads, std::int64_t n, DeviceState* state) {
   const float inv = 1.0f / state->step_scale;
@@ -522,17 +532,16 @@ __global__ void unscale_and_check_kernel(float* grads, std::int64_t n, DeviceSta
   float4* g4 = reinterpret_cast<float4*>(grads);
   for (std::int64_t i = thread_index(); i < n4; i += thread_stride()) {
     float4 v = g4[i];
+    bad |= !(is_finite(v.x) && is_finite(v.y) && is_finite(v.z) && is_finite(v.w));
     v.x *= inv;
     v.y *= inv;
     v.z *= inv;
     v.w *= inv;
-    bad |= !(is_finite(v.x) && is_finite(v.y) && is_finite(v.z) && is_finite(v.w));
     g4[i] = v;
   }
   for (std::int64_t i = n4 * 4 + thread_index(); i < n; i += thread_stride()) {
-    const float v = grads[i] * inv;
-    bad |= !is_finite(v);
-    grads[i] = v;
+    bad |= !is_finite(grads[i]);
+    grads[i] *= inv;
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0) state->nonfinite = 1;
 }
@@ -541,9 +550,8 @@ __global__ void unscale_and_check_scalar_kernel(float* grads, std::int64_t n, De
   const float inv = 1.0f / state->step_scale;
   bool bad = false;
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
-    const float v = grads[i] * inv;
-    bad |= !is_finite(v);
-    grads[i] = v;
+    bad |= !is_finite(grads[i]);
+    grads[i] *= inv;
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0) state->nonfinite = 1;
 }
@@ -664,13 +672,11 @@ void softmax_launch(const void* a, const void* b, void* out, DType dtype, std::i
   const int rows_per_block =
       static_cast<int>(std::min<std::size_t>(kRowBlock, kRowSharedBytes / row_bytes));
   if (rows_per_block == 0) {
-    if (dtype != DType::f32) {
-      throw BackendError(std::string(name) + ": rows of " + std::to_string(k) +
-                         " 16-bit values do not fit in shared memory");
-    }
-    softmax_global_kernel<kBackward><<<grid_for(rows), kBlock, 0, stream>>>(
-        static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out), rows,
-        k);
+    with_dtype(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      softmax_global_kernel<T, kBackward><<<grid_for(rows), kBlock, 0, stream>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), rows, k);
+    });
   } else {
     const std::size_t smem = row_bytes * static_cast<std::size_t>(rows_per_block);
     const unsigned grid = static_cast<unsigned>(

@@ -133,7 +133,8 @@ void loss(LossHead head, const void* src, DType dtype, const std::int32_t* label
 void begin_step(DeviceState* state, bool scaling_enabled, cudaStream_t stream);
 
 // The overflow check fused with the unscale: g *= 1 / state->step_scale over the flat float32
-// gradient array, setting state->nonfinite when a value is NaN or inf.
+// gradient array, setting state->nonfinite when a gradient (before the unscale, as the CPU
+// backend checks it) is NaN or inf.
 void unscale_and_check(float* grads, std::int64_t n, DeviceState* state, cudaStream_t stream);
 
 // One thread: the loss-scale state machine (engine/ops/loss_scale.h) on state->nonfinite;
