@@ -32,7 +32,12 @@ std::map<std::string, Algorithms>& algorithm_cache() {
 }
 
 std::string cache_key(const ConvShape& s) {
-  std::string key;
+  // Per GPU: another model of GPU in the same process benchmarks its own choices.
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::string key = std::to_string(device) + ':' + prop.name + ':';
   for (int v : {s.n, s.h, s.w, s.c, s.k, s.r, s.s, s.oh, s.ow, s.pad_h, s.pad_w, s.stride_h,
                 s.stride_w, static_cast<int>(s.dtype), static_cast<int>(s.tf32)}) {
     key += std::to_string(v) + ',';
@@ -45,10 +50,13 @@ cudnnMathType_t requested_math(const ConvShape& s) {
   return s.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;  // FMA: no TF32 for strict float32
 }
 
-// The fastest result that succeeded and fits the workspace cap.
+// The fastest result that succeeded and fits the workspace cap; strict float32 takes only
+// FMA-math algorithms (cudnnFind may also return TF32 ones).
 template <class Perf>
-Choice pick(const Perf* results, int count, const std::string& what, const char* direction) {
+Choice pick(const Perf* results, int count, bool strict_fp32, const std::string& what,
+            const char* direction) {
   for (int i = 0; i < count; ++i) {
+    if (strict_fp32 && results[i].mathType != CUDNN_FMA_MATH) continue;
     if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= kMaxConvWorkspace) {
       return {static_cast<int>(results[i].algo), results[i].mathType, results[i].memory};
     }
@@ -107,20 +115,21 @@ DnnConv::DnnConv(cudnnHandle_t handle, const ConvShape& s, std::string what)
       }
     }
     if (!cached) {
+      const bool strict = s.dtype == DType::f32 && !s.tf32;
       constexpr int kMax = 16;
       int found = 0;
       cudnnConvolutionFwdAlgoPerf_t fwd[kMax];
       CUDNN_CHECK(
           cudnnFindConvolutionForwardAlgorithm(handle_, x_, w_, conv_, y_, kMax, &found, fwd));
-      algos.fwd = pick(fwd, found, what_, "forward");
+      algos.fwd = pick(fwd, found, strict, what_, "forward");
       cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kMax];
       CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle_, w_, y_, conv_, x_, kMax,
                                                             &found, bwd_data));
-      algos.bwd_data = pick(bwd_data, found, what_, "backward-data");
+      algos.bwd_data = pick(bwd_data, found, strict, what_, "backward-data");
       cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kMax];
       CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle_, x_, y_, conv_, w_, kMax,
                                                               &found, bwd_filter));
-      algos.bwd_filter = pick(bwd_filter, found, what_, "backward-filter");
+      algos.bwd_filter = pick(bwd_filter, found, strict, what_, "backward-filter");
       std::lock_guard lock(cache_mutex);
       algorithm_cache().emplace(key, algos);
     }

@@ -509,7 +509,10 @@ void DeviceArena::allocate(const std::string& device_name) {
   }
   CUDA_CHECK(status);
   base_ = static_cast<std::byte*>(p);
+  // On the legacy default stream, which the executor's non-blocking streams do not wait for:
+  // finish before anything is written into the arena.
   CUDA_CHECK(cudaMemset(base_, 0, size_));
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 const void* CudaContext::weights(const ParamSlot& slot) const {
@@ -782,7 +785,12 @@ void CudaExecutor::plan_and_allocate() {
   // Pinned host memory: two staging slots, the step parameters and the state mirror.
   const std::size_t pinned_bytes =
       2 * align_up(staging_bytes_) + align_up(sizeof(StepParams)) + align_up(sizeof(DeviceState));
-  CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_), pinned_bytes));
+  if (cudaMallocHost(reinterpret_cast<void**>(&pinned_), pinned_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    throw AllocationError("cannot allocate " + std::to_string(pinned_bytes) + " bytes (" +
+                              mib(pinned_bytes) + ") of pinned host memory for the batches",
+                          pinned_bytes);
+  }
   host_params_ = reinterpret_cast<StepParams*>(pinned_ + 2 * align_up(staging_bytes_));
   host_state_ = reinterpret_cast<DeviceState*>(pinned_ + 2 * align_up(staging_bytes_) +
                                                align_up(sizeof(StepParams)));
@@ -875,6 +883,7 @@ void CudaExecutor::stage_and_copy(std::byte* slot, std::size_t bytes) {
 
 void CudaExecutor::load_batch(std::span<const float> images, std::span<const std::int32_t> labels,
                               int n) {
+  CUDA_CHECK(cudaSetDevice(device_));
   if (n < 1 || n > batch_) {
     throw ConfigError("a batch of " + std::to_string(n) + " samples does not fit batch size " +
                       std::to_string(batch_));
@@ -900,23 +909,42 @@ void CudaExecutor::load_batch(std::span<const float> images, std::span<const std
 
 bool CudaExecutor::upload_dataset(std::span<const std::uint8_t> images,
                                   std::span<const std::int32_t> labels) {
+  no_step_in_flight("upload_dataset()");
+  CUDA_CHECK(cudaSetDevice(device_));
   const auto size = static_cast<std::int64_t>(labels.size());
   if (size == 0 || static_cast<std::int64_t>(images.size()) != size * sample_elements_)
     return false;
+  check_labels(labels, static_cast<int>(std::min<std::int64_t>(size, 1 << 30)));
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t bytes = images.size() + labels.size_bytes();
   if (bytes + (std::size_t{256} << 20) > free_bytes) return false;  // keep 256 MiB for libraries
+  CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // nothing may still read the old copy
   if (dataset_images_) cudaFree(dataset_images_);
   if (dataset_labels_) cudaFree(dataset_labels_);
   dataset_images_ = nullptr;
   dataset_labels_ = nullptr;
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dataset_images_), images.size()));
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dataset_labels_), labels.size_bytes()));
-  CUDA_CHECK(cudaMemcpy(dataset_images_, images.data(), images.size(), cudaMemcpyHostToDevice));
-  CUDA_CHECK(
-      cudaMemcpy(dataset_labels_, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice));
-  check_labels(labels, static_cast<int>(std::min<std::int64_t>(size, 1 << 30)));
+  dataset_bytes_ = 0;
+  const auto allocate = [](void** p, std::size_t n) {
+    const cudaError_t status = cudaMalloc(p, n);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return false;
+    }
+    CUDA_CHECK(status);
+    return true;
+  };
+  if (!allocate(reinterpret_cast<void**>(&dataset_images_), images.size()) ||
+      !allocate(reinterpret_cast<void**>(&dataset_labels_), labels.size_bytes())) {
+    if (dataset_images_) cudaFree(dataset_images_);
+    dataset_images_ = nullptr;
+    return false;  // the run copies batches from the host instead
+  }
+  CUDA_CHECK(cudaMemcpyAsync(dataset_images_, images.data(), images.size(), cudaMemcpyHostToDevice,
+                             ctx_.stream));
+  CUDA_CHECK(cudaMemcpyAsync(dataset_labels_, labels.data(), labels.size_bytes(),
+                             cudaMemcpyHostToDevice, ctx_.stream));
+  CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // the host buffers are pageable
   dataset_size_ = size;
   dataset_bytes_ = bytes;
   return true;
@@ -956,33 +984,39 @@ void CudaExecutor::write_params(std::uint64_t step, bool train) {
   CUDA_CHECK(cudaEventRecord(params_copied_, ctx_.stream));
 }
 
-void CudaExecutor::consume_batch() {
+void CudaExecutor::prepare_step(std::uint64_t step, bool train) {
   if (pending_ == Pending::none) {
     if (real_samples_ < 1) throw ConfigError("a step before a batch was loaded");
-    return;  // the same batch again
+    write_params(step, train);  // the same batch again
+    return;
   }
   CUDA_CHECK(cudaStreamWaitEvent(ctx_.stream, batch_ready_, 0));
   const std::byte* incoming = arena_.ptr(incoming_id_);
   const std::size_t label_bytes = align_up(static_cast<std::size_t>(batch_) * sizeof(std::int32_t));
   real_samples_ = pending_n_;
+  // The gather reads the step parameters' real_samples: they are written first.
+  write_params(step, train);
   if (pending_ == Pending::images) {
     CUDA_CHECK(cudaMemcpyAsync(labels_, incoming,
                                static_cast<std::size_t>(batch_) * sizeof(std::int32_t),
                                cudaMemcpyDeviceToDevice, ctx_.stream));
     CUDA_CHECK(cudaMemcpyAsync(input_.data, incoming + label_bytes, input_.bytes(),
                                cudaMemcpyDeviceToDevice, ctx_.stream));
-    CUDA_CHECK(cudaEventRecord(incoming_consumed_, ctx_.stream));
-    pending_ = Pending::none;
-    return;
+  } else {
+    kernels::gather_batch(dataset_images_, dataset_labels_,
+                          reinterpret_cast<const std::int64_t*>(incoming + label_bytes), params_,
+                          batch_, sample_elements_, static_cast<float*>(input_.data), labels_,
+                          ctx_.stream);
   }
-  // Indices: the gather reads the step parameters' real_samples, written just before it.
-  write_params(0, false);
-  kernels::gather_batch(dataset_images_, dataset_labels_,
-                        reinterpret_cast<const std::int64_t*>(incoming + label_bytes), params_,
-                        batch_, sample_elements_, static_cast<float*>(input_.data), labels_,
-                        ctx_.stream);
   CUDA_CHECK(cudaEventRecord(incoming_consumed_, ctx_.stream));
   pending_ = Pending::none;
+}
+
+void CudaExecutor::no_step_in_flight(const char* call) const {
+  if (step_in_flight_) {
+    throw ConfigError(std::string(call) +
+                      " while a device step is in flight (finish_step() first)");
+  }
 }
 
 // --- forward, loss, backward -------------------------------------------------------------------
@@ -1021,7 +1055,7 @@ void CudaExecutor::run_backward(bool timed) {
   const int stop = options_.input_gradient ? 0 : first_param_node_;
   int buffer = 0;
   DTensor dy = grad_view(0, outputs_[backward_from_]);
-  timed_backward_from_ = backward_from_;
+  timed_backward_from_ = stop >= 0 ? backward_from_ : -1;  // -1: no backward events recorded
   timed_backward_stop_ = std::max(stop, 0);
   for (int k = backward_from_; stop >= 0 && k >= stop; --k) {
     if (timed) CUDA_CHECK(cudaEventRecord(node_events_bwd_[k + 1], ctx_.stream));
@@ -1059,13 +1093,14 @@ void CudaExecutor::edit_state(Edit edit) {
 }
 
 void CudaExecutor::forward(Phase phase, std::uint64_t step) {
-  if (step_in_flight_) throw ConfigError("forward() while a device step is in flight");
-  consume_batch();
-  write_params(step, phase == Phase::train);
+  no_step_in_flight("forward()");
+  CUDA_CHECK(cudaSetDevice(device_));
+  prepare_step(step, phase == Phase::train);
   run_forward(false);
 }
 
 BatchLoss CudaExecutor::loss(bool compute_gradient, float loss_scale) {
+  no_step_in_flight("loss()");
   if (real_samples_ < 1) throw ConfigError("loss() before a batch was loaded");
   edit_state([&](DeviceState& s) {
     s.step_scale = loss_scale;
@@ -1101,6 +1136,7 @@ void CudaExecutor::backward() {
 }
 
 bool CudaExecutor::gradients_finite() {
+  no_step_in_flight("gradients_finite()");
   edit_state([](DeviceState& s) {
     s.step_scale = 1.0f;
     s.nonfinite = 0;
@@ -1111,6 +1147,7 @@ bool CudaExecutor::gradients_finite() {
 }
 
 bool CudaExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {
+  no_step_in_flight("apply_gradients()");
   const AdamUpdate adam =
       make_adam_update(options_.optimizer, std::max<std::int64_t>(iteration, 1), 1.0f);
   edit_state([&](DeviceState& s) {
@@ -1135,6 +1172,7 @@ void CudaExecutor::synchronize() {
 // --- the device step ---------------------------------------------------------------------------
 
 void CudaExecutor::set_device_loss_scaling(const DeviceLossScaling& scaling) {
+  no_step_in_flight("set_device_loss_scaling()");
   scaling_ = scaling;
   rule_.dynamic = scaling.enabled && scaling.dynamic;
   rule_.growth_interval = scaling.growth_interval;
@@ -1176,9 +1214,9 @@ void CudaExecutor::enqueue_step_body() {
 
 void CudaExecutor::launch_step(std::uint64_t step) {
   if (step_in_flight_) throw ConfigError("launch_step() before the previous step was finished");
+  CUDA_CHECK(cudaSetDevice(device_));
   CUDA_CHECK(cudaEventRecord(ev_start_, ctx_.stream));
-  consume_batch();
-  write_params(step, true);
+  prepare_step(step, true);
   step_samples_ = real_samples_;
   // CUDA graphs: the first step runs eagerly (libraries load their kernels), the second is
   // captured, and every later one replays the capture. Per-layer timing needs the eager path.
@@ -1194,7 +1232,13 @@ void CudaExecutor::launch_step(std::uint64_t step) {
       throw;
     }
     CUDA_CHECK(cudaStreamEndCapture(ctx_.stream, &graph_));
-    CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
+    const cudaError_t status = cudaGraphInstantiate(&graph_exec_, graph_, 0);
+    if (status != cudaSuccess) {
+      cudaGraphDestroy(graph_);
+      graph_ = nullptr;
+      graph_exec_ = nullptr;
+      CUDA_CHECK(status);
+    }
   }
   if (graph_exec_) {
     CUDA_CHECK(cudaGraphLaunch(graph_exec_, ctx_.stream));

@@ -183,11 +183,14 @@ class CudaExecutor final : public ModelExecutor {
   void check_labels(std::span<const std::int32_t> labels, int n) const;
 
   // The staging of a batch: host -> pinned slot -> device incoming buffer (copy stream);
-  // consume_batch() moves it into the input and label buffers on the compute stream.
+  // prepare_step() moves it into the input and label buffers on the compute stream.
   std::byte* next_staging_slot();
   void stage_and_copy(std::byte* slot, std::size_t bytes);
-  void consume_batch();
+  // Writes the step parameters and takes the loaded batch (if a new one is pending) into the
+  // input: a copy, or the gather from the dataset on the device.
+  void prepare_step(std::uint64_t step, bool train);
   void write_params(std::uint64_t step, bool train);
+  void no_step_in_flight(const char* call) const;
   // The step's device work after the batch is in place: forward, loss, backward, overflow
   // check, loss-scale update, optimizer (captured once in a graph with cuda_graphs).
   void enqueue_step_body();
