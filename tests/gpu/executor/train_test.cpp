@@ -190,25 +190,26 @@ TEST_P(ProductModel, LossesTrackTheCpu) {
 }
 
 // A captured and replayed step runs the same kernels on the same data: the losses are those of
-// the step launched piece by piece, within the first step's rounding tolerance (reductions that
-// use atomics may add in another order).
+// the step launched piece by piece. Not bit for bit: the bias gradients add per-block partial
+// sums with float atomics, in another order from run to run, and 50 steps let that drift as
+// far as rounding differences between the backends do.
 TEST_P(ProductModel, CudaGraphsGiveTheSameLosses) {
   MIXLAB_SKIP_WITHOUT_CUDA();
   const auto& [m, p] = GetParam();
   const TrainRun& plain = run(gpu_test::cuda_backend(), m, p, false, false);
   const TrainRun& graphs = run(gpu_test::cuda_backend(), m, p, true, false);
-  const double t = loss_tolerance(p).first;
-  expect_losses_track(graphs, plain, {t, t}, m.name + " " + p.name + " CUDA graphs vs without");
+  expect_losses_track(graphs, plain, loss_tolerance(p),
+                      m.name + " " + p.name + " CUDA graphs vs without");
 }
 
-// Gathering a batch from the dataset kept on the device gives the batch copied from the host.
+// Gathering a batch from the dataset kept on the device gives the batch copied from the host
+// (the same tolerance as above, for the same reason).
 TEST_P(ProductModel, DataOnDeviceGivesTheSameLosses) {
   MIXLAB_SKIP_WITHOUT_CUDA();
   const auto& [m, p] = GetParam();
   const TrainRun& plain = run(gpu_test::cuda_backend(), m, p, false, false);
   const TrainRun& on_device = run(gpu_test::cuda_backend(), m, p, false, true);
-  const double t = loss_tolerance(p).first;
-  expect_losses_track(on_device, plain, {t, t},
+  expect_losses_track(on_device, plain, loss_tolerance(p),
                       m.name + " " + p.name + " data on device vs copied");
 }
 
