@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         BatchLoss l;
         bool loss_finite = true, finite = true, applied = false;
         double scale = scaler.scale();
+        std::optional<double> device_next_scale;  // the device's own, on the device-step path
         const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
         if (device_step) {
           double wait_ms = 0.0;
@@ -269,7 +271,8 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
           finite = loss_finite && r.gradients_finite;
           applied = r.applied;
           scale = r.loss_scale;
-          scaler.update(finite);  // kept in step with the device's, for the summary
+          scaler.update(finite);  // the host's copy of the state machine, kept in step
+          device_next_scale = r.next_loss_scale;
           m.data_wait_ms = wait_ms;
           m.forward_ms = r.forward_ms;
           m.backward_ms = r.backward_ms;
@@ -324,7 +327,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         step_samples.push_back(l.samples);
         summary.steps = step + 1;
         if (!applied) ++summary.skipped_steps;
-        summary.final_loss_scale = scaler.scale();
+        summary.final_loss_scale = device_next_scale.value_or(scaler.scale());
         sink.on_step(m);
 
         if (!loss_finite) {
