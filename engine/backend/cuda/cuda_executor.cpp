@@ -8,6 +8,7 @@
 #include "engine/backend/cuda/conv_dnn.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/dense_lt.h"
+#include "engine/backend/cuda/layouts.h"
 #include "engine/core/half.h"
 #include "engine/ops/initializers.h"
 
@@ -48,34 +49,14 @@ float to_float(const void* data, DType dtype, std::size_t i) {
   return 0.0f;
 }
 
-// Keras (kh, kw, in, out) <-> ours (out, kh, kw, in) for Conv2D kernels.
-std::size_t keras_index(const ParamSlot& s, int o, int i, int j, int c) {
-  return ((static_cast<std::size_t>(i) * s.conv_kw + j) * s.conv_in + c) * s.conv_out + o;
-}
-std::size_t ours_index(const ParamSlot& s, int o, int i, int j, int c) {
-  return ((static_cast<std::size_t>(o) * s.conv_kh + i) * s.conv_kw + j) * s.conv_in + c;
-}
-
-std::vector<float> to_keras(const ParamSlot& s, const std::vector<float>& ours) {
+std::vector<float> to_keras(const ParamSlot& s, std::vector<float> ours) {
   if (s.conv_out == 0) return ours;
-  std::vector<float> keras(ours.size());
-  for (int o = 0; o < s.conv_out; ++o)
-    for (int i = 0; i < s.conv_kh; ++i)
-      for (int j = 0; j < s.conv_kw; ++j)
-        for (int c = 0; c < s.conv_in; ++c)
-          keras[keras_index(s, o, i, j, c)] = ours[ours_index(s, o, i, j, c)];
-  return keras;
+  return krsc_to_keras({s.conv_kh, s.conv_kw, s.conv_in, s.conv_out}, ours);
 }
 
 std::vector<float> from_keras(const ParamSlot& s, std::span<const float> keras) {
-  std::vector<float> ours(keras.begin(), keras.end());
-  if (s.conv_out == 0) return ours;
-  for (int o = 0; o < s.conv_out; ++o)
-    for (int i = 0; i < s.conv_kh; ++i)
-      for (int j = 0; j < s.conv_kw; ++j)
-        for (int c = 0; c < s.conv_in; ++c)
-          ours[ours_index(s, o, i, j, c)] = keras[keras_index(s, o, i, j, c)];
-  return ours;
+  if (s.conv_out == 0) return {keras.begin(), keras.end()};
+  return keras_to_krsc({s.conv_kh, s.conv_kw, s.conv_in, s.conv_out}, keras);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,34 +173,12 @@ class DenseNode final : public CudaNode {
     bias_slot_.kind = ParamKind::bias;
     bias_slot_.count = units;
 
-    LtMatmulShape fwd;
-    fwd.m = units;
-    fwd.n = rows;
-    fwd.k = in;
-    fwd.ab = fwd.cd = dtype;
-    fwd.tf32 = ctx.tf32;
-    fwd.epilogue = relu_ ? (bias_ ? LtEpilogue::relu_bias : LtEpilogue::relu)
-                         : (bias_ ? LtEpilogue::bias : LtEpilogue::none);
-    forward_ = LtMatmul(ctx.lt, fwd, ctx.lt_workspace_bytes, this->label + " forward");
-    LtMatmulShape data;
-    data.m = in;
-    data.n = rows;
-    data.k = units;
-    data.transa = true;
-    data.ab = data.cd = dtype;
-    data.tf32 = ctx.tf32;
+    const DenseProducts p = dense_products(rows, in, units, dtype, ctx.tf32, relu_, bias_);
+    forward_ = LtMatmul(ctx.lt, p.forward, ctx.lt_workspace_bytes, this->label + " forward");
     backward_data_ =
-        LtMatmul(ctx.lt, data, ctx.lt_workspace_bytes, this->label + " input gradient");
-    LtMatmulShape weight;
-    weight.m = units;
-    weight.n = in;
-    weight.k = rows;
-    weight.transb = true;
-    weight.ab = dtype;
-    weight.cd = DType::f32;  // straight into the float32 gradient
-    weight.tf32 = ctx.tf32;
+        LtMatmul(ctx.lt, p.data_grad, ctx.lt_workspace_bytes, this->label + " input gradient");
     backward_weights_ =
-        LtMatmul(ctx.lt, weight, ctx.lt_workspace_bytes, this->label + " kernel gradient");
+        LtMatmul(ctx.lt, p.weight_grad, ctx.lt_workspace_bytes, this->label + " kernel gradient");
   }
 
   std::vector<ParamSlot*> params() override {

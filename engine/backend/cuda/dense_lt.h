@@ -1,12 +1,6 @@
 // One matmul of a Dense layer through cuBLASLt, configured once per shape: the layouts, the
 // compute type, the epilogue (bias, ReLU) and the algorithm (cuBLASLt's heuristic, asked once).
-//
-// Row-major tensors are column-major transposes, so the three products of a Dense layer with
-// X (rows, in), W (in, units), Y (rows, units) are, in cuBLASLt's column-major terms:
-//   forward      Y^T (units, rows) = W^T (units, in)  . X^T (in, rows)       [N, N]
-//   data grad   dX^T (in, rows)    = W   (in, units)  . dY^T (units, rows)   [T, N]
-//   weight grad dW^T (units, in)   = dY^T (units, rows) . X (rows, in)       [N, T]
-// where each operand is the row-major buffer as it is.
+// The shapes of a Dense layer's three products: layouts.h.
 #pragma once
 
 #include <cublasLt.h>
@@ -15,21 +9,10 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/backend/cuda/layouts.h"
 #include "engine/core/precision.h"
 
 namespace mixlab::cuda {
-
-enum class LtEpilogue : std::uint8_t { none, bias, relu, relu_bias };
-
-struct LtMatmulShape {
-  // C (m, n) = op(A) (m, k) . op(B) (k, n), column-major, leading dimensions packed.
-  std::int64_t m = 0, n = 0, k = 0;
-  bool transa = false, transb = false;
-  DType ab = DType::f32;  // A and B
-  DType cd = DType::f32;  // C and D (the bias has this type too)
-  bool tf32 = false;      // float32 inputs: TF32 tensor cores
-  LtEpilogue epilogue = LtEpilogue::none;
-};
 
 class LtMatmul {
  public:

@@ -1,0 +1,95 @@
+// The CUDA backend's layout arithmetic, free of CUDA so that the CPU tests check it
+// (tests/backend/cuda_layouts_test.cpp): the three cuBLASLt products of a Dense layer and the
+// Conv2D kernel's KRSC layout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/precision.h"
+
+namespace mixlab::cuda {
+
+enum class LtEpilogue : std::uint8_t { none, bias, relu, relu_bias };
+
+struct LtMatmulShape {
+  // C (m, n) = op(A) (m, k) . op(B) (k, n), column-major, leading dimensions packed: A is stored
+  // (m, k) or, transposed, (k, m); B (k, n) or (n, k).
+  std::int64_t m = 0, n = 0, k = 0;
+  bool transa = false, transb = false;
+  DType ab = DType::f32;  // A and B
+  DType cd = DType::f32;  // C and D (the bias has this type too)
+  bool tf32 = false;      // float32 inputs: TF32 tensor cores
+  LtEpilogue epilogue = LtEpilogue::none;
+};
+
+// Row-major tensors are column-major transposes, so the three products of a Dense layer with
+// X (rows, in), W (in, units), Y (rows, units) are, in cuBLASLt's column-major terms, with each
+// operand the row-major buffer as it is:
+//   forward      Y^T (units, rows) = W^T (units, in)  . X^T (in, rows)       A = W,  B = X
+//   data grad   dX^T (in, rows)    = W   (in, units)  . dY^T (units, rows)   A = W,  B = dY
+//   weight grad dW^T (units, in)   = dY^T (units, rows) . X (rows, in)       A = dY, B = X
+// The weight gradient is float32 whatever the inputs (the float32 gradient array).
+struct DenseProducts {
+  LtMatmulShape forward, data_grad, weight_grad;
+};
+
+inline DenseProducts dense_products(std::int64_t rows, std::int64_t in, std::int64_t units,
+                                    DType dtype, bool tf32, bool relu, bool bias) {
+  DenseProducts p;
+  p.forward.m = units;
+  p.forward.n = rows;
+  p.forward.k = in;
+  p.forward.epilogue = relu ? (bias ? LtEpilogue::relu_bias : LtEpilogue::relu)
+                            : (bias ? LtEpilogue::bias : LtEpilogue::none);
+  p.data_grad.m = in;
+  p.data_grad.n = rows;
+  p.data_grad.k = units;
+  p.data_grad.transa = true;
+  p.weight_grad.m = units;
+  p.weight_grad.n = in;
+  p.weight_grad.k = rows;
+  p.weight_grad.transb = true;
+  for (LtMatmulShape* s : {&p.forward, &p.data_grad, &p.weight_grad}) {
+    s->ab = s->cd = dtype;
+    s->tf32 = tf32;
+  }
+  p.weight_grad.cd = DType::f32;
+  return p;
+}
+
+// A Conv2D kernel: Keras's (kh, kw, in, filters) and cuDNN's NHWC filter layout KRSC
+// (filters, kh, kw, in), in which the backend keeps masters, copies and gradients.
+struct ConvKernelShape {
+  int kh = 1, kw = 1, in = 1, filters = 1;
+  std::size_t keras_index(int o, int i, int j, int c) const {
+    return ((static_cast<std::size_t>(i) * kw + j) * in + c) * filters + o;
+  }
+  std::size_t krsc_index(int o, int i, int j, int c) const {
+    return ((static_cast<std::size_t>(o) * kh + i) * kw + j) * in + c;
+  }
+};
+
+inline std::vector<float> krsc_to_keras(const ConvKernelShape& s, std::span<const float> krsc) {
+  std::vector<float> keras(krsc.size());
+  for (int o = 0; o < s.filters; ++o)
+    for (int i = 0; i < s.kh; ++i)
+      for (int j = 0; j < s.kw; ++j)
+        for (int c = 0; c < s.in; ++c)
+          keras[s.keras_index(o, i, j, c)] = krsc[s.krsc_index(o, i, j, c)];
+  return keras;
+}
+
+inline std::vector<float> keras_to_krsc(const ConvKernelShape& s, std::span<const float> keras) {
+  std::vector<float> krsc(keras.size());
+  for (int o = 0; o < s.filters; ++o)
+    for (int i = 0; i < s.kh; ++i)
+      for (int j = 0; j < s.kw; ++j)
+        for (int c = 0; c < s.in; ++c)
+          krsc[s.krsc_index(o, i, j, c)] = keras[s.keras_index(o, i, j, c)];
+  return krsc;
+}
+
+}  // namespace mixlab::cuda

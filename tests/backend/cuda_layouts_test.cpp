@@ -1,0 +1,121 @@
+// The CUDA backend's layout arithmetic, on the CPU (engine/backend/cuda/layouts.h): the three
+// cuBLASLt products of a Dense layer, run here by a reference column-major GEMM with cuBLASLt's
+// semantics for transposed operands and packed leading dimensions, must give the row-major
+// products the layer needs; and the Conv2D kernel's KRSC layout must round-trip Keras's.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "engine/backend/cuda/layouts.h"
+
+namespace mixlab::cuda {
+namespace {
+
+// C (m, n) = op(A) . op(B), column-major, leading dimensions as cuBLASLt's layouts are created
+// by LtMatmul: the stored rows (A: transa ? k : m; B: transb ? n : k; C: m).
+std::vector<double> gemm(const LtMatmulShape& s, const std::vector<double>& a,
+                         const std::vector<double>& b) {
+  const std::int64_t lda = s.transa ? s.k : s.m, ldb = s.transb ? s.n : s.k;
+  std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      double sum = 0.0;
+      for (std::int64_t p = 0; p < s.k; ++p) {
+        const double av = s.transa ? a[static_cast<std::size_t>(p + i * lda)]
+                                   : a[static_cast<std::size_t>(i + p * lda)];
+        const double bv = s.transb ? b[static_cast<std::size_t>(j + p * ldb)]
+                                   : b[static_cast<std::size_t>(p + j * ldb)];
+        sum += av * bv;
+      }
+      c[static_cast<std::size_t>(i + j * s.m)] = sum;
+    }
+  }
+  return c;
+}
+
+std::vector<double> random(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-8, 8);  // small integers: sums are exact
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Row-major (r, c) element of a rows x cols matrix.
+double at(const std::vector<double>& m, std::int64_t cols, std::int64_t r, std::int64_t c) {
+  return m[static_cast<std::size_t>(r * cols + c)];
+}
+
+TEST(CudaLayouts, DenseProductsAreTheLayersRowMajorProducts) {
+  const std::int64_t rows = 5, in = 7, units = 3;
+  const auto x = random(rows * in, 1), w = random(in * units, 2), dy = random(rows * units, 3);
+  const DenseProducts p = dense_products(rows, in, units, DType::f16, false, true, true);
+
+  // Y = X W
+  const auto y = gemm(p.forward, w, x);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t u = 0; u < units; ++u) {
+      double want = 0;
+      for (std::int64_t i = 0; i < in; ++i) want += at(x, in, r, i) * at(w, units, i, u);
+      EXPECT_EQ(at(y, units, r, u), want) << "Y[" << r << "][" << u << "]";
+    }
+  }
+  // dX = dY W^T
+  const auto dx = gemm(p.data_grad, w, dy);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < in; ++i) {
+      double want = 0;
+      for (std::int64_t u = 0; u < units; ++u) want += at(dy, units, r, u) * at(w, units, i, u);
+      EXPECT_EQ(at(dx, in, r, i), want) << "dX[" << r << "][" << i << "]";
+    }
+  }
+  // dW = X^T dY, in Keras's (in, units) layout
+  const auto dw = gemm(p.weight_grad, dy, x);
+  for (std::int64_t i = 0; i < in; ++i) {
+    for (std::int64_t u = 0; u < units; ++u) {
+      double want = 0;
+      for (std::int64_t r = 0; r < rows; ++r) want += at(x, in, r, i) * at(dy, units, r, u);
+      EXPECT_EQ(at(dw, units, i, u), want) << "dW[" << i << "][" << u << "]";
+    }
+  }
+}
+
+TEST(CudaLayouts, DenseProductsTypesAndEpilogues) {
+  const DenseProducts bf16 = dense_products(4, 6, 2, DType::bf16, false, false, true);
+  EXPECT_EQ(bf16.forward.ab, DType::bf16);
+  EXPECT_EQ(bf16.forward.cd, DType::bf16);
+  EXPECT_EQ(bf16.data_grad.cd, DType::bf16);
+  EXPECT_EQ(bf16.weight_grad.ab, DType::bf16);
+  EXPECT_EQ(bf16.weight_grad.cd, DType::f32) << "kernel gradients go to the float32 array";
+  EXPECT_EQ(bf16.forward.epilogue, LtEpilogue::bias);
+  EXPECT_EQ(bf16.data_grad.epilogue, LtEpilogue::none);
+  EXPECT_EQ(bf16.weight_grad.epilogue, LtEpilogue::none);
+  EXPECT_EQ(dense_products(4, 6, 2, DType::f32, true, true, false).forward.epilogue,
+            LtEpilogue::relu);
+  EXPECT_EQ(dense_products(4, 6, 2, DType::f32, true, true, true).forward.epilogue,
+            LtEpilogue::relu_bias);
+  EXPECT_EQ(dense_products(4, 6, 2, DType::f32, true, false, false).forward.epilogue,
+            LtEpilogue::none);
+  EXPECT_TRUE(dense_products(4, 6, 2, DType::f32, true, false, false).weight_grad.tf32);
+}
+
+TEST(CudaLayouts, ConvKernelKrscIsFiltersFirstAndRoundTripsKeras) {
+  const ConvKernelShape s{2, 3, 4, 5};  // kh, kw, in, filters
+  std::vector<float> keras(2 * 3 * 4 * 5);
+  std::iota(keras.begin(), keras.end(), 0.0f);
+  const auto krsc = keras_to_krsc(s, keras);
+  // Keras (kh, kw, in, filters): filters vary fastest; KRSC: in varies fastest, filters slowest.
+  for (int o = 0; o < 5; ++o)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int c = 0; c < 4; ++c) {
+          const float keras_value = static_cast<float>(((i * 3 + j) * 4 + c) * 5 + o);
+          ASSERT_EQ(krsc[static_cast<std::size_t>(((o * 2 + i) * 3 + j) * 4 + c)], keras_value);
+        }
+  EXPECT_EQ(krsc_to_keras(s, krsc), keras);
+}
+
+}  // namespace
+}  // namespace mixlab::cuda
