@@ -72,23 +72,24 @@ struct ConvKernelShape {
   }
 };
 
-inline std::vector<float> krsc_to_keras(const ConvKernelShape& s, std::span<const float> krsc) {
-  std::vector<float> keras(krsc.size());
+// Calls f(keras_index, krsc_index) for every element.
+template <class F>
+void for_each_kernel_element(const ConvKernelShape& s, F&& f) {
   for (int o = 0; o < s.filters; ++o)
     for (int i = 0; i < s.kh; ++i)
       for (int j = 0; j < s.kw; ++j)
-        for (int c = 0; c < s.in; ++c)
-          keras[s.keras_index(o, i, j, c)] = krsc[s.krsc_index(o, i, j, c)];
+        for (int c = 0; c < s.in; ++c) f(s.keras_index(o, i, j, c), s.krsc_index(o, i, j, c));
+}
+
+inline std::vector<float> krsc_to_keras(const ConvKernelShape& s, std::span<const float> krsc) {
+  std::vector<float> keras(krsc.size());
+  for_each_kernel_element(s, [&](std::size_t k, std::size_t r) { keras[k] = krsc[r]; });
   return keras;
 }
 
 inline std::vector<float> keras_to_krsc(const ConvKernelShape& s, std::span<const float> keras) {
   std::vector<float> krsc(keras.size());
-  for (int o = 0; o < s.filters; ++o)
-    for (int i = 0; i < s.kh; ++i)
-      for (int j = 0; j < s.kw; ++j)
-        for (int c = 0; c < s.in; ++c)
-          krsc[s.krsc_index(o, i, j, c)] = keras[s.keras_index(o, i, j, c)];
+  for_each_kernel_element(s, [&](std::size_t k, std::size_t r) { krsc[r] = keras[k]; });
   return krsc;
 }
 
