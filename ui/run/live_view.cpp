@@ -48,6 +48,9 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   step_time_ = new LineChart(tr("Step time"), tr("step"), tr("ms"));
   step_ms_ = step_time_->add_series(tr("step ms"));
   median_ms_ = step_time_->add_series(tr("rolling median (%1 steps)").arg(kMedianWindow));
+  // GPU runs: the step's device time (CUDA events) beside its wall time; the gap is the host's
+  // share (launches, the readback, waiting for data).
+  device_ms_ = step_time_->add_series(tr("device ms"));
   throughput_ = new LineChart(tr("Throughput"), tr("step"), tr("samples/s"));
   samples_ = throughput_->add_series(tr("samples/s (rolling median)"));
   loss_ = new LineChart(tr("Loss"), tr("step"), tr("loss"));
@@ -110,7 +113,7 @@ void LiveView::add_metrics(const app::MetricsBatch& batch) {
     early_.push_back(batch);
     return;
   }
-  std::vector<QPointF> step_ms, median, samples, loss, acc, scale, skipped;
+  std::vector<QPointF> step_ms, median, device, samples, loss, acc, scale, skipped;
   for (const StepMetrics& s : batch.steps) {
     const double x = static_cast<double>(s.step);
     window_ms_.push_back(s.step_ms);
@@ -119,6 +122,7 @@ void LiveView::add_metrics(const app::MetricsBatch& batch) {
     last_samples_per_s_ = last_median_ms_ > 0.0 ? s.samples / (last_median_ms_ / 1000.0) : 0.0;
     step_ms.emplace_back(x, s.step_ms);
     median.emplace_back(x, last_median_ms_);
+    if (std::isfinite(s.device_ms)) device.emplace_back(x, s.device_ms);
     samples.emplace_back(x, last_samples_per_s_);
     loss.emplace_back(x, s.loss);
     acc.emplace_back(x, s.accuracy);
@@ -127,6 +131,7 @@ void LiveView::add_metrics(const app::MetricsBatch& batch) {
   }
   step_time_->append_points(step_ms_, step_ms);
   step_time_->append_points(median_ms_, median);
+  if (!device.empty()) step_time_->append_points(device_ms_, device);
   throughput_->append_points(samples_, samples);
   loss_->append_points(train_loss_, loss);
   accuracy_->append_points(train_acc_, acc);

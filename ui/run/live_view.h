@@ -64,8 +64,8 @@ class LiveView : public QWidget {
   LineChart* accuracy_ = nullptr;
   LineChart* loss_scale_ = nullptr;
   // Series indices.
-  int step_ms_ = 0, median_ms_ = 0, samples_ = 0, train_loss_ = 0, test_loss_ = 0, train_acc_ = 0,
-      test_acc_ = 0, scale_ = 0, skipped_ = 0;
+  int step_ms_ = 0, median_ms_ = 0, device_ms_ = 0, samples_ = 0, train_loss_ = 0, test_loss_ = 0,
+      train_acc_ = 0, test_acc_ = 0, scale_ = 0, skipped_ = 0;
 };
 
 }  // namespace mixlab::ui

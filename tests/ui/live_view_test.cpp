@@ -1,0 +1,65 @@
+// The live view with a GPU run's figures: the step's device time (CUDA events) plotted beside
+// its wall time, only for steps that have one, and the run's notes shown when it begins.
+#include <QLabel>
+#include <QTest>
+#include <cmath>
+
+#include "ui/charts/chart.h"
+#include "ui/run/live_view.h"
+
+namespace mixlab::ui {
+
+class LiveViewTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void deviceTimeIsPlottedWhereMeasured() {
+    LiveView view;
+    app::StartedRun run;
+    run.run_id = 7;
+    run.total_steps = 10;
+    run.notes << QStringLiteral("the training split is kept on the device");
+    view.begin_run(run);
+    const auto labels = view.findChildren<QLabel*>();
+    bool note_shown = false;
+    for (const QLabel* label : labels) {
+      note_shown |= label->text().contains(QStringLiteral("kept on the device"));
+    }
+    QVERIFY2(note_shown, "the run's note is shown");
+
+    app::MetricsBatch batch;
+    batch.run_id = 7;
+    for (int i = 0; i < 6; ++i) {
+      StepMetrics s;
+      s.step = i;
+      s.step_ms = 2.0 + i;
+      s.device_ms = i < 4 ? 1.5 + i : kNotMeasured;  // the last two: not measured
+      s.samples = 32;
+      batch.steps.push_back(s);
+    }
+    view.add_metrics(batch);
+    LineChart* chart = view.step_time_chart();
+    QCOMPARE(chart->point_count(0), std::size_t{6});  // step ms
+    QCOMPARE(chart->point_count(2), std::size_t{4});  // device ms: the measured steps only
+  }
+
+  void cpuRunsPlotNoDeviceTime() {
+    LiveView view;
+    app::StartedRun run;
+    run.run_id = 1;
+    view.begin_run(run);
+    app::MetricsBatch batch;
+    batch.run_id = 1;
+    StepMetrics s;
+    s.step_ms = 3.0;  // device_ms stays kNotMeasured
+    batch.steps.push_back(s);
+    view.add_metrics(batch);
+    QCOMPARE(view.step_time_chart()->point_count(0), std::size_t{1});
+    QCOMPARE(view.step_time_chart()->point_count(2), std::size_t{0});
+  }
+};
+
+}  // namespace mixlab::ui
+
+QTEST_MAIN(mixlab::ui::LiveViewTest)
+#include "live_view_test.moc"
