@@ -42,6 +42,16 @@ struct ExecutorOptions {
   bool layer_timing = false;  // time every layer's forward and backward (slower: events)
 };
 
+// What a part of an executor's allocation holds.
+enum class MemoryPurpose : std::uint8_t {
+  parameters,
+  weight_copies,
+  gradients,
+  optimizer,
+  activations,
+  workspace,
+};
+
 // Bytes of one executor's single allocation, by purpose.
 struct MemoryPlan {
   std::int64_t parameter_bytes = 0;    // float32 master weights and biases
@@ -53,6 +63,28 @@ struct MemoryPlan {
   std::int64_t total() const {
     return parameter_bytes + weight_copy_bytes + gradient_bytes + optimizer_bytes +
            activation_bytes + workspace_bytes;
+  }
+  void add(MemoryPurpose purpose, std::int64_t bytes) {
+    switch (purpose) {
+      case MemoryPurpose::parameters:
+        parameter_bytes += bytes;
+        return;
+      case MemoryPurpose::weight_copies:
+        weight_copy_bytes += bytes;
+        return;
+      case MemoryPurpose::gradients:
+        gradient_bytes += bytes;
+        return;
+      case MemoryPurpose::optimizer:
+        optimizer_bytes += bytes;
+        return;
+      case MemoryPurpose::activations:
+        activation_bytes += bytes;
+        return;
+      case MemoryPurpose::workspace:
+        workspace_bytes += bytes;
+        return;
+    }
   }
 };
 

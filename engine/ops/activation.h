@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "engine/core/hd.h"
 #include "engine/spec/model_spec.h"
@@ -62,6 +63,33 @@ MIXLAB_HD float activation_backward(ActivationFn fn, float x, float y, float dy)
 // True when backward needs the layer's input (else the output suffices).
 MIXLAB_HD bool activation_backward_needs_input(ActivationFn fn) {
   return fn == ActivationFn::gelu;
+}
+
+// Host-side dispatch for the CPU loops and the CUDA launchers: calls
+// f(std::integral_constant<ActivationFn, fn>{}) so that the activation is a compile-time
+// constant inside the loop or kernel. Softmax is row-wise, not elementwise: it is dispatched as
+// linear (the identity), which its callers handle separately.
+template <class F>
+void with_elementwise_activation(ActivationFn fn, F&& f) {
+  using A = ActivationFn;
+  switch (fn) {
+    case A::relu:
+      f(std::integral_constant<A, A::relu>{});
+      return;
+    case A::sigmoid:
+      f(std::integral_constant<A, A::sigmoid>{});
+      return;
+    case A::tanh:
+      f(std::integral_constant<A, A::tanh>{});
+      return;
+    case A::gelu:
+      f(std::integral_constant<A, A::gelu>{});
+      return;
+    case A::linear:
+    case A::softmax:
+      f(std::integral_constant<A, A::linear>{});
+      return;
+  }
 }
 
 }  // namespace mixlab

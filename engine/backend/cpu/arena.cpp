@@ -37,26 +37,7 @@ Arena::Id Arena::reserve(std::size_t bytes, Purpose purpose) {
   offsets_.push_back(size_);
   size_ += rounded;
   const auto b = static_cast<std::int64_t>(rounded);
-  switch (purpose) {
-    case Purpose::parameters:
-      plan_.parameter_bytes += b;
-      break;
-    case Purpose::weight_copies:
-      plan_.weight_copy_bytes += b;
-      break;
-    case Purpose::gradients:
-      plan_.gradient_bytes += b;
-      break;
-    case Purpose::optimizer:
-      plan_.optimizer_bytes += b;
-      break;
-    case Purpose::activations:
-      plan_.activation_bytes += b;
-      break;
-    case Purpose::workspace:
-      plan_.workspace_bytes += b;
-      break;
-  }
+  plan_.add(purpose, b);
   return offsets_.size() - 1;
 }
 

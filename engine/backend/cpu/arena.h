@@ -12,14 +12,7 @@
 
 namespace mixlab::cpu {
 
-enum class Purpose : std::uint8_t {
-  parameters,
-  weight_copies,
-  gradients,
-  optimizer,
-  activations,
-  workspace,
-};
+using Purpose = MemoryPurpose;
 
 class Arena {
  public:

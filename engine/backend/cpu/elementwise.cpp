@@ -42,31 +42,6 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   });
 }
 
-// Calls f(std::integral_constant<ActivationFn, fn>{}): the activation becomes a compile-time
-// constant inside the loops.
-template <class F>
-void with_activation(ActivationFn fn, F&& f) {
-  using A = ActivationFn;
-  switch (fn) {
-    case A::relu:
-      f(std::integral_constant<A, A::relu>{});
-      return;
-    case A::sigmoid:
-      f(std::integral_constant<A, A::sigmoid>{});
-      return;
-    case A::tanh:
-      f(std::integral_constant<A, A::tanh>{});
-      return;
-    case A::gelu:
-      f(std::integral_constant<A, A::gelu>{});
-      return;
-    case A::linear:
-    case A::softmax:
-      f(std::integral_constant<A, A::linear>{});
-      return;
-  }
-}
-
 }  // namespace
 
 CastNode::CastNode(int layer_index, Storage to) {
@@ -109,7 +84,7 @@ void ActivationNode::bind(const Arena& arena, const dnnl::memory&) {
 
 void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
   if (fn_ != ActivationFn::softmax) {
-    with_activation(fn_, [&](auto fn) {
+    with_elementwise_activation(fn_, [&](auto fn) {
       constexpr ActivationFn kFn = decltype(fn)::value;
       map1(x, y, [](float v, std::int64_t) { return activation_forward(kFn, v); });
     });
@@ -133,7 +108,7 @@ void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, con
     return;
   }
   if (fn_ != ActivationFn::softmax) {
-    with_activation(fn_, [&](auto fn) {
+    with_elementwise_activation(fn_, [&](auto fn) {
       constexpr ActivationFn kFn = decltype(fn)::value;
       map2(y, dy, *dx, [](float yv, float g) { return activation_backward(kFn, 0.0f, yv, g); });
     });

@@ -420,26 +420,7 @@ DeviceArena::Id DeviceArena::reserve(std::size_t bytes, Purpose purpose) {
   const std::size_t aligned = align_up(std::max<std::size_t>(bytes, 1));
   size_ += aligned;
   const auto b = static_cast<std::int64_t>(aligned);
-  switch (purpose) {
-    case Purpose::parameters:
-      plan_.parameter_bytes += b;
-      break;
-    case Purpose::weight_copies:
-      plan_.weight_copy_bytes += b;
-      break;
-    case Purpose::gradients:
-      plan_.gradient_bytes += b;
-      break;
-    case Purpose::optimizer:
-      plan_.optimizer_bytes += b;
-      break;
-    case Purpose::activations:
-      plan_.activation_bytes += b;
-      break;
-    case Purpose::workspace:
-      plan_.workspace_bytes += b;
-      break;
-  }
+  plan_.add(purpose, b);
   return offsets_.size() - 1;
 }
 

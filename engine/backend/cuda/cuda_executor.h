@@ -17,14 +17,7 @@
 
 namespace mixlab::cuda {
 
-enum class Purpose : std::uint8_t {
-  parameters,
-  weight_copies,
-  gradients,
-  optimizer,
-  activations,
-  workspace,
-};
+using Purpose = MemoryPurpose;
 
 // Reservations first, then one cudaMalloc; each reservation 256-byte aligned (what cuBLASLt's
 // and cuDNN's fastest kernels expect).

@@ -159,32 +159,6 @@ __global__ void activation_backward_kernel(const T* x, const T* y, const T* dy, 
   }
 }
 
-// Calls f(std::integral_constant<ActivationFn, fn>{}) for the elementwise activations.
-template <class F>
-void with_activation(ActivationFn fn, F&& f) {
-  using A = ActivationFn;
-  switch (fn) {
-    case A::linear:
-      f(std::integral_constant<A, A::linear>{});
-      return;
-    case A::relu:
-      f(std::integral_constant<A, A::relu>{});
-      return;
-    case A::sigmoid:
-      f(std::integral_constant<A, A::sigmoid>{});
-      return;
-    case A::tanh:
-      f(std::integral_constant<A, A::tanh>{});
-      return;
-    case A::gelu:
-      f(std::integral_constant<A, A::gelu>{});
-      return;
-    case A::softmax:
-      break;
-  }
-  throw BackendError("CUDA activation kernels: softmax is row-wise (softmax_forward/backward)");
-}
-
 template <class T>
 __global__ void scale_offset_kernel(const T* x, T* y, float scale, float offset, std::int64_t n) {
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
@@ -633,12 +607,24 @@ void gather_batch(const std::uint8_t* images, const std::int32_t* labels,
   MIXLAB_CHECK_LAUNCH("gather_batch_kernel");
 }
 
+namespace {
+
+// Softmax is row-wise: softmax_forward / softmax_backward.
+void require_elementwise(ActivationFn fn) {
+  if (fn == ActivationFn::softmax) {
+    throw BackendError("CUDA activation kernels: softmax is row-wise (softmax_forward/backward)");
+  }
+}
+
+}  // namespace
+
 void activation_forward(ActivationFn fn, const void* x, void* y, DType dtype, std::int64_t n,
                         cudaStream_t stream) {
   if (n <= 0) return;
+  require_elementwise(fn);
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    with_activation(fn, [&](auto f) {
+    with_elementwise_activation(fn, [&](auto f) {
       activation_forward_kernel<T, decltype(f)::value>
           <<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
     });
@@ -649,9 +635,10 @@ void activation_forward(ActivationFn fn, const void* x, void* y, DType dtype, st
 void activation_backward(ActivationFn fn, const void* x, const void* y, const void* dy, void* dx,
                          DType dtype, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
+  require_elementwise(fn);
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    with_activation(fn, [&](auto f) {
+    with_elementwise_activation(fn, [&](auto f) {
       activation_backward_kernel<T, decltype(f)::value>
           <<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(y),
                                                static_cast<const T*>(dy), static_cast<T*>(dx), n);
