@@ -1,0 +1,164 @@
+#!/bin/sh
+# Proves the README's two set-up commands on a fresh Debian 12 machine: in a minimal root made
+# by `debootstrap --variant=minbase bookworm` (built once, then kept under the cache folder),
+# it copies the committed tree (git archive HEAD), and runs, as root and without a display, the
+# README's first command and then its second, read from README.md so the two cannot drift.
+# Checks: command 1 exits 0, built the mixlab GUI and trained headless to a test accuracy;
+# command 2 exits 0 and ctest ran the `gui` tests with none skipped. The root has no CUDA
+# toolkit (the host's run before this one builds and tests the CUDA parts).
+#
+# Usage: scripts/fresh-check.sh   (as root; installs debootstrap on the host when missing)
+# Environment: MIXLAB_FRESH_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/mixlab) holds the pristine
+#   root (bookworm-minbase/) and the downloaded packages (apt-archives/: apt still installs
+#   every package in the fresh root, only the download is saved); MIXLAB_FRESH_KEEP=1 keeps the
+#   run's root for a look after it ends.
+set -eu
+
+say() { echo "fresh-check.sh: $*"; }
+die() {
+  echo "fresh-check.sh: $*" >&2
+  exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mount)"
+repo=$(git rev-parse --show-toplevel 2>/dev/null) || die "run it inside MixLab's git checkout"
+cd "$repo"
+cache=${MIXLAB_FRESH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mixlab}
+base=$cache/bookworm-minbase
+archives=$cache/apt-archives
+mkdir -p "$cache" "$archives"
+
+# Stage times, printed at the end.
+times=""
+stage_name=""
+stage_start=0
+stage() {
+  stage_name=$1
+  stage_start=$(date +%s)
+  say "== $stage_name"
+}
+stage_done() {
+  times="$times$(printf '  %-40s %5d s' "$stage_name" $(($(date +%s) - stage_start)))
+"
+  stage_name=""
+}
+print_times() {
+  [ -n "$stage_name" ] && stage_name="$stage_name (failed)" && stage_done
+  [ -n "$times" ] && printf 'fresh-check.sh: stage times\n%s' "$times"
+  return 0
+}
+
+# The README's commands: the first two lines of its first ```sh block.
+cmd1=$(awk '/^```sh$/ { inblock = 1; next } inblock && /^```/ { exit } inblock { print }' README.md | sed -n 1p)
+cmd2=$(awk '/^```sh$/ { inblock = 1; next } inblock && /^```/ { exit } inblock { print }' README.md | sed -n 2p)
+case "$cmd1" in ./scripts/install-deps.sh*) ;; *) die "README.md's first command is not './scripts/install-deps.sh ...': '$cmd1'" ;; esac
+case "$cmd2" in ./scripts/install-deps.sh*) ;; *) die "README.md's second command is not './scripts/install-deps.sh ...': '$cmd2'" ;; esac
+
+# The Debian mirror this machine's own apt sources name (one-line or deb822 format).
+mirror_for() {  # $1: the archive's last path part (debian or debian-security)
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+    awk -v want="$1" '
+      /^[[:space:]]*#/ { next }
+      $1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /^[a-z]+:\/\//) { print $i; break } }
+      $1 == "URIs:" { for (i = 2; i <= NF; i++) print $i }' |
+    sed 's:/*$::' | awk -F/ -v want="$1" '$NF == want { print; exit }'
+}
+mirror=$(mirror_for debian)
+security=$(mirror_for debian-security)
+[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+[ -n "$security" ] || security=http://deb.debian.org/debian-security
+
+# The pristine minimal root, built once.
+if [ ! -f "$base/.mixlab-complete" ]; then
+  stage "debootstrap --variant=minbase bookworm from $mirror"
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap
+  fi
+  rm -rf "$base.tmp"
+  debootstrap --variant=minbase bookworm "$base.tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+    die "debootstrap failed; its log: $cache/debootstrap.log ($(tail -n 3 "$cache/debootstrap.log"))"
+  # The sources a fresh Debian 12 installation has: the release, its updates, security.
+  cat >"$base.tmp/etc/apt/sources.list" <<EOF
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb $security bookworm-security main
+EOF
+  rm -rf "$base.tmp/var/cache/apt/archives/"*.deb
+  touch "$base.tmp/.mixlab-complete"
+  rm -rf "$base"
+  mv "$base.tmp" "$base"
+  stage_done
+fi
+
+# This run's root: a copy of the pristine one, removed at the end.
+root=$(mktemp -d "$cache/root.XXXXXX")
+mounts=""
+cleanup() {
+  status=$?
+  for m in $mounts; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+  if grep -q " $root/" /proc/mounts; then
+    echo "fresh-check.sh: something is still mounted under $root; left in place" >&2
+  elif [ "${MIXLAB_FRESH_KEEP:-0}" = 1 ]; then
+    say "the root is kept: $root"
+  else
+    rm -rf "$root"
+  fi
+  print_times
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+stage "a fresh root and the committed tree ($(git rev-parse --short HEAD))"
+cp -a "$base/." "$root/"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/root/mixlab"
+git archive --format=tar HEAD | tar -x -C "$root/root/mixlab"
+mount -t proc proc "$root/proc"
+mounts="$root/proc $mounts"
+mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"  # apt-get logs through a pty
+mounts="$root/dev/pts $mounts"
+# Saves downloads between runs only; apt-get still installs every package in this root.
+mount --bind "$archives" "$root/var/cache/apt/archives"
+mounts="$root/var/cache/apt/archives $mounts"
+stage_done
+
+# Runs a README command in the root as root, in a clean environment without a display.
+in_root() {  # $1: the command; $2: its log file
+  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/sh -c "cd /root/mixlab && $1" >"$2" 2>&1
+}
+log1=$cache/fresh-command1.log
+log2=$cache/fresh-command2.log
+
+stage "README command 1: $cmd1"
+if ! in_root "$cmd1" "$log1"; then
+  tail -n 40 "$log1" >&2
+  die "README command 1 failed in the fresh root (log: $log1)"
+fi
+stage_done
+[ -x "$root/root/mixlab/build/release/app/mixlab" ] ||
+  die "README command 1 did not build the mixlab GUI (build/release/app/mixlab; log: $log1)"
+grep -Eq '^test: +loss [0-9.]+, accuracy [0-9.]+$' "$log1" ||
+  die "README command 1 printed no summary with a test accuracy (log: $log1)"
+say "command 1: the GUI was built and the headless run says: $(grep -E '^test: ' "$log1")"
+
+stage "README command 2: $cmd2"
+if ! in_root "$cmd2" "$log2"; then
+  tail -n 60 "$log2" >&2
+  die "README command 2 failed in the fresh root (log: $log2)"
+fi
+stage_done
+# ctest ran the GUI tests (label gui), and none was skipped (a missing Qt or xvfb-run skips).
+gui_tests=$(sed -n 's/^gui *= .*(\([0-9][0-9]*\) tests\{0,1\}).*$/\1/p' "$log2" | head -n 1)
+[ -n "$gui_tests" ] && [ "$gui_tests" -gt 0 ] ||
+  die "README command 2 ran no test labelled gui (log: $log2)"
+if grep -E 'Test +#[0-9]+: ui\.[^ ]* .*Skipped' "$log2" >&2; then
+  die "README command 2 skipped GUI tests (above; log: $log2)"
+fi
+say "command 2: ctest ran $gui_tests gui tests, none skipped"
+say "the README's two commands work on a fresh Debian 12"
