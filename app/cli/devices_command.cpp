@@ -1,5 +1,6 @@
 // mixlab-cli devices: what this build can train on: the CPU, and each GPU with what matters for
-// mixed precision (tensor cores, bf16) and whether the CUDA backend can train on it, or why not.
+// mixed precision (tensor cores; how each policy runs, by engine/core/device_info.h's rule) and
+// whether the CUDA backend can train on it, or why not.
 #include <cstdio>
 #include <iostream>
 
@@ -12,20 +13,36 @@
 
 namespace mixlab::cli {
 
+namespace {
+
+constexpr Policy kPolicies[] = {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16};
+
+// "float32 native, mixed_float16 emulated, mixed_bfloat16 unsupported" and the reasons.
+void print_policies(const DeviceInfo& d) {
+  for (const Policy p : kPolicies) {
+    const PolicySupport s = policy_support(d, p);
+    std::printf("        %-15s %s%s%s\n", std::string(to_string(p)).c_str(),
+                std::string(to_string(s.level)).c_str(), s.reason.empty() ? "" : ": ",
+                s.reason.c_str());
+  }
+}
+
+}  // namespace
+
 int run_devices(const std::vector<std::string>& argv) {
   const Args args(argv, {}, {"json"});
   const std::vector<DeviceInfo> devices = available_devices();
   // Whether the CUDA backend trains on each GPU ("" when it does), in the order listed.
   std::vector<std::string> gpu_reasons;
   for (const DeviceInfo& d : devices) {
-    if (d.kind != "cpu")
+    if (d.is_gpu())
       gpu_reasons.push_back(cuda_device_unavailable_reason(static_cast<int>(gpu_reasons.size())));
   }
   if (args.has("json")) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     int gpu = 0;
     for (const DeviceInfo& d : devices) {
-      const bool is_gpu = d.kind != "cpu";
+      const bool is_gpu = d.is_gpu();
       nlohmann::ordered_json entry = {
           {"id", is_gpu ? "cuda:" + std::to_string(gpu) : std::string("cpu")},
           {"kind", d.kind},
@@ -33,12 +50,22 @@ int run_devices(const std::vector<std::string>& argv) {
           {"compute_capability", d.compute_capability},
           {"threads", d.threads},
           {"memory_bytes", d.memory_bytes},
-          {"native_bf16", d.native_bf16},
-          {"native_fp16", d.native_fp16},
           {"libraries", d.library_versions}};
       if (is_gpu) {
+        entry["tensor_cores"] = d.tensor_cores;
+      } else {
+        entry["isa"] = to_string(d.isa);
+      }
+      nlohmann::ordered_json policies = nlohmann::ordered_json::object();
+      for (const Policy p : kPolicies) {
+        const PolicySupport s = policy_support(d, p);
+        policies[std::string(to_string(p))] = {{"support", to_string(s.level)},
+                                               {"reason", s.reason}};
+      }
+      entry["policies"] = std::move(policies);
+      entry["comparison_policy"] = to_string(comparison_mixed_policy(d));
+      if (is_gpu) {
         const std::string& reason = gpu_reasons[static_cast<std::size_t>(gpu++)];
-        entry["tensor_cores"] = d.native_fp16;
         entry["trainable"] = reason.empty();
         if (!reason.empty()) entry["unavailable_reason"] = reason;
       }
@@ -49,24 +76,20 @@ int run_devices(const std::vector<std::string>& argv) {
   }
   int gpu = 0;
   for (const DeviceInfo& d : devices) {
-    if (d.kind == "cpu") {
-      std::printf(
-          "cpu     %s, %d threads, %s; bfloat16 %s, float16 emulated (float16 storage, float32 "
-          "arithmetic)\n",
-          d.name.c_str(), d.threads, d.library_versions.c_str(),
-          d.native_bf16 ? "in hardware" : "emulated by oneDNN");
+    if (!d.is_gpu()) {
+      std::printf("cpu     %s, %d threads, %s\n", d.name.c_str(), d.threads,
+                  d.library_versions.c_str());
     } else {
       const std::string& reason = gpu_reasons[static_cast<std::size_t>(gpu)];
       std::printf("cuda:%d  %s, compute capability %s, %s, %s\n", gpu, d.name.c_str(),
                   d.compute_capability.c_str(), format_bytes(d.memory_bytes).c_str(),
                   d.library_versions.c_str());
-      std::printf("        tensor cores: %s; bfloat16: %s\n",
-                  d.native_fp16 ? "yes (float16 matmuls and convolutions)" : "no",
-                  d.native_bf16 ? "in hardware" : "no (compute capability 8.0 needed)");
+      std::printf("        tensor cores: %s\n", d.tensor_cores ? "yes" : "no");
       std::printf("        CUDA backend: %s%s\n",
                   reason.empty() ? "trains here" : "cannot train: ", reason.c_str());
       ++gpu;
     }
+    print_policies(d);
   }
   if (gpu == 0) {
     const std::string reason = cuda_backend_unavailable_reason();

@@ -77,8 +77,7 @@ class ScratchDir {
 RunConfig config_for(Policy policy) {
   RunConfig c;
   c.precision = policy;
-  c.loss_scale =
-      policy == Policy::mixed_float16 ? LossScaleConfig::dynamic() : LossScaleConfig::none();
+  c.loss_scale = LossScaleConfig::keras_default(policy);
   c.batch_size = 16;
   c.steps = kSteps;
   c.threads = 1;
@@ -97,6 +96,12 @@ std::vector<StepMetrics> short_run(const std::string& device, const ModelSpec& s
   const std::atomic<bool> cancel{false};
   // No fallback: a backend that reported itself available must train here.
   const BackendChoice choice = make_backend(device, config.threads, false);
+  const PolicySupport support = policy_support(choice.backend->device(), config.precision);
+  if (support.level == Support::unsupported) {
+    check.result = "skipped";
+    check.detail = support.reason;
+    return {};
+  }
   const RunSummary s = train(spec, config, data, *choice.backend, sink, cancel);
   bool finite = true;
   for (const StepMetrics& m : log.steps) finite = finite && std::isfinite(m.loss);
@@ -109,7 +114,8 @@ std::vector<StepMetrics> short_run(const std::string& device, const ModelSpec& s
     check.result = "ok";
     check.detail = "median step " + format_fixed(s.median_step_ms, 3) + " ms, loss " +
                    format_fixed(log.steps.front().loss, 3) + " -> " +
-                   format_fixed(log.steps.back().loss, 3);
+                   format_fixed(log.steps.back().loss, 3) +
+                   (support.level == Support::emulated ? " (emulated)" : "");
   }
   return log.steps;
 }

@@ -64,9 +64,7 @@ RunConfig run_config_from(const Args& args) {
   }
   const std::string scale = args.get_or("loss-scale", "auto");
   if (scale == "auto") {
-    // Keras wraps the optimizer in a dynamic LossScaleOptimizer under mixed_float16 only.
-    config.loss_scale = config.precision == Policy::mixed_float16 ? LossScaleConfig::dynamic()
-                                                                  : LossScaleConfig::none();
+    config.loss_scale = LossScaleConfig::keras_default(config.precision);
   } else if (const auto parsed = parse_loss_scale(scale)) {
     config.loss_scale = *parsed;
   } else {

@@ -12,23 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/device_info.h"
 #include "engine/core/precision.h"
 #include "engine/ops/optimizer.h"
 #include "engine/spec/model_spec.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab {
-
-struct DeviceInfo {
-  std::string kind;                // "cpu" or "cuda"
-  std::string name;                // CPU model or GPU name
-  std::string compute_capability;  // "9.0" for a GPU; empty for the CPU
-  int threads = 0;                 // CPU threads the backend uses
-  bool native_bf16 = false;        // bf16 arithmetic in hardware (AMX / AVX512-BF16, sm_80+)
-  bool native_fp16 = false;        // fp16 arithmetic the backend uses (tensor cores on a GPU)
-  std::string library_versions;    // "oneDNN 2.6.3 (isa avx512_core_amx)"
-  std::int64_t memory_bytes = 0;   // device memory (GPU); 0 for the CPU
-};
 
 struct ExecutorOptions {
   Policy policy = Policy::float32;

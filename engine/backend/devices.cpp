@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -121,12 +123,19 @@ std::string cuda_backend_unavailable_reason() {
 
 std::string cuda_device_unavailable_reason(int gpu) {
   if (gpu == 0) return probe().reason;
+  // Once per GPU and process, as for the first: the run panel asks on every change.
+  static std::mutex mutex;
+  static std::map<int, std::string> reasons;
+  std::lock_guard lock(mutex);
+  const auto known = reasons.find(gpu);
+  if (known != reasons.end()) return known->second;
+  std::string reason;
   try {
     create_cuda_backend(gpu);
-    return {};
   } catch (const std::exception& e) {
-    return e.what();
+    reason = e.what();
   }
+  return reasons.emplace(gpu, std::move(reason)).first->second;
 }
 
 BackendChoice make_backend(std::string_view device, int threads, bool fallback) {

@@ -21,6 +21,10 @@ LossScaleConfig LossScaleConfig::dynamic() {
   return c;
 }
 
+LossScaleConfig LossScaleConfig::keras_default(Policy policy) {
+  return policy == Policy::mixed_float16 ? dynamic() : none();
+}
+
 std::string LossScaleConfig::to_string() const {
   switch (mode) {
     case Mode::none:

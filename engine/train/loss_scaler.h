@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/precision.h"
+
 namespace mixlab {
 
 struct LossScaleConfig {
@@ -25,6 +27,9 @@ struct LossScaleConfig {
   static LossScaleConfig none() { return {}; }
   static LossScaleConfig fixed(double factor);
   static LossScaleConfig dynamic();
+  // What Keras does when nothing is said: a dynamic LossScaleOptimizer under mixed_float16 only
+  // (bfloat16 has float32's range), no scaling otherwise.
+  static LossScaleConfig keras_default(Policy policy);
   std::string to_string() const;  // "none", "dynamic", "dynamic:65536", or the factor
 };
 

@@ -204,6 +204,9 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   info.steps_per_epoch = steps_per_epoch;
   info.train_samples = train_set.size();
   info.test_samples = data.test.size();
+  // How this device runs the policy, when there is something to say (emulated, no tensor cores).
+  const PolicySupport support = policy_support(info.device, config.precision);
+  if (!support.reason.empty()) info.notes.push_back(support.reason);
   if (config.data_on_device && device_step) {
     info.notes.push_back(data_on_device ? "the training split is kept on the device"
                                         : "the training split does not fit on the device: "

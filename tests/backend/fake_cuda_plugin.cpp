@@ -42,8 +42,7 @@ class FakeGpuBackend final : public Backend {
     d.kind = "cuda";
     d.name = "Fake GPU (the CPU backend, a test double)";
     d.compute_capability = "8.0";
-    d.native_bf16 = true;
-    d.native_fp16 = true;
+    d.tensor_cores = true;
     d.memory_bytes = std::int64_t{1} << 30;
     d.library_versions = fake_library_versions();
     return d;

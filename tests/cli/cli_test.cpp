@@ -23,6 +23,7 @@
 
 #include "app/store/csv_export.h"
 #include "app/store/run_store.h"
+#include "engine/backend/backend.h"
 
 namespace {
 
@@ -221,6 +222,25 @@ TEST(Cli, DevicesListsTheCpu) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_GE(j.size(), 1u);
   EXPECT_EQ(j[0]["kind"], "cpu");
+}
+
+// `devices --json` gives the engine's rule for each policy (engine/core/device_info.h): on this
+// CPU every policy runs, natively or emulated with the reason.
+TEST(Cli, DevicesJsonGivesEveryPolicy) {
+  const Result r = run_cli("devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  using namespace mixlab;
+  const auto cpu = nlohmann::json::parse(r.out).at(0);
+  const DeviceInfo local = make_cpu_backend(1)->device();
+  EXPECT_EQ(cpu["isa"], std::string(to_string(local.isa)));
+  for (const Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
+    const PolicySupport expected = policy_support(local, p);
+    const auto& got = cpu["policies"][std::string(to_string(p))];
+    EXPECT_EQ(got["support"], std::string(to_string(expected.level))) << to_string(p);
+    EXPECT_EQ(got["reason"], expected.reason) << to_string(p);
+    EXPECT_NE(got["support"], "unsupported") << to_string(p);
+  }
+  EXPECT_EQ(cpu["comparison_policy"], std::string(to_string(comparison_mixed_policy(local))));
 }
 
 // Without a GPU to list, `devices` still says why the CUDA backend has none to train on.

@@ -44,10 +44,6 @@ constexpr int kSyntheticKind = 5;
 
 enum LossScaleMode { kAuto, kNone, kStatic, kDynamic };
 
-double compute_capability(const DeviceInfo& d) {
-  return d.compute_capability.empty() ? 0.0 : std::stod(d.compute_capability);
-}
-
 QString device_label(const DeviceInfo& d) {
   if (d.kind == "cpu") {
     return QStringLiteral("CPU: %1 (%2 threads)")
@@ -483,8 +479,8 @@ LossScaleConfig RunPanel::loss_scale_for(Policy policy) const {
       c.initial_scale = loss_scale_value_->value();
       return c;
     }
-    default:  // Keras wraps the optimizer in a dynamic LossScaleOptimizer under float16 only
-      return policy == Policy::mixed_float16 ? LossScaleConfig::dynamic() : LossScaleConfig::none();
+    default:
+      return LossScaleConfig::keras_default(policy);
   }
 }
 
@@ -522,9 +518,7 @@ RunConfig RunPanel::config() const {
 
 Policy RunPanel::mixed_policy() const {
   if (precision() != Policy::float32) return precision();
-  const DeviceInfo& d = device_info();
-  if (d.kind == "cpu") return Policy::mixed_bfloat16;
-  return compute_capability(d) >= 8.0 ? Policy::mixed_bfloat16 : Policy::mixed_float16;
+  return comparison_mixed_policy(device_info());
 }
 
 void RunPanel::update_state() {
@@ -542,40 +536,22 @@ void RunPanel::update_state() {
   epochs_->setEnabled(by_epochs_->isChecked());
   steps_->setEnabled(by_steps_->isChecked());
 
-  // Flag a policy the chosen device cannot run well.
+  // Flag a policy the chosen device runs emulated, or cannot run (the engine's one rule).
   const DeviceInfo& d = device_info();
-  const Policy p = precision();
-  QString warning;
-  if (d.kind == "cpu") {
-    if (p == Policy::mixed_float16) {
-      warning =
-          tr("float16 is emulated on the CPU (float32 arithmetic, float16 rounding): "
-             "expect it slower than float32; it shows float16's overflow and loss scaling");
-    } else if (p == Policy::mixed_bfloat16 && !d.native_bf16) {
-      warning =
-          tr("this CPU has no bf16 instructions (AVX512-BF16 or AMX): bf16 is emulated, "
-             "expect it slower than float32");
-    }
-  } else {
-    const double cc = compute_capability(d);
-    const QString name = QString::fromStdString(d.compute_capability);
-    if (p == Policy::mixed_bfloat16 && cc < 8.0) {
-      warning = tr("bf16 tensor cores need compute capability 8.0 (Ampere); this GPU (%1) "
-                   "emulates bf16: expect it slower than float32")
-                    .arg(name);
-    } else if (p == Policy::mixed_float16 && cc < 7.0) {
-      warning = tr("this GPU (%1) has no tensor cores: float16 will not beat float32").arg(name);
-    }
-  }
-  policy_warning_->setText(warning);
-  policy_warning_->setVisible(!warning.isEmpty());
+  const PolicySupport support = policy_support(d, precision());
+  policy_warning_->setText(QString::fromStdString(support.reason));
+  policy_warning_->setVisible(!support.reason.empty());
 
-  const bool gpu = d.kind != "cpu";
+  const bool gpu = d.is_gpu();
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_}) box->setEnabled(gpu);
 
   QString reason = blocked_reason_;
-  // Asked only once a GPU is chosen: the first answer loads the CUDA backend (then cached).
-  if (reason.isEmpty() && gpu) reason = QString::fromStdString(cuda_backend_unavailable_reason());
+  if (reason.isEmpty() && support.level == Support::unsupported)
+    reason = QString::fromStdString(support.reason);
+  // Asked only once a GPU is chosen: the first answer loads the CUDA backend (then cached per
+  // GPU). The GPU chosen, not the first one.
+  if (reason.isEmpty() && gpu)
+    reason = QString::fromStdString(cuda_device_unavailable_reason(device_->currentIndex() - 1));
   if (reason.isEmpty() && folder && dataset_dir_->text().trimmed().isEmpty())
     reason = tr("choose the dataset's folder");
   const bool can_start = !running_ && reason.isEmpty();

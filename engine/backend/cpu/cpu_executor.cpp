@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/backend/cpu/conv2d.h"
+#include "engine/backend/cpu/cpu_isa.h"
 #include "engine/backend/cpu/dense.h"
 #include "engine/backend/cpu/dnnl_check.h"
 #include "engine/backend/cpu/elementwise.h"
@@ -75,6 +76,9 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
     if (cur != s) add(std::make_unique<CastNode>(layer, s), cur_shape);
   };
 
+  // Below AVX-512 oneDNN has no bfloat16 kernels: bfloat16 layers then compute in float32 and
+  // round every value they write to bfloat16, as float16 is emulated everywhere.
+  const bool bf16_kernels = has_bf16_kernels(onednn_isa());
   input_.storage = Storage::f32;
   input_.dims = batch_dims(table.input_shape);
   layer_last_node_.resize(spec.layers.size());
@@ -82,7 +86,7 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
     const LayerSpec& layer = spec.layers[i];
     const LayerInfo& info = table.layers[i];
     const int li = static_cast<int>(i);
-    const Storage s = storage_for(info.compute);
+    const Storage s = storage_for(info.compute, bf16_kernels);
     const Shape& out = info.output_shape;
     // An activation (a layer of its own, or fused into Dense / Conv2D) over the layer's output.
     const auto activation = [&](ActivationFn fn) {
@@ -255,10 +259,9 @@ void CpuExecutor::refresh_copy(ParamSlot& slot, bool forward_copy) {
         break;
       case CopyMode::reorder:
         DNNL_CHECK(slot.to_copy.execute(ctx_.stream, slot.master, slot.copy));
-        if (slot.copy_storage == Storage::f16) {
-          round_to_f16_inplace(
-              static_cast<float*>(slot.copy.get_data_handle()),
-              static_cast<std::int64_t>(slot.copy_desc.get_size() / sizeof(float)));
+        if (is_rounded(slot.copy_storage)) {
+          round_inplace(slot.copy_storage, static_cast<float*>(slot.copy.get_data_handle()),
+                        static_cast<std::int64_t>(slot.copy_desc.get_size() / sizeof(float)));
         }
         break;
     }

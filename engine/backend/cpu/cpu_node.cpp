@@ -52,8 +52,8 @@ void describe_bias(ParamSlot& slot, const dnnl::memory::desc& bias_desc, Storage
   slot.kind = ParamKind::bias;
   slot.keras_desc = slot.grad_desc = slot.master_desc = slot.copy_desc = bias_desc;
   slot.grad_storage = Storage::f32;
-  slot.copy_storage = storage == Storage::f16 ? Storage::f16 : Storage::f32;
-  slot.copy_mode = storage == Storage::f16 ? CopyMode::elementwise : CopyMode::master;
+  slot.copy_storage = is_rounded(storage) ? storage : Storage::f32;
+  slot.copy_mode = is_rounded(storage) ? CopyMode::elementwise : CopyMode::master;
 }
 
 }  // namespace mixlab::cpu

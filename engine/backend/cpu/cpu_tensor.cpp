@@ -13,9 +13,14 @@ void convert(const void* src, Storage src_storage, void* dst, Storage dst_storag
   });
 }
 
-void round_to_f16_inplace(float* data, std::int64_t n) {
+void round_inplace(Storage storage, float* data, std::int64_t n) {
+  if (storage == Storage::f16) {
 #pragma omp parallel for simd schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) data[i] = round_to_f16(data[i]);
+    for (std::int64_t i = 0; i < n; ++i) data[i] = round_to_f16(data[i]);
+  } else if (storage == Storage::bf16_emulated) {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) data[i] = round_to_bf16(data[i]);
+  }
 }
 
 bool all_finite(const void* data, Storage storage, std::int64_t n) {

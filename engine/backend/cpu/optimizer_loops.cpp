@@ -12,7 +12,7 @@ namespace mixlab::cpu {
 namespace {
 
 // What the loop writes besides master and state.
-enum class CopyOut { none, bf16, f16 };
+enum class CopyOut { none, bf16, f16, bf16_emulated };
 
 // Returns non-zero when a gradient in the range was inf or NaN (checked in the same pass).
 // Pointers are hoisted and the check is arithmetic, so that the loop vectorises.
@@ -37,6 +37,8 @@ __attribute__((always_inline)) inline std::uint32_t update_range(const Step& ste
       static_cast<std::uint16_t*>(copy)[i] = float_to_bf16_bits(w[i]);
     } else if constexpr (C == CopyOut::f16) {
       static_cast<float*>(copy)[i] = round_to_f16(w[i]);
+    } else if constexpr (C == CopyOut::bf16_emulated) {
+      static_cast<float*>(copy)[i] = round_to_bf16(w[i]);
     }
   }
   return bad;
@@ -66,18 +68,28 @@ struct SgdStep {
       const STEP& step, const SlotArrays& p, std::int64_t begin, std::int64_t end) { \
     return update_range<G, C>(step, p, begin, end);                                  \
   }
-MIXLAB_UPDATE_KERNEL(adam_f32, AdamStep, Storage::f32, CopyOut::none)
-MIXLAB_UPDATE_KERNEL(adam_f32_bf16, AdamStep, Storage::f32, CopyOut::bf16)
-MIXLAB_UPDATE_KERNEL(adam_f32_f16, AdamStep, Storage::f32, CopyOut::f16)
-MIXLAB_UPDATE_KERNEL(adam_bf16_bf16, AdamStep, Storage::bf16, CopyOut::bf16)
-MIXLAB_UPDATE_KERNEL(momentum_f32, MomentumStep, Storage::f32, CopyOut::none)
-MIXLAB_UPDATE_KERNEL(momentum_f32_bf16, MomentumStep, Storage::f32, CopyOut::bf16)
-MIXLAB_UPDATE_KERNEL(momentum_f32_f16, MomentumStep, Storage::f32, CopyOut::f16)
-MIXLAB_UPDATE_KERNEL(momentum_bf16_bf16, MomentumStep, Storage::bf16, CopyOut::bf16)
-MIXLAB_UPDATE_KERNEL(sgd_f32, SgdStep, Storage::f32, CopyOut::none)
-MIXLAB_UPDATE_KERNEL(sgd_f32_bf16, SgdStep, Storage::f32, CopyOut::bf16)
-MIXLAB_UPDATE_KERNEL(sgd_f32_f16, SgdStep, Storage::f32, CopyOut::f16)
-MIXLAB_UPDATE_KERNEL(sgd_bf16_bf16, SgdStep, Storage::bf16, CopyOut::bf16)
+// The kernels of one optimizer, by (gradient storage, copy written).
+template <class Step>
+struct Kernels {
+  using K = std::uint32_t (*)(const Step&, const SlotArrays&, std::int64_t, std::int64_t);
+  K f32;            // (f32, none)
+  K f32_bf16;       // (f32, bf16)
+  K f32_f16;        // (f32, float16-rounded float32)
+  K f32_bf16_emul;  // (f32, bfloat16-rounded float32)
+  K bf16_bf16;      // (bf16, bf16)
+};
+#define MIXLAB_UPDATE_KERNELS(PREFIX, STEP)                                            \
+  MIXLAB_UPDATE_KERNEL(PREFIX##_f32, STEP, Storage::f32, CopyOut::none)                \
+  MIXLAB_UPDATE_KERNEL(PREFIX##_f32_bf16, STEP, Storage::f32, CopyOut::bf16)           \
+  MIXLAB_UPDATE_KERNEL(PREFIX##_f32_f16, STEP, Storage::f32, CopyOut::f16)             \
+  MIXLAB_UPDATE_KERNEL(PREFIX##_f32_bf16e, STEP, Storage::f32, CopyOut::bf16_emulated) \
+  MIXLAB_UPDATE_KERNEL(PREFIX##_bf16_bf16, STEP, Storage::bf16, CopyOut::bf16)         \
+  constexpr Kernels<STEP> PREFIX##_kernels{PREFIX##_f32, PREFIX##_f32_bf16, PREFIX##_f32_f16, \
+                                           PREFIX##_f32_bf16e, PREFIX##_bf16_bf16};
+MIXLAB_UPDATE_KERNELS(adam, AdamStep)
+MIXLAB_UPDATE_KERNELS(momentum, MomentumStep)
+MIXLAB_UPDATE_KERNELS(sgd, SgdStep)
+#undef MIXLAB_UPDATE_KERNELS
 #undef MIXLAB_UPDATE_KERNEL
 
 template <class Step, class Kernel>
@@ -97,21 +109,26 @@ bool parallel(const Step& step, const SlotArrays& p, Kernel kernel) {
   return bad == 0;
 }
 
-// Kernels by (gradient storage, copy written): (f32, none), (f32, bf16), (f32, f16), (bf16, bf16).
-template <class Step, class K>
-bool dispatch(const Step& step, const SlotArrays& p, K f32, K f32_bf16, K f32_f16, K bf16_bf16) {
+template <class Step>
+bool dispatch(const Step& step, const SlotArrays& p, const Kernels<Step>& k) {
   const bool copy = p.copy != nullptr;
   if (p.grad_storage == Storage::bf16) {
     MIXLAB_ASSERT(copy && p.copy_storage == Storage::bf16);
-    return parallel(step, p, bf16_bf16);
-  } else if (copy && p.copy_storage == Storage::bf16) {
-    return parallel(step, p, f32_bf16);
-  } else if (copy && p.copy_storage == Storage::f16) {
-    return parallel(step, p, f32_f16);
-  } else {
-    MIXLAB_ASSERT(!copy);
-    return parallel(step, p, f32);
+    return parallel(step, p, k.bf16_bf16);
   }
+  if (!copy) return parallel(step, p, k.f32);
+  switch (p.copy_storage) {
+    case Storage::bf16:
+      return parallel(step, p, k.f32_bf16);
+    case Storage::f16:
+      return parallel(step, p, k.f32_f16);
+    case Storage::bf16_emulated:
+      return parallel(step, p, k.f32_bf16_emul);
+    case Storage::f32:
+      break;
+  }
+  MIXLAB_ASSERT(!"a float32 copy is the master itself");
+  return false;
 }
 
 }  // namespace
@@ -119,15 +136,12 @@ bool dispatch(const Step& step, const SlotArrays& p, K f32, K f32_bf16, K f32_f1
 bool apply_update(const OptimizerConfig& config, const SlotArrays& p, float grad_scale,
                   std::int64_t iteration) {
   if (config.kind == OptimizerKind::adam) {
-    return dispatch(AdamStep{make_adam_update(config, iteration, grad_scale)}, p, adam_f32,
-                    adam_f32_bf16, adam_f32_f16, adam_bf16_bf16);
+    return dispatch(AdamStep{make_adam_update(config, iteration, grad_scale)}, p, adam_kernels);
   }
   if (p.state0) {
-    return dispatch(MomentumStep{make_sgd_update(config, grad_scale)}, p, momentum_f32,
-                    momentum_f32_bf16, momentum_f32_f16, momentum_bf16_bf16);
+    return dispatch(MomentumStep{make_sgd_update(config, grad_scale)}, p, momentum_kernels);
   }
-  return dispatch(SgdStep{make_sgd_update(config, grad_scale)}, p, sgd_f32, sgd_f32_bf16,
-                  sgd_f32_f16, sgd_bf16_bf16);
+  return dispatch(SgdStep{make_sgd_update(config, grad_scale)}, p, sgd_kernels);
 }
 
 }  // namespace mixlab::cpu

@@ -1,6 +1,6 @@
 // The optimizer update of one parameter group in one pass: read the gradient (float32 or
 // bfloat16), update the float32 master and state, and write the layer's compute copy when it
-// shares the master's element order (bfloat16, or float16-rounded float32).
+// shares the master's element order (bfloat16, or float32 rounded to float16 or bfloat16).
 #pragma once
 
 #include <cstdint>

@@ -65,9 +65,7 @@ void PoolingNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Pha
   src_.set_data_handle(x.data);
   dst_.set_data_handle(y.data);
   execute(ctx, fwd_, fwd_args_, label, "forward");
-  if (storage_ == Storage::f16 && !max_) {
-    round_to_f16_inplace(static_cast<float*>(y.data), y.elements());
-  }
+  if (!max_) round_inplace(storage_, static_cast<float*>(y.data), y.elements());
 }
 
 void PoolingNode::backward(CpuContext& ctx, const Tensor&, const Tensor&, const Tensor& dy,
@@ -76,7 +74,7 @@ void PoolingNode::backward(CpuContext& ctx, const Tensor&, const Tensor&, const 
   diff_dst_.set_data_handle(dy.data);
   diff_src_.set_data_handle(dx->data);
   execute(ctx, bwd_, bwd_args_, label, "backward");
-  if (storage_ == Storage::f16) round_to_f16_inplace(static_cast<float*>(dx->data), dx->elements());
+  round_inplace(storage_, static_cast<float*>(dx->data), dx->elements());
 }
 
 }  // namespace mixlab::cpu

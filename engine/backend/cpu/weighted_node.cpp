@@ -80,7 +80,7 @@ void WeightedNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Ph
   src_.set_data_handle(x.data);
   dst_.set_data_handle(y.data);
   execute(ctx, fwd_, fwd_args_, label, "forward");
-  if (storage_ == Storage::f16) round_to_f16_inplace(static_cast<float*>(y.data), y.elements());
+  round_inplace(storage_, static_cast<float*>(y.data), y.elements());
 }
 
 void WeightedNode::backward(CpuContext& ctx, const Tensor& x, const Tensor&, const Tensor& dy,
@@ -88,19 +88,17 @@ void WeightedNode::backward(CpuContext& ctx, const Tensor& x, const Tensor&, con
   src_.set_data_handle(x.data);
   diff_dst_.set_data_handle(dy.data);
   execute(ctx, bwd_weights_, bwd_weights_args_, label, "backward (weights)");
-  if (storage_ == Storage::f16) {
-    // The gradient of a float16 weight copy is float16 (it may overflow to inf).
-    round_to_f16_inplace(static_cast<float*>(kernel_.grad.get_data_handle()), kernel_.count);
+  if (is_rounded(storage_)) {
+    // The gradient of a 16-bit weight copy is 16-bit (in float16 it may overflow to inf).
+    round_inplace(storage_, static_cast<float*>(kernel_.grad.get_data_handle()), kernel_.count);
     if (use_bias_) {
-      round_to_f16_inplace(static_cast<float*>(bias_.grad.get_data_handle()), bias_.count);
+      round_inplace(storage_, static_cast<float*>(bias_.grad.get_data_handle()), bias_.count);
     }
   }
   if (dx) {
     diff_src_.set_data_handle(dx->data);
     execute(ctx, bwd_data_, bwd_data_args_, label, "backward (data)");
-    if (storage_ == Storage::f16) {
-      round_to_f16_inplace(static_cast<float*>(dx->data), dx->elements());
-    }
+    round_inplace(storage_, static_cast<float*>(dx->data), dx->elements());
   }
 }
 

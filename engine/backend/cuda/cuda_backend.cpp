@@ -26,10 +26,8 @@ class CudaBackend final : public Backend {
   DeviceInfo device() const override { return info_; }
   std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, const ShapeTable& table,
                                          const ExecutorOptions& options) override {
-    if (options.policy == Policy::mixed_bfloat16 && !info_.native_bf16) {
-      throw ConfigError("mixed_bfloat16 needs compute capability 8.0 or newer; " + info_.name +
-                        " has " + info_.compute_capability);
-    }
+    const PolicySupport support = policy_support(info_, options.policy);
+    if (support.level == Support::unsupported) throw ConfigError(support.reason);
     return std::make_unique<CudaExecutor>(spec, table, options, device_, info_);
   }
 
@@ -72,18 +70,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
   }
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  if (prop.major < 7 || (prop.major == 7 && prop.minor < 5)) {
-    throw BackendError(std::string(prop.name) + " has compute capability " +
-                       std::to_string(prop.major) + "." + std::to_string(prop.minor) +
-                       "; the CUDA backend needs 7.5 (Turing) or newer");
-  }
-  DeviceInfo info;
-  info.kind = "cuda";
-  info.name = prop.name;
-  info.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
-  info.native_bf16 = prop.major >= 8;
-  info.native_fp16 = true;  // tensor cores on every supported GPU (7.5+)
-  info.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
+  DeviceInfo info = gpu_device_info(prop.name, prop.major, prop.minor,
+                                    static_cast<std::int64_t>(prop.totalGlobalMem));
+  // Too old a GPU: float32 is as unsupported as every policy (the rule says why).
+  const PolicySupport support = policy_support(info, Policy::float32);
+  if (support.level == Support::unsupported) throw BackendError(support.reason);
   info.library_versions = library_versions();
   return std::make_unique<CudaBackend>(device, std::move(info));
 }

@@ -19,17 +19,12 @@ std::vector<DeviceInfo> list_devices() {
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-    DeviceInfo info;
-    info.kind = "cuda";
-    info.name = prop.name;
-    info.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
-    info.native_bf16 = prop.major >= 8;
-    info.native_fp16 = prop.major >= 7;  // tensor cores from Volta on
+    DeviceInfo info = gpu_device_info(prop.name, prop.major, prop.minor,
+                                      static_cast<std::int64_t>(prop.totalGlobalMem));
     info.library_versions = "CUDA runtime " + std::to_string(runtime / 1000) + "." +
                             std::to_string(runtime % 1000 / 10) + ", driver " +
                             std::to_string(driver / 1000) + "." +
                             std::to_string(driver % 1000 / 10);
-    info.memory_bytes = static_cast<std::int64_t>(prop.totalGlobalMem);
     devices.push_back(std::move(info));
   }
   return devices;

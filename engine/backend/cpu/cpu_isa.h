@@ -1,0 +1,19 @@
+// The instruction set oneDNN runs at on this CPU (ONEDNN_MAX_CPU_ISA lowers it), as the engine's
+// device description and the backend's choice of bfloat16 kernels see it.
+#pragma once
+
+#include <string>
+
+#include "engine/core/device_info.h"
+
+namespace mixlab::cpu {
+
+CpuIsa onednn_isa();
+// oneDNN's own name for it ("avx512_core_vnni"), finer than CpuIsa.
+std::string onednn_isa_name();
+// Whether oneDNN has bfloat16 kernels here (AVX-512 and up); below, bf16 is emulated by MixLab.
+inline bool has_bf16_kernels(CpuIsa isa) {
+  return isa >= CpuIsa::avx512_core;
+}
+
+}  // namespace mixlab::cpu
