@@ -70,7 +70,8 @@ security=$(mirror_for debian-security)
 
 # The pristine minimal root, built once.
 if [ ! -f "$base/.mixlab-complete" ]; then
-  stage "debootstrap --variant=minbase bookworm from $mirror"
+  say "debootstrap --variant=minbase bookworm from $mirror"
+  stage "debootstrap (once; cached)"
   if ! command -v debootstrap >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap
   fi
@@ -112,7 +113,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-stage "a fresh root and the committed tree ($(git rev-parse --short HEAD))"
+say "a fresh root and the committed tree ($(git rev-parse --short HEAD))"
+stage "fresh root and tree"
 cp -a "$base/." "$root/"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mkdir -p "$root/root/mixlab"
@@ -135,7 +137,8 @@ in_root() {  # $1: the command; $2: its log file
 log1=$cache/fresh-command1.log
 log2=$cache/fresh-command2.log
 
-stage "README command 1: $cmd1"
+say "README command 1: $cmd1"
+stage "README command 1"
 if ! in_root "$cmd1" "$log1"; then
   tail -n 40 "$log1" >&2
   die "README command 1 failed in the fresh root (log: $log1)"
@@ -147,7 +150,8 @@ grep -Eq '^test: +loss [0-9.]+, accuracy [0-9.]+$' "$log1" ||
   die "README command 1 printed no summary with a test accuracy (log: $log1)"
 say "command 1: the GUI was built and the headless run says: $(grep -E '^test: ' "$log1")"
 
-stage "README command 2: $cmd2"
+say "README command 2: $cmd2"
+stage "README command 2"
 if ! in_root "$cmd2" "$log2"; then
   tail -n 60 "$log2" >&2
   die "README command 2 failed in the fresh root (log: $log2)"

@@ -1,13 +1,16 @@
 #include "ui/screenshot_tour.h"
 
 #include <QApplication>
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QImage>
 #include <QPixmap>
 #include <QSet>
 #include <QTabWidget>
 #include <QTimer>
+#include <memory>
 
+#include "ui/charts/chart.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/history/compare_view.h"
 #include "ui/main_window.h"
@@ -17,8 +20,13 @@
 namespace mixlab::ui {
 
 namespace {
-constexpr int kMinColours = 16;  // text, charts and widgets give hundreds
-}
+constexpr int kMinColours = 16;      // text, charts and widgets give hundreds
+constexpr int kMinCurvePixels = 20;  // a curve across a plot covers hundreds; a marker ~30
+constexpr int kPollMs = 20;
+// The live charts redraw at most ten times a second and the comparison reads its curves on a
+// thread: a few hundred ms at most; this limit only stops a tour that would wait for ever.
+constexpr int kDrawLimitMs = 20000;
+}  // namespace
 
 ScreenshotTour::ScreenshotTour(MainWindow* window, QString out_dir, int steps, QObject* parent)
     : QObject(parent), window_(window), out_dir_(std::move(out_dir)), steps_(steps) {}
@@ -31,56 +39,136 @@ int ScreenshotTour::colour_count(const QImage& image) {
   return static_cast<int>(colours.size());
 }
 
-bool ScreenshotTour::save(QWidget* widget, const QString& name, bool process_events) {
-  if (process_events) QApplication::processEvents();
+QString ScreenshotTour::undrawn_curves(const QList<LineChart*>& charts) {
+  for (LineChart* chart : charts) {
+    if (chart->series_count() == 0 || chart->point_count(0) == 0)
+      return tr("the %1 chart holds no points").arg(chart->title());
+    if (chart->drawing_pending())
+      return tr("the %1 chart has points not drawn yet").arg(chart->title());
+    for (int s = 0; s < chart->series_count(); ++s) {
+      if (chart->point_count(s) > 0 && chart->drawn_count(s) == 0)
+        return tr("the %1 chart draws none of series %2's %3 points")
+            .arg(chart->title())
+            .arg(s)
+            .arg(chart->point_count(s));
+    }
+    int top = -1;
+    for (int s = 0; s < chart->series_count(); ++s) {
+      if (chart->point_count(s) > 0 && chart->series_kind(s) == LineChart::Kind::line) top = s;
+    }
+    if (top < 0) continue;  // markers only
+    const int pixels = chart->curve_pixel_count(top);
+    if (pixels < kMinCurvePixels)
+      return tr("the %1 chart's curve %2 covers %3 pixels of its plot (fewer than %4)")
+          .arg(chart->title())
+          .arg(top)
+          .arg(pixels)
+          .arg(kMinCurvePixels);
+  }
+  return {};
+}
+
+QString ScreenshotTour::undrawn_bars(const QList<BarChart*>& charts, int bars) {
+  for (BarChart* chart : charts) {
+    if (chart->bar_count() != static_cast<std::size_t>(bars))
+      return tr("a bar chart shows %1 bars, not %2").arg(chart->bar_count()).arg(bars);
+    const int pixels = chart->bar_pixel_count();
+    if (pixels < kMinCurvePixels)
+      return tr("a bar chart's bars cover %1 pixels of its plot (fewer than %2)")
+          .arg(pixels)
+          .arg(kMinCurvePixels);
+  }
+  return {};
+}
+
+bool ScreenshotTour::save(QWidget* widget, const QString& name) {
   const QString path = QDir(out_dir_).filePath(name);
   const QImage image = widget->grab().toImage();
   if (!image.save(path)) {
-    failure_ = tr("cannot write %1").arg(path);
+    fail(tr("cannot write %1").arg(path));
     return false;
   }
   files_ << path;
   const int colours = colour_count(image);
   if (colours < kMinColours) {
-    failure_ = tr("%1 looks blank: %2 colours").arg(path).arg(colours);
+    fail(tr("%1 looks blank: %2 colours").arg(path).arg(colours));
     return false;
   }
   return true;
 }
 
+void ScreenshotTour::fail(const QString& message) {
+  if (failed_) return;
+  failed_ = true;
+  emit finished(false, message, files_);
+}
+
+void ScreenshotTour::when_drawn(std::function<QString()> problem, std::function<void()> then) {
+  auto* poll = new QTimer(this);
+  poll->setInterval(kPollMs);
+  const auto deadline = std::make_shared<QDeadlineTimer>(kDrawLimitMs);
+  connect(poll, &QTimer::timeout, this, [this, poll, deadline, problem, then] {
+    const QString why = problem();
+    if (why.isEmpty()) {
+      poll->deleteLater();
+      poll->stop();
+      then();
+    } else if (deadline->hasExpired()) {
+      poll->deleteLater();
+      poll->stop();
+      fail(tr("after %1 s: %2").arg(kDrawLimitMs / 1000).arg(why));
+    }
+  });
+  poll->start();
+}
+
 void ScreenshotTour::start() {
   if (!QDir().mkpath(out_dir_)) {
-    emit finished(false, tr("cannot create %1").arg(out_dir_), files_);
+    fail(tr("cannot create %1").arg(out_dir_));
     return;
   }
   RunPanel* panel = window_->run_panel();
   panel->set_dataset(QStringLiteral("synthetic"));
   panel->set_steps(steps_);
   window_->tabs()->setCurrentWidget(window_->editor());
-  if (!save(window_, QStringLiteral("editor.png"))) {
-    emit finished(false, failure_, files_);
-    return;
-  }
-  connect(window_->controller(), &app::RunController::run_finished, this, [this] {
-    // The first run's charts, complete, before the second run clears them.
-    if (live_saved_) return;
-    live_saved_ = true;
-    // Now, before the next run's start (already queued) clears the charts: only layout
-    // requests are processed, not the queued signals.
-    window_->tabs()->setCurrentWidget(window_->live_view());
-    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
-    if (!save(window_, QStringLiteral("live.png"), false)) emit finished(false, failure_, files_);
-  });
-  connect(window_->controller(), &app::RunController::queue_finished, this, [this] {
-    QTimer::singleShot(0, this, [this] {
-      if (!failure_.isEmpty()) return;
-      const bool ok = save(window_, QStringLiteral("compare.png"));
-      emit finished(ok, ok ? tr("saved %1").arg(files_.join(QStringLiteral(", "))) : failure_,
-                    files_);
-    });
-  });
-  if (!window_->start_precision_comparison())
-    emit finished(false, tr("the comparison could not start"), files_);
+  QApplication::processEvents();
+  if (!save(window_, QStringLiteral("editor.png"))) return;
+  // Both runs have ended and the window has heard (its handler, connected first, has drained
+  // their last steps and opened the comparison): the Live tab shows the second run.
+  connect(window_->controller(), &app::RunController::queue_finished, this,
+          [this] { QTimer::singleShot(0, this, &ScreenshotTour::shoot_live); });
+  if (!window_->start_precision_comparison()) fail(tr("the comparison could not start"));
+}
+
+void ScreenshotTour::shoot_live() {
+  window_->tabs()->setCurrentWidget(window_->live_view());
+  LiveView* live = window_->live_view();
+  const QList<LineChart*> charts{live->step_time_chart(), live->throughput_chart(),
+                                 live->loss_chart(), live->accuracy_chart(),
+                                 live->loss_scale_chart()};
+  when_drawn([charts] { return undrawn_curves(charts); },
+             [this] {
+               if (save(window_, QStringLiteral("live.png"))) shoot_compare();
+             });
+}
+
+void ScreenshotTour::shoot_compare() {
+  CompareView* compare = window_->compare_view();
+  window_->tabs()->setCurrentWidget(compare);
+  when_drawn(
+      [compare]() -> QString {
+        if (compare->run_ids().size() != 2)
+          return tr("the comparison shows %1 runs, not 2").arg(compare->run_ids().size());
+        if (compare->loading()) return tr("the comparison is still reading its runs' steps");
+        QString why = undrawn_curves({compare->step_time_chart(), compare->loss_chart()});
+        if (why.isEmpty())
+          why = undrawn_bars({compare->median_chart(), compare->throughput_chart()}, 2);
+        return why;
+      },
+      [this] {
+        if (!save(window_, QStringLiteral("compare.png"))) return;
+        emit finished(true, tr("saved %1").arg(files_.join(QStringLiteral(", "))), files_);
+      });
 }
 
 }  // namespace mixlab::ui

@@ -255,6 +255,43 @@ class ChartTest : public QObject {
     QCOMPARE(live.plotted_count(0), whole.plotted_count(0));
   }
 
+  void appended_points_are_drawn_at_the_next_refresh_not_before() {
+    // What the screenshot tour waits for: live points reach the plot at its next refresh (at
+    // most 10 a second), and until then the chart says so and paints no curve.
+    LineChart chart(QStringLiteral("Step time"), QStringLiteral("step"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 600, 400));
+    const int series = chart.add_series(QStringLiteral("step ms"));
+    QCOMPARE(chart.curve_pixel_count(series), 0);
+    const std::vector<QPointF> points = random_points(300, 3);
+    chart.append_points(series, points);
+    QVERIFY(chart.drawing_pending());
+    QCOMPARE(chart.drawn_count(series), std::size_t{0});
+    QCOMPARE(chart.curve_pixel_count(series), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!chart.drawing_pending(), 2000);  // the refresh, not a flush
+    const std::size_t drawn = chart.drawn_count(series);
+    QVERIFY(drawn > 0);
+    QCOMPARE(chart.plotted_count(series), drawn);  // nothing was left for a flush
+    QVERIFY(chart.curve_pixel_count(series) > 100);
+  }
+
+  void points_appended_while_hidden_are_drawn_when_shown() {
+    // A run that ends before its chart is first shown (a 300-step run takes under 100 ms).
+    QWidget parent;
+    parent.resize(600, 400);
+    auto* chart = new LineChart(QStringLiteral("Loss"), QStringLiteral("step"),
+                                QStringLiteral("loss"), &parent);
+    chart->resize(600, 400);
+    const int series = chart->add_series(QStringLiteral("train"));
+    chart->append_points(series, random_points(300, 4));
+    QCoreApplication::processEvents();
+    QVERIFY(!chart->isVisible());
+    parent.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&parent));
+    QVERIFY(!chart->drawing_pending());
+    QVERIFY(chart->drawn_count(series) > 0);
+    QVERIFY(chart->curve_pixel_count(series) > 100);
+  }
+
   void log_scale_drops_non_positive_values() {
     LineChart chart(QStringLiteral("Loss scale"), QStringLiteral("step"), QStringLiteral("scale"));
     QVERIFY(show_at(chart, 800, 500));
@@ -364,6 +401,7 @@ class ChartTest : public QObject {
                     {QStringLiteral("mixed_bfloat16"), 10.0, kNaN, 11.0}});
     QCOMPARE(chart.bar_count(), std::size_t{4});
     QCoreApplication::processEvents();
+    QVERIFY(chart.bar_pixel_count() > 1000);  // four bars of ~80 x 100-250 px
     check_saves_png_and_svg(chart, dir, QStringLiteral("bars"));
     QString error;
     QVERIFY(!chart.save_image(QStringLiteral("/proc/bars.png"), &error));
@@ -373,6 +411,7 @@ class ChartTest : public QObject {
     QCOMPARE(chart.bar_count(), std::size_t{1});
     chart.set_bars({});
     QCOMPARE(chart.bar_count(), std::size_t{0});
+    QCOMPARE(chart.bar_pixel_count(), 0);
   }
 };
 

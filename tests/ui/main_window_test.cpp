@@ -13,6 +13,7 @@
 #include "app/store/run_store.h"
 #include "tests/store/store_test_util.h"
 #include "ui/charts/chart.h"
+#include "ui/editor/editor_widget.h"
 #include "ui/editor/model_document.h"
 #include "ui/history/compare_view.h"
 #include "ui/history/history_model.h"
@@ -20,6 +21,7 @@
 #include "ui/main_window.h"
 #include "ui/run/live_view.h"
 #include "ui/run/run_panel.h"
+#include "ui/screenshot_tour.h"
 
 namespace mixlab::ui {
 
@@ -102,6 +104,40 @@ class MainWindowTest : public QObject {
     QVERIFY(window_->run_panel()->start_action()->isEnabled());
   }
 
+  void a_run_over_before_live_is_opened_shows_every_curve_there() {
+    // 300 steps on synthetic data take well under 100 ms: started without the Live tab in
+    // view, the run ends and its steps are drained before Live is ever looked at. Opening it
+    // then shows every curve (what the screenshot tour checks too).
+    window_->run_panel()->set_steps(300);
+    window_->tabs()->setCurrentWidget(window_->editor());
+    LiveView* live = window_->live_view();
+    QVERIFY(!live->isVisible());
+    app::RunRequest request;
+    request.spec = window_->document()->spec();
+    request.model_name = "tiny";
+    request.config = window_->run_panel()->config();
+    QVERIFY(run_and_wait([&] { return window_->controller()->start({request}); }));
+    QTRY_COMPARE(live->steps_shown(), std::size_t(300));  // the window's drain timer
+    QVERIFY(!live->isVisible());
+
+    window_->tabs()->setCurrentWidget(live);
+    const QList<LineChart*> charts{live->step_time_chart(), live->throughput_chart(),
+                                   live->loss_chart(), live->accuracy_chart(),
+                                   live->loss_scale_chart()};
+    QString why;
+    QVERIFY2(QTest::qWaitFor(
+                 [&] {
+                   why = ScreenshotTour::undrawn_curves(charts);
+                   return why.isEmpty();
+                 },
+                 5000),
+             qPrintable(why));
+    for (LineChart* chart : charts) {
+      QCOMPARE(chart->point_count(0), std::size_t(300));
+      QVERIFY(chart->drawn_count(0) > 0);
+    }
+  }
+
   void stop_mid_run_records_a_stopped_run() {
     window_->run_panel()->set_steps(100'000'000);
     QVERIFY(window_->start_run());
@@ -146,6 +182,9 @@ class MainWindowTest : public QObject {
     QCOMPARE(s.run(ids[1]).config.precision, window_->run_panel()->mixed_policy());
     QCOMPARE(s.run(ids[0]).config.batch_size, s.run(ids[1]).config.batch_size);
     QCOMPARE(s.run(ids[0]).config.seed, s.run(ids[1]).config.seed);
+    // Both ran, whatever the CPU (ui.main_window_avx2 forces an AVX2-only one).
+    QCOMPARE(s.run(ids[0]).status, store::RecordStatus::finished);
+    QCOMPARE(s.run(ids[1]).status, store::RecordStatus::finished);
   }
 
   void csv_export_from_the_ui_matches_the_store() {

@@ -162,6 +162,11 @@ std::size_t BarChart::bar_count() const {
   return impl_->bars.size();
 }
 
+int BarChart::bar_pixel_count() {
+  const QList<QBarSet*> sets = impl_->series->barSets();
+  return sets.isEmpty() ? 0 : colour_pixels_in_plot(*this, *impl_->view, sets.front()->color());
+}
+
 bool BarChart::save_image(const QString& path, QString* error) {
   return save_chart_image(*this, impl_->chart->title(), path, error);
 }

@@ -403,6 +403,32 @@ void LineChart::set_x_label(const QString& label) {
   impl_->x_axis->setTitleText(label);
 }
 
+int LineChart::series_count() const {
+  return static_cast<int>(impl_->series.size());
+}
+
+LineChart::Kind LineChart::series_kind(int series) const {
+  return impl_->at(series).line ? Kind::line : Kind::markers;
+}
+
+QString LineChart::title() const {
+  return impl_->chart->title();
+}
+
+std::size_t LineChart::drawn_count(int series) const {
+  return static_cast<std::size_t>(impl_->at(series).plot->count());
+}
+
+bool LineChart::drawing_pending() const {
+  const Impl& d = *impl_;
+  if (d.x_axis->min() != d.x_range.lo || d.x_axis->max() != d.x_range.hi) return true;
+  return std::any_of(d.series.begin(), d.series.end(), [](const auto& s) { return s->stale; });
+}
+
+int LineChart::curve_pixel_count(int series) {
+  return colour_pixels_in_plot(*this, *impl_->view, impl_->at(series).plot->color());
+}
+
 std::size_t LineChart::point_count(int series) const {
   return impl_->at(series).points.size();
 }

@@ -45,9 +45,19 @@ class LineChart : public QWidget {
   void set_y_scale(Scale scale);
   void set_x_label(const QString& label);
 
+  int series_count() const;
+  Kind series_kind(int series) const;
+  QString title() const;
   // The points a series holds / hands to the plot now (after decimation); for tests.
   std::size_t point_count(int series) const;
   std::size_t plotted_count(int series) const;
+  // What the plot shows now, without handing it what the live path has queued (checks of the
+  // screen: the screenshot tour, GUI tests): the points a series' plot holds, whether appended
+  // points still wait for the next refresh, and the pixels of a series' colour inside the plot
+  // area as the chart paints now.
+  std::size_t drawn_count(int series) const;
+  bool drawing_pending() const;
+  int curve_pixel_count(int series);
 
   // Saves the chart as PNG (or any raster format Qt knows by the suffix) or SVG (".svg").
   // Returns false and sets `error` when the file cannot be written.
@@ -79,6 +89,8 @@ class BarChart : public QWidget {
   };
   void set_bars(std::vector<Bar> bars);
   std::size_t bar_count() const;
+  // Pixels of the bars' colour inside the plot area, as the chart paints now.
+  int bar_pixel_count();
   bool save_image(const QString& path, QString* error = nullptr);
 
  protected:

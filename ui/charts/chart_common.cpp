@@ -3,8 +3,10 @@
 #include <QAbstractAxis>
 #include <QChart>
 #include <QChartView>
+#include <QColor>
 #include <QDir>
 #include <QFileInfo>
+#include <QImage>
 #include <QImageWriter>
 #include <QLegend>
 #include <QPainter>
@@ -15,6 +17,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace mixlab::ui {
 namespace {
@@ -102,6 +105,27 @@ void style_chart(QChart& chart, QChartView& view, const QPalette& palette) {
     axis->setTitleBrush(text);
   }
   view.setBackgroundBrush(window);
+}
+
+int colour_pixels_in_plot(QWidget& widget, const QChartView& view, const QColor& colour) {
+  constexpr int kTolerance = 24;  // per channel, of 255
+  const QImage image = widget.grab().toImage();
+  const qreal dpr = image.devicePixelRatio();
+  const QRect in_view = view.mapFromScene(view.chart()->plotArea()).boundingRect();
+  const QRect area =
+      QRect(view.mapTo(&widget, in_view.topLeft()), in_view.size()).intersected(widget.rect());
+  const QRect pixels(static_cast<int>(area.left() * dpr), static_cast<int>(area.top() * dpr),
+                     static_cast<int>(area.width() * dpr), static_cast<int>(area.height() * dpr));
+  int count = 0;
+  for (int y = pixels.top(); y <= pixels.bottom() && y < image.height(); ++y) {
+    for (int x = pixels.left(); x <= pixels.right() && x < image.width(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      count += std::abs(c.red() - colour.red()) <= kTolerance &&
+               std::abs(c.green() - colour.green()) <= kTolerance &&
+               std::abs(c.blue() - colour.blue()) <= kTolerance;
+    }
+  }
+  return count;
 }
 
 bool save_chart_image(QWidget& widget, const QString& title, const QString& path, QString* error) {

@@ -7,6 +7,7 @@
 QT_BEGIN_NAMESPACE
 class QChart;
 class QChartView;
+class QColor;
 class QPalette;
 class QWidget;
 QT_END_NAMESPACE
@@ -40,5 +41,9 @@ void style_chart(QChart& chart, QChartView& view, const QPalette& palette);
 // without a suffix). Returns false and sets `error` (naming the file) when the format is unknown
 // or the file cannot be written.
 bool save_chart_image(QWidget& widget, const QString& title, const QString& path, QString* error);
+
+// Pixels of `colour` (each channel within a few levels: antialiasing blends a line's edges, not
+// its core) inside the chart's plot area, as `widget` (the chart view's parent) paints now.
+int colour_pixels_in_plot(QWidget& widget, const QChartView& view, const QColor& colour);
 
 }  // namespace mixlab::ui
