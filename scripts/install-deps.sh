@@ -10,7 +10,7 @@ set -eu
 packages="g++ cmake ninja-build pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
           libsqlite3-dev libgtest-dev libgmock-dev dataset-fashion-mnist
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
-          xvfb xauth desktop-file-utils appstream"
+          xvfb xauth desktop-file-utils appstream file dpkg-dev"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-torch" ;;
