@@ -119,7 +119,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
 
   device_label_->setText(
       tr("Device: %1").arg(QString::fromStdString(run_panel_->device_info().name)));
-  device_label_->setToolTip(QString::fromStdString(run_panel_->device_info().library_versions));
+  device_label_->setToolTip(QString::fromStdString(run_panel_->device_info().library_versions()));
   document_->set_policy(run_panel_->precision());
 
   if (!restoreGeometry(settings::kWindowGeometry.get())) resize(1400, 900);

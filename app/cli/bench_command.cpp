@@ -190,11 +190,11 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!args.has("json")) {
     if (device.kind == "cpu") {
       std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
-                  device.library_versions.c_str());
+                  device.library_versions().c_str());
     } else {
       std::printf("device: %s, %s (compute capability %s), %s\n", choice.device.c_str(),
                   device.name.c_str(), device.compute_capability.c_str(),
-                  device.library_versions.c_str());
+                  device.library_versions().c_str());
     }
     std::printf("%-18s %-22s %-9s %6s %10s %8s %8s %11s %8s  %s\n", "model", "precision",
                 "optimizer", "batch", "median ms", "p5 ms", "p95 ms", "samples/s", "GFLOP/s",

@@ -50,7 +50,7 @@ int run_devices(const std::vector<std::string>& argv) {
           {"compute_capability", d.compute_capability},
           {"threads", d.threads},
           {"memory_bytes", d.memory_bytes},
-          {"libraries", d.library_versions}};
+          {"libraries", d.library_versions()}};
       if (is_gpu) {
         entry["tensor_cores"] = d.tensor_cores;
       } else {
@@ -78,12 +78,12 @@ int run_devices(const std::vector<std::string>& argv) {
   for (const DeviceInfo& d : devices) {
     if (!d.is_gpu()) {
       std::printf("cpu     %s, %d threads, %s\n", d.name.c_str(), d.threads,
-                  d.library_versions.c_str());
+                  d.library_versions().c_str());
     } else {
       const std::string& reason = gpu_reasons[static_cast<std::size_t>(gpu)];
       std::printf("cuda:%d  %s, compute capability %s, %s, %s\n", gpu, d.name.c_str(),
                   d.compute_capability.c_str(), format_bytes(d.memory_bytes).c_str(),
-                  d.library_versions.c_str());
+                  d.library_versions().c_str());
       std::printf("        tensor cores: %s\n", d.tensor_cores ? "yes" : "no");
       std::printf("        CUDA backend: %s%s\n",
                   reason.empty() ? "trains here" : "cannot train: ", reason.c_str());

@@ -44,8 +44,8 @@ constexpr const char* kUsage =
     "CPU; cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and says\n"
     "why on stderr. GPU options (the CPU ignores them): --tf32 (float32 matmuls and convolutions\n"
     "on TF32 tensor cores), --cuda-graphs (capture the step once, replay it), --data-on-device\n"
-    "(keep the training split on the GPU when it fits), --layer-timing (per-layer forward and\n"
-    "backward device times, printed as a table at the end).\n"
+    "(keep the training split on the GPU when it fits). --layer-timing: per-layer forward and\n"
+    "backward times (the device's on a GPU, the clock's on the CPU), printed as a table.\n"
     "Runs are recorded in the run database (--db PATH, else $MIXLAB_DB, else\n"
     "$XDG_DATA_HOME/mixlab/runs.sqlite) unless --no-store is given.";
 
@@ -150,7 +150,8 @@ void print_layer_timings(const ModelSpec& spec, const LayerTimingSink::Sums& t,
                 device.c_str());
     return;
   }
-  std::printf("layer times: mean device ms over %lld steps\n", static_cast<long long>(t.steps));
+  std::printf("layer times: mean ms over %lld steps on %s\n", static_cast<long long>(t.steps),
+              device.c_str());
   std::printf("  %5s  %-28s %12s %12s\n", "layer", "", "forward ms", "backward ms");
   double forward = 0.0, backward = 0.0;
   const double n = static_cast<double>(t.steps);
@@ -188,11 +189,10 @@ int run_train(const std::vector<std::string>& argv) {
   const BackendChoice choice = make_backend(args.get_or("device", "auto"), config.threads, true);
   Backend& backend = *choice.backend;
   if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli: %s\n", choice.note.c_str());
-  if (choice.device == "cpu" &&
-      (config.tf32 || config.cuda_graphs || config.data_on_device || config.layer_timing)) {
+  if (choice.device == "cpu" && (config.tf32 || config.cuda_graphs || config.data_on_device)) {
     std::fprintf(stderr,
-                 "mixlab-cli: --tf32, --cuda-graphs, --data-on-device and --layer-timing apply "
-                 "to GPU runs; this run is on the cpu\n");
+                 "mixlab-cli: --tf32, --cuda-graphs and --data-on-device apply to GPU runs; this "
+                 "run is on the cpu\n");
   }
 
   // The run is recorded from here on, so that one whose dataset cannot be read is kept too.

@@ -14,13 +14,6 @@ namespace {
 constexpr std::array<std::string_view, 6> kStatusNames = {"running",  "finished", "stopped",
                                                           "diverged", "failed",   "interrupted"};
 
-std::string trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t");
-  return std::string(s.substr(first, last - first + 1));
-}
-
 std::string host_name() {
   std::array<char, 256> buffer{};
   if (gethostname(buffer.data(), buffer.size() - 1) != 0) return {};
@@ -65,24 +58,11 @@ Environment describe_environment(const DeviceInfo& device, std::string_view mixl
   env.cpu_model = cpu_model_name();
   env.mixlab_version = std::string(mixlab_version);
   env.hostname = host_name();
-  // library_versions reads "oneDNN 2.6.3 (isa avx512_core_amx)" or
-  // "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0, cuDNN 9.10.2": "<library> <version>" items.
-  std::string_view rest = device.library_versions;
-  while (!rest.empty()) {
-    const auto comma = rest.find(", ");
-    std::string item = trim(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
-    if (const auto paren = item.find(" ("); paren != std::string::npos) item.resize(paren);
-    const auto space = item.rfind(' ');
-    if (space == std::string::npos) continue;
-    const std::string library = item.substr(0, space);
-    const std::string version = item.substr(space + 1);
-    if (library == "oneDNN") env.onednn_version = version;
-    if (library == "CUDA runtime" || library == "CUDA") env.cuda_version = version;
-    if (library == "driver") env.driver_version = version;
-    if (library == "cuBLAS" || library == "cuBLASLt") env.cublas_version = version;
-    if (library == "cuDNN") env.cudnn_version = version;
-  }
+  env.onednn_version = device.libraries.onednn;
+  env.cuda_version = device.libraries.cuda_runtime;
+  env.driver_version = device.libraries.driver;
+  env.cublas_version = device.libraries.cublas;
+  env.cudnn_version = device.libraries.cudnn;
   return env;
 }
 

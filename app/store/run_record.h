@@ -43,8 +43,8 @@ struct Environment {
   std::string hostname;
 };
 
-// The environment of this process for a run on `device` (library versions parsed from its
-// library_versions string, CPU model from /proc/cpuinfo, host name).
+// The environment of this process for a run on `device` (its library versions, the CPU model
+// from /proc/cpuinfo, the host name).
 Environment describe_environment(const DeviceInfo& device, std::string_view mixlab_version);
 
 struct RunRecord {

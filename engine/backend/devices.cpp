@@ -186,7 +186,7 @@ std::vector<BackendStatus> backend_statuses() {
   const DeviceInfo cpu = make_cpu_backend()->device();
   statuses.push_back(
       {"cpu", true,
-       cpu.name + ", " + std::to_string(cpu.threads) + " threads, " + cpu.library_versions});
+       cpu.name + ", " + std::to_string(cpu.threads) + " threads, " + cpu.library_versions()});
   BackendStatus cuda{"cuda", false, {}};
   const CudaProbe& p = probe();
   if (p.reason.empty()) {

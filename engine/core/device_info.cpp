@@ -43,6 +43,24 @@ DeviceInfo gpu_device_info(std::string name, int major, int minor, std::int64_t 
   return info;
 }
 
+std::string DeviceInfo::library_versions() const {
+  const LibraryVersions& l = libraries;
+  std::string text;
+  const auto add = [&text](const char* name, const std::string& version) {
+    if (version.empty()) return;
+    if (!text.empty()) text += ", ";
+    text += std::string(name) + " " + version;
+  };
+  add("oneDNN", l.onednn);
+  if (!l.onednn_isa.empty()) text += " (isa " + l.onednn_isa + ")";
+  add("CUDA runtime", l.cuda_runtime);
+  if (!l.cuda_runtime.empty() && l.driver.empty()) text += ", no driver";
+  add("driver", l.driver);
+  add("cuBLAS", l.cublas);
+  add("cuDNN", l.cudnn);
+  return text;
+}
+
 double compute_capability_value(const DeviceInfo& device) {
   if (device.compute_capability.empty()) return 0.0;
   char* end = nullptr;

@@ -22,6 +22,16 @@ enum class CpuIsa : std::uint8_t {
 };
 std::string_view to_string(CpuIsa isa);
 
+// The libraries a backend computes with, as fields (the store keeps each in a column).
+struct LibraryVersions {
+  std::string onednn;        // "2.6.3" (CPU)
+  std::string onednn_isa;    // oneDNN's own ISA name, finer than CpuIsa: "avx512_core_vnni"
+  std::string cuda_runtime;  // "13.0" (GPU)
+  std::string driver;        // the CUDA driver's: "13.0"; empty without one
+  std::string cublas;        // "13.0.0"
+  std::string cudnn;         // "9.10.2"
+};
+
 struct DeviceInfo {
   std::string kind;  // "cpu" or "cuda"
   std::string name;  // CPU model or GPU name
@@ -32,9 +42,12 @@ struct DeviceInfo {
   std::string compute_capability;  // "9.0"; empty for the CPU
   bool tensor_cores = false;       // float16 tensor cores: Volta (7.0) on, not Turing's GTX 16xx
   std::int64_t memory_bytes = 0;   // device memory; 0 for the CPU
-  std::string library_versions;    // "oneDNN 2.6.3 (isa avx2)", "CUDA runtime 13.0, ..."
+  LibraryVersions libraries;
 
   bool is_gpu() const { return kind != "cpu"; }
+  // For people: "oneDNN 2.6.3 (isa avx2)", "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0,
+  // cuDNN 9.10.2" (the parts known).
+  std::string library_versions() const;
 };
 
 // A GPU described from its properties: the one builder both the device list and the CUDA

@@ -111,6 +111,30 @@ MIXLAB_HD RowLoss binary_crossentropy_probabilities_row(const float* y, int k, i
   return r;
 }
 
+// How the loss meets the model's output (the execution plan decides it; both backends follow).
+enum class LossHead : unsigned char {
+  softmax_crossentropy,        // logits of a final softmax, (sparse_)categorical crossentropy
+  sigmoid_binary,              // logits of a final sigmoid, binary crossentropy
+  crossentropy_probabilities,  // the output as probabilities, (sparse_)categorical crossentropy
+  binary_probabilities,        // the output as probabilities, binary crossentropy
+};
+
+// One row's loss under a head: the CPU loop and the CUDA loss kernel call this.
+MIXLAB_HD RowLoss loss_row(LossHead head, const float* row, int k, int label, float grad_mul,
+                           float* d_row) {
+  switch (head) {
+    case LossHead::softmax_crossentropy:
+      return softmax_crossentropy_row(row, k, label, grad_mul, d_row);
+    case LossHead::sigmoid_binary:
+      return sigmoid_binary_crossentropy_row(row, k, label, grad_mul, d_row);
+    case LossHead::binary_probabilities:
+      return binary_crossentropy_probabilities_row(row, k, label, grad_mul, d_row);
+    case LossHead::crossentropy_probabilities:
+      break;
+  }
+  return crossentropy_probabilities_row(row, k, label, grad_mul, d_row);
+}
+
 // Softmax of one row and its backward (for a softmax that is not fused with the loss).
 MIXLAB_HD void softmax_row(const float* x, int k, float* y) {
   float m = x[0];

@@ -253,6 +253,7 @@ ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
   if (spec.layers.empty()) throw SpecError("layers: the model has no layers");
 
   ShapeTable table;
+  table.policy = policy;
   table.input_shape = spec.input_shape;
   table.layers.reserve(spec.layers.size());
   const Counter total("totals: ", -1);

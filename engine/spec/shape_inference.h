@@ -45,6 +45,7 @@ struct LayerInfo {
 };
 
 struct ShapeTable {
+  Policy policy = Policy::float32;  // the dtypes and activation bytes below are under it
   Shape input_shape;
   Shape output_shape;
   std::vector<LayerInfo> layers;

@@ -12,7 +12,7 @@
 #include "engine/backend/backend.h"
 #include "engine/data/dataset.h"
 #include "engine/ops/optimizer.h"
-#include "engine/train/loss_scaler.h"
+#include "engine/ops/loss_scale.h"
 
 namespace mixlab {
 

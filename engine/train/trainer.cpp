@@ -5,7 +5,6 @@
 #include <cmath>
 #include <memory>
 #include <new>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,13 +63,12 @@ Evaluation evaluate(ModelExecutor& executor, const Dataset& data, const RunConfi
   while (loader.next(batch)) {
     if (cancel.load(std::memory_order_relaxed)) return {kNotMeasured, kNotMeasured, true};
     executor.load_batch(batch.images, batch.labels, batch.size);
-    executor.forward(Phase::eval, 0);
-    const BatchLoss l = executor.loss(false, 1.0f);
+    executor.launch_step(Phase::eval, 0);
+    const BatchLoss l = executor.finish_step().batch;
     loss_sum += l.loss * l.samples;
     correct += l.correct;
     samples += l.samples;
   }
-  executor.synchronize();
   if (samples == 0) return {};
   return {loss_sum / static_cast<double>(samples), correct / static_cast<double>(samples), false};
 }
@@ -148,8 +146,16 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   options.tf32 = config.tf32;
   options.cuda_graphs = config.cuda_graphs;
   options.layer_timing = config.layer_timing;
+  const DeviceInfo device = backend.device();
+  bool data_on_device = false;
   try {
     executor = backend.compile(spec, table, options);
+    executor->set_loss_scaling(config.loss_scale);
+    // A GPU keeps the training split when asked and it fits; the CPU's batches are in its
+    // memory already.
+    if (config.data_on_device && device.is_gpu()) {
+      data_on_device = executor->upload_dataset(data.train.images, data.train.labels);
+    }
   } catch (const AllocationError& e) {
     summary.failed_allocation_bytes = static_cast<std::int64_t>(e.bytes());
     return finish(RunStatus::failed, e.what());
@@ -158,35 +164,8 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   } catch (const Error& e) {
     return finish(RunStatus::failed, e.what());
   }
-  summary.peak_memory_bytes = executor->memory_plan().total();
-  // A device step (CUDA) runs the whole step as one launch with the loss scaling on the device;
-  // the next batch is loaded while it runs.
-  const bool device_step = executor->has_device_step();
-  bool data_on_device = false;
-  if (device_step) {
-    const auto& ls = config.loss_scale;
-    DeviceLossScaling scaling;
-    scaling.enabled = ls.mode != LossScaleConfig::Mode::none;
-    scaling.dynamic = ls.mode == LossScaleConfig::Mode::dynamic;
-    scaling.initial_scale = static_cast<float>(ls.initial_scale);
-    scaling.growth_interval = ls.growth_interval;
-    scaling.growth_factor = static_cast<float>(ls.growth_factor);
-    scaling.backoff_factor = static_cast<float>(ls.backoff_factor);
-    scaling.min_scale = static_cast<float>(ls.min_scale);
-    try {
-      executor->set_device_loss_scaling(scaling);
-      if (config.data_on_device) {
-        data_on_device = executor->upload_dataset(data.train.images, data.train.labels);
-      }
-    } catch (const AllocationError& e) {
-      summary.failed_allocation_bytes = static_cast<std::int64_t>(e.bytes());
-      return finish(RunStatus::failed, e.what());
-    } catch (const Error& e) {
-      return finish(RunStatus::failed, e.what());
-    }
-    summary.peak_memory_bytes =
-        std::max(summary.peak_memory_bytes, executor->device_memory_bytes());
-  }
+  summary.peak_memory_bytes =
+      std::max(executor->memory_plan().total(), executor->device_memory_bytes());
 
   const Dataset& train_set = data.train;
   const std::int64_t steps_per_epoch =
@@ -197,7 +176,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
 
   RunInfo info;
   info.model_name = spec.name;
-  info.device = backend.device();
+  info.device = device;
   info.memory = executor->memory_plan();
   info.table = table;
   info.total_steps = total_steps;
@@ -207,15 +186,15 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   // How this device runs the policy, when there is something to say (emulated, no tensor cores).
   const PolicySupport support = policy_support(info.device, config.precision);
   if (!support.reason.empty()) info.notes.push_back(support.reason);
-  if (config.data_on_device && device_step) {
+  if (config.data_on_device && device.is_gpu()) {
     info.notes.push_back(data_on_device ? "the training split is kept on the device"
                                         : "the training split does not fit on the device: "
                                           "batches are copied from the host");
   }
   sink.on_start(info);
 
-  LossScaler scaler(config.loss_scale);
-  summary.final_loss_scale = scaler.scale();
+  const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
+  summary.final_loss_scale = initial_loss_scale<double>(config.loss_scale).scale;
   step_ms.reserve(static_cast<std::size_t>(total_steps));
   step_samples.reserve(static_cast<std::size_t>(total_steps));
 
@@ -227,15 +206,20 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
     loader_options.indices_only = data_on_device;
     BatchLoader loader(train_set, loader_options);
     Batch batch;
-    const auto load = [&](const Batch& b) {
+    // Fetches the next batch and hands it to the executor; returns the ms spent waiting.
+    const auto load_next = [&]() -> double {
+      const auto w0 = Clock::now();
+      if (!loader.next(batch)) throw Error("the batch loader ended early");
+      const double wait_ms = ms_between(w0, Clock::now());
       if (data_on_device) {
-        executor->load_batch_indices(b.indices, b.size);
+        executor->load_batch_indices(batch.indices, batch.size);
       } else {
-        executor->load_batch(b.images, b.labels, b.size);
+        executor->load_batch(batch.images, batch.labels, batch.size);
       }
+      return wait_ms;
     };
-    bool batch_loaded = false;  // device step: the next step's batch is already loaded
-    std::int64_t step = 0, iteration = 0;
+    bool batch_loaded = false;  // the next step's batch is already loaded
+    std::int64_t step = 0;
     for (int epoch = 0; epoch < epochs; ++epoch) {
       const auto epoch_start = Clock::now();
       double loss_sum = 0.0, correct = 0.0, samples = 0.0;
@@ -246,76 +230,20 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         }
         const auto t0 = Clock::now();
         StepMetrics m;
-        BatchLoss l;
-        bool loss_finite = true, finite = true, applied = false;
-        double scale = scaler.scale();
-        std::optional<double> device_next_scale;  // the device's own, on the device-step path
-        const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
-        if (device_step) {
-          double wait_ms = 0.0;
-          if (!batch_loaded) {
-            if (!loader.next(batch)) throw Error("the batch loader ended early");
-            wait_ms += ms_between(t0, Clock::now());
-            load(batch);
-          }
-          executor->launch_step(static_cast<std::uint64_t>(step));
-          // While the device runs this step, the next one's batch (within the epoch, so that
-          // evaluation's batches do not get in between) is fetched and its copy queued.
-          batch_loaded = i + 1 < steps_per_epoch && step + 1 < total_steps;
-          if (batch_loaded) {
-            const auto w0 = Clock::now();
-            if (!loader.next(batch)) throw Error("the batch loader ended early");
-            wait_ms += ms_between(w0, Clock::now());
-            load(batch);
-          }
-          const DeviceStepResult r = executor->finish_step();
-          l = r.batch;
-          loss_finite = std::isfinite(l.loss);
-          finite = loss_finite && r.gradients_finite;
-          applied = r.applied;
-          scale = r.loss_scale;
-          scaler.update(finite);  // the host's copy of the state machine, kept in step
-          device_next_scale = r.next_loss_scale;
-          m.data_wait_ms = wait_ms;
-          m.forward_ms = r.forward_ms;
-          m.backward_ms = r.backward_ms;
-          m.optimizer_ms = r.optimizer_ms;
-          m.device_ms = r.device_ms;
-          if (config.layer_timing) sink.on_layer_timings(step, executor->layer_timings());
-        } else {
-          if (!loader.next(batch)) throw Error("the batch loader ended early");
-          const auto t1 = Clock::now();
-          executor->load_batch(batch.images, batch.labels, batch.size);
-          executor->forward(Phase::train, static_cast<std::uint64_t>(step));
-          executor->synchronize();
-          const auto t2 = Clock::now();
-          l = executor->loss(true, static_cast<float>(scale));
-          executor->backward();
-          executor->synchronize();
-          const auto t3 = Clock::now();
-          loss_finite = std::isfinite(l.loss);
-          finite = loss_finite;
-          if (unscaled) {
-            // No scaler to consult: update, checking the gradients in the same pass; a
-            // non-finite one ends the run below.
-            if (loss_finite) finite = executor->apply_gradients(1.0f, iteration + 1);
-            applied = finite;
-            scaler.update(finite);
-          } else {
-            finite = loss_finite && executor->gradients_finite();
-            applied = scaler.update(finite);
-            if (applied) {
-              executor->apply_gradients(static_cast<float>(1.0 / scale), iteration + 1);
-            }
-          }
-          executor->synchronize();
-          const auto t4 = Clock::now();
-          m.data_wait_ms = ms_between(t0, t1);
-          m.forward_ms = ms_between(t1, t2);
-          m.backward_ms = ms_between(t2, t3);
-          m.optimizer_ms = ms_between(t3, t4);
-        }
-        if (applied) ++iteration;
+        if (!batch_loaded) m.data_wait_ms += load_next();
+        executor->launch_step(Phase::train, static_cast<std::uint64_t>(step));
+        // While a device runs this step, the next one's batch (within the epoch, so that
+        // evaluation's batches do not get in between) is fetched and its copy queued.
+        batch_loaded = i + 1 < steps_per_epoch && step + 1 < total_steps;
+        if (batch_loaded) m.data_wait_ms += load_next();
+        const StepResult r = executor->finish_step();
+        const BatchLoss& l = r.batch;
+        const bool loss_finite = std::isfinite(l.loss);
+        m.forward_ms = r.forward_ms;
+        m.backward_ms = r.backward_ms;
+        m.optimizer_ms = r.optimizer_ms;
+        m.device_ms = r.device_ms;
+        if (config.layer_timing) sink.on_layer_timings(step, executor->layer_timings());
         const auto t_end = Clock::now();
         m.step = step;
         m.epoch = epoch;
@@ -323,14 +251,14 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         m.step_ms = ms_between(t0, t_end);
         m.loss = l.loss;
         m.accuracy = l.samples > 0 ? l.correct / l.samples : 0.0;
-        m.loss_scale = scale;
-        m.skipped = !applied;
+        m.loss_scale = r.loss_scale;
+        m.skipped = !r.applied;
         m.samples = l.samples;
         step_ms.push_back(m.step_ms);
         step_samples.push_back(l.samples);
         summary.steps = step + 1;
-        if (!applied) ++summary.skipped_steps;
-        summary.final_loss_scale = device_next_scale.value_or(scaler.scale());
+        if (!r.applied) ++summary.skipped_steps;
+        summary.final_loss_scale = r.next_loss_scale;
         sink.on_step(m);
 
         if (!loss_finite) {
@@ -341,7 +269,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
                   " at step " + std::to_string(step) +
                   (unscaled ? "" : " (in the forward pass: loss scaling cannot recover it)"));
         }
-        if (!finite && unscaled) {
+        if (!r.gradients_finite && unscaled) {
           // Without loss scaling nothing recovers from this: Keras would write NaN into the
           // weights.
           summary.diverged_at_step = step;

@@ -44,7 +44,8 @@ class FakeGpuBackend final : public Backend {
     d.compute_capability = "8.0";
     d.tensor_cores = true;
     d.memory_bytes = std::int64_t{1} << 30;
-    d.library_versions = fake_library_versions();
+    d.libraries = {};
+    d.libraries.cuda_runtime = "0.0 (fake)";
     return d;
   }
   std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, const ShapeTable& table,

@@ -205,30 +205,34 @@ TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {
   setenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so", 1);
   const auto db = dir_ / "runs.sqlite";
   const Child c = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "3", "--device",
-                                            "cuda:0", "--layer-timing", "--json"}));
+                                            "cuda:0", "--layer-timing", "--tf32", "--json"}));
   ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
   const std::string why =
       "cuda:0 is unavailable: the CUDA backend (/nonexistent/libmixlab-cuda.so) cannot be "
       "loaded: the file does not exist; training on the CPU instead";
   const std::string err = testing::read_bytes(c.err);
   EXPECT_TRUE(contains(err, "mixlab-cli: " + why + "\n")) << err;
-  EXPECT_TRUE(contains(err, "--layer-timing apply to GPU runs; this run is on the cpu")) << err;
+  EXPECT_TRUE(contains(err, "--tf32, --cuda-graphs and --data-on-device apply to GPU runs; this "
+                            "run is on the cpu"))
+      << err;
   const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
   EXPECT_EQ(j["device_id"], "cpu");
   EXPECT_EQ(j["device_note"], why);
-  EXPECT_EQ(j["layer_timings"], nlohmann::json::array());
+  // The CPU times its layers too: one row per layer of the tiny model.
+  ASSERT_TRUE(j["layer_timings"].is_array());
+  EXPECT_EQ(j["layer_timings"].size(), 2u) << j["layer_timings"];
   RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
   const RunRecord r = store.run(j["run_id"].get<std::int64_t>());
   EXPECT_EQ(r.device, "cpu");
   EXPECT_TRUE(r.config.layer_timing);
 
-  // In text form the table says there are no layer times rather than printing zeros.
+  // In text form: a table of the CPU's layer times.
   const Child text = start_cli(
       dir_, tiny_run({"--steps", "2", "--device", "cpu", "--layer-timing", "--no-store"}));
   ASSERT_EQ(finish(text), 0);
-  EXPECT_TRUE(contains(testing::read_bytes(text.out),
-                       "layer times: none reported (the backend on cpu does not time layers)"))
-      << testing::read_bytes(text.out);
+  const std::string table = testing::read_bytes(text.out);
+  EXPECT_TRUE(contains(table, "layer times: mean ms over 2 steps on cpu")) << table;
+  EXPECT_TRUE(contains(table, "1  Dense")) << table;
 }
 
 TEST_F(TrainStore, AutoTrainsOnTheCpuQuietlyWithoutAGpuBackend) {

@@ -12,7 +12,7 @@
 #include "engine/backend/backend.h"
 #include "engine/core/device_info.h"
 #include "engine/core/error.h"
-#include "engine/train/loss_scaler.h"
+#include "engine/ops/loss_scale.h"
 
 namespace mixlab {
 namespace {
@@ -155,7 +155,7 @@ TEST(PolicySupport, TheCpuBackendDescribesTheIsaOneDnnRuns) {
   const DeviceInfo d = make_cpu_backend(1)->device();
   EXPECT_LE(d.isa, CpuIsa::avx2);
   EXPECT_EQ(policy_support(d, Policy::mixed_bfloat16).level, Support::emulated);
-  EXPECT_NE(d.library_versions.find("(isa avx2"), std::string::npos) << d.library_versions;
+  EXPECT_NE(d.library_versions().find("(isa avx2"), std::string::npos) << d.library_versions();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/op_access.h"
 #include "engine/core/half.h"
 #include "engine/spec/shape_inference.h"
 #include "tests/cpu/layers.h"
@@ -203,18 +204,19 @@ OpResult run_backend(const OpCase& c, Policy policy, const OpInputs& in) {
   options.seed = kSeed;
   options.input_gradient = true;
   auto exec = backend->compile(spec, table, options);
-  if (!in.kernel.empty()) exec->write_parameter(0, ParamKind::kernel, to_float(in.kernel));
-  if (!in.bias.empty()) exec->write_parameter(0, ParamKind::bias, to_float(in.bias));
+  OpAccess& ops = exec->ops();
+  if (!in.kernel.empty()) ops.write_parameter(0, ParamKind::kernel, to_float(in.kernel));
+  if (!in.bias.empty()) ops.write_parameter(0, ParamKind::bias, to_float(in.bias));
   const std::vector<std::int32_t> labels(kBatch, 0);
   exec->load_batch(to_float(in.x), labels, kBatch);
-  exec->forward(Phase::train, kStep);
+  ops.forward(Phase::train, kStep);
   OpResult r;
-  r.y = to_double(exec->read_output());
-  exec->set_output_gradient(to_float(in.dy));
-  exec->backward();
-  r.dx = to_double(exec->read_input_gradient());
-  if (!in.kernel.empty()) r.dkernel = to_double(exec->read_gradient(0, ParamKind::kernel));
-  if (!in.bias.empty()) r.dbias = to_double(exec->read_gradient(0, ParamKind::bias));
+  r.y = to_double(ops.read_output());
+  ops.set_output_gradient(to_float(in.dy));
+  ops.backward();
+  r.dx = to_double(ops.read_input_gradient());
+  if (!in.kernel.empty()) r.dkernel = to_double(ops.read_gradient(0, ParamKind::kernel));
+  if (!in.bias.empty()) r.dbias = to_double(ops.read_gradient(0, ParamKind::bias));
   return r;
 }
 

@@ -1,4 +1,4 @@
-// MixLab's CUDA kernels (engine/backend/cuda/kernels.cu) against host loops of the same shared
+// MixLab's CUDA kernels (engine/backend/cuda/kernels_*.cu) against host loops of the same shared
 // math (engine/core/half.h, engine/ops/*.h), per dtype, on random data. Tolerances: exact where
 // both sides do the same IEEE operations (casts, copies, pooling's max, the optimizer with
 // --fmad=false), a few float32 ulps where the device's expf/erff/tanhf/logf differ from glibc's,
@@ -567,8 +567,7 @@ TEST_F(Kernels, UnscaleAndCheckFindsNonFinite) {
 }
 
 TEST_F(Kernels, LossScaleStateMachineMatchesTheHost) {
-  LossScaleRule<float> rule;
-  rule.dynamic = true;
+  LossScaleConfig rule = LossScaleConfig::dynamic();
   rule.growth_interval = 3;
   OptimizerParams opt;
   opt.kind = OptimizerKind::adam;
@@ -659,7 +658,7 @@ TEST_F(Kernels, OptimizerUpdatesAllParametersAndTheCopy) {
         }
         const std::string what = std::string(c.name) + " copy " + std::to_string(copy_kind) +
                                  " applied " + std::to_string(applied);
-        // Same IEEE operations on both sides (kernels.cu is compiled with --fmad=false).
+        // Same IEEE operations on both sides (the kernels are compiled with --fmad=false).
         expect_close(d_w.download<float>(), w, DType::f32, 2e-7f, 0.0f, what + " master");
         expect_close(d_m.download<float>(), m, DType::f32, 2e-7f, 0.0f, what + " state0");
         expect_close(d_v.download<float>(), v, DType::f32, 2e-7f, 0.0f, what + " state1");

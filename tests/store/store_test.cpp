@@ -283,12 +283,14 @@ TEST(RunStore, DefaultPathFollowsMixlabDbThenXdgThenHome) {
   restore("HOME", home);
 }
 
-TEST(RunStore, EnvironmentReadsLibraryVersions) {
+TEST(RunStore, EnvironmentTakesLibraryVersions) {
   DeviceInfo cpu;
   cpu.kind = "cpu";
   cpu.name = "Some CPU";
   cpu.threads = 8;
-  cpu.library_versions = "oneDNN 2.6.3 (isa avx512_core_amx)";
+  cpu.libraries.onednn = "2.6.3";
+  cpu.libraries.onednn_isa = "avx512_core_amx";
+  EXPECT_EQ(cpu.library_versions(), "oneDNN 2.6.3 (isa avx512_core_amx)");
   Environment e = describe_environment(cpu, "1.2.3");
   EXPECT_EQ(e.device_kind, "cpu");
   EXPECT_EQ(e.device_name, "Some CPU");
@@ -301,7 +303,8 @@ TEST(RunStore, EnvironmentReadsLibraryVersions) {
   DeviceInfo gpu;
   gpu.kind = "cuda";
   gpu.compute_capability = "9.0";
-  gpu.library_versions = "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0, cuDNN 9.10.2";
+  gpu.libraries = {"", "", "13.0", "13.0", "13.0.0", "9.10.2"};
+  EXPECT_EQ(gpu.library_versions(), "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0, cuDNN 9.10.2");
   e = describe_environment(gpu, "1.2.3");
   EXPECT_EQ(e.compute_capability, "9.0");
   EXPECT_EQ(e.cuda_version, "13.0");

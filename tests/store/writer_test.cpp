@@ -26,7 +26,8 @@ TEST(StoreWriter, QueuedRowsArriveAfterFlush) {
   info.device.kind = "cpu";
   info.device.name = "test cpu";
   info.device.threads = 2;
-  info.device.library_versions = "oneDNN 2.6.3 (isa avx512_core_amx)";
+  info.device.libraries.onednn = "2.6.3";
+  info.device.libraries.onednn_isa = "avx512_core_amx";
   info.total_steps = 10000;
   info.memory.activation_bytes = 4096;
   recorder.on_start(info);

@@ -1,9 +1,10 @@
-// The trainer's device-step path (the CUDA backend's: one launch per step, the loss-scale state
-// on the device, the next batch loaded while a step runs, the dataset kept on the device),
-// checked on the CPU through a test double: an executor that implements the device-step calls
-// with the CPU executor's parts, in the order a device runs them. The double computes exactly
-// what the plain path computes, so any difference in the runs' figures is the trainer's (a
-// batch out of order, a loss scale reported for the wrong step, evaluation batches mixed in).
+// The trainer with an asynchronous executor, as the CUDA backend's is (one launch per step, the
+// next batch loaded while a step runs, the dataset kept on the device), checked on the CPU
+// through a test double: an executor that stages each batch as a device would (the trainer's
+// buffers are recycled while a step runs) and hands it to a CPU executor only when the step
+// starts, and that gathers batches from a dataset it keeps. The double computes exactly what the
+// CPU executor computes, so any difference in the runs' figures is the trainer's (a batch out of
+// order, a loss scale reported for the wrong step, evaluation batches mixed in).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -25,14 +26,17 @@ struct LoadCounts {
   int loads = 0, index_loads = 0;
 };
 
-class DeviceStepDouble final : public ModelExecutor {
+class AsyncDouble final : public ModelExecutor {
  public:
-  DeviceStepDouble(std::unique_ptr<ModelExecutor> inner, std::int64_t sample_elements,
-                   LoadCounts& counts)
+  AsyncDouble(std::unique_ptr<ModelExecutor> inner, std::int64_t sample_elements,
+              LoadCounts& counts)
       : inner_(std::move(inner)), sample_elements_(sample_elements), counts_(counts) {}
 
   const MemoryPlan& memory_plan() const override { return inner_->memory_plan(); }
   int batch_size() const override { return inner_->batch_size(); }
+  void set_loss_scaling(const LossScaleConfig& config) override {
+    inner_->set_loss_scaling(config);
+  }
   void load_batch(std::span<const float> images, std::span<const std::int32_t> labels,
                   int n) override {
     // A device copies the batch into a staging buffer: keep our own copy, as the caller's
@@ -41,62 +45,6 @@ class DeviceStepDouble final : public ModelExecutor {
     staged_labels_.assign(labels.begin(), labels.begin() + n);
     staged_n_ = n;
     ++counts_.loads;
-  }
-  void forward(Phase phase, std::uint64_t step) override {
-    consume();
-    inner_->forward(phase, step);
-  }
-  BatchLoss loss(bool g, float s) override { return inner_->loss(g, s); }
-  void backward() override { inner_->backward(); }
-  bool gradients_finite() override { return inner_->gradients_finite(); }
-  bool apply_gradients(float scale, std::int64_t it) override {
-    return inner_->apply_gradients(scale, it);
-  }
-  void synchronize() override {}
-  std::vector<float> read_output() override { return inner_->read_output(); }
-  std::vector<float> read_activation(int l) override { return inner_->read_activation(l); }
-  void set_output_gradient(std::span<const float> dy) override { inner_->set_output_gradient(dy); }
-  std::vector<float> read_input_gradient() override { return inner_->read_input_gradient(); }
-  std::vector<float> read_parameter(int l, ParamKind k) override {
-    return inner_->read_parameter(l, k);
-  }
-  void write_parameter(int l, ParamKind k, std::span<const float> v) override {
-    inner_->write_parameter(l, k, v);
-  }
-  std::vector<float> read_gradient(int l, ParamKind k) override {
-    return inner_->read_gradient(l, k);
-  }
-
-  bool has_device_step() const override { return true; }
-  void set_device_loss_scaling(const DeviceLossScaling& s) override {
-    scaling_ = s;
-    rule_.dynamic = s.enabled && s.dynamic;
-    rule_.growth_interval = s.growth_interval;
-    rule_.growth_factor = s.growth_factor;
-    rule_.backoff_factor = s.backoff_factor;
-    rule_.min_scale = s.min_scale;
-    state_.scale = s.enabled ? s.initial_scale : 1.0f;
-    state_.good_steps = 0;
-  }
-  void launch_step(std::uint64_t step) override {
-    ASSERT_FALSE(in_flight_) << "launch_step() twice without finish_step()";
-    in_flight_ = true;
-    consume();
-    result_ = {};
-    result_.loss_scale = state_.scale;
-    inner_->forward(Phase::train, step);
-    result_.batch = inner_->loss(true, state_.scale);
-    inner_->backward();
-    result_.gradients_finite = inner_->gradients_finite();
-    result_.applied = update_loss_scale(state_, rule_, result_.gradients_finite);
-    if (result_.applied) inner_->apply_gradients(1.0f / result_.loss_scale, ++iteration_);
-    result_.next_loss_scale = state_.scale;
-    result_.device_ms = 1.0;
-  }
-  DeviceStepResult finish_step() override {
-    EXPECT_TRUE(in_flight_) << "finish_step() without launch_step()";
-    in_flight_ = false;
-    return result_;
   }
   bool upload_dataset(std::span<const std::uint8_t> images,
                       std::span<const std::int32_t> labels) override {
@@ -119,13 +67,25 @@ class DeviceStepDouble final : public ModelExecutor {
     load_batch(images, labels, n);
     ++counts_.index_loads;
   }
-
- private:
-  void consume() {
+  void launch_step(Phase phase, std::uint64_t step) override {
+    ASSERT_FALSE(in_flight_) << "launch_step() twice without finish_step()";
+    in_flight_ = true;
     if (staged_n_ > 0) inner_->load_batch(staged_images_, staged_labels_, staged_n_);
     staged_n_ = 0;
+    inner_->launch_step(phase, step);
   }
+  StepResult finish_step() override {
+    EXPECT_TRUE(in_flight_) << "finish_step() without launch_step()";
+    in_flight_ = false;
+    StepResult r = inner_->finish_step();
+    r.device_ms = 1.0;
+    return r;
+  }
+  std::vector<LayerTiming> layer_timings() const override { return inner_->layer_timings(); }
+  std::int64_t device_memory_bytes() const override { return 0; }
+  OpAccess& ops() override { return inner_->ops(); }
 
+ private:
   std::unique_ptr<ModelExecutor> inner_;
   std::int64_t sample_elements_;
   LoadCounts& counts_;
@@ -133,22 +93,20 @@ class DeviceStepDouble final : public ModelExecutor {
   std::vector<std::int32_t> staged_labels_;
   int staged_n_ = 0;
   bool in_flight_ = false;
-  DeviceLossScaling scaling_;
-  LossScaleRule<float> rule_;
-  LossScaleState<float> state_;
-  std::int64_t iteration_ = 0;
-  DeviceStepResult result_;
   std::vector<std::uint8_t> dataset_images_;
   std::vector<std::int32_t> dataset_labels_;
 };
 
+// A "GPU" (so that the trainer keeps the dataset on it when asked) whose executors are doubles.
 class DeviceStepBackend final : public Backend {
  public:
-  DeviceInfo device() const override { return cpu_->device(); }
+  DeviceInfo device() const override {
+    return gpu_device_info("Test double GPU (the CPU backend)", 8, 0, std::int64_t{1} << 30);
+  }
   std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, const ShapeTable& table,
                                          const ExecutorOptions& options) override {
-    return std::make_unique<DeviceStepDouble>(cpu_->compile(spec, table, options),
-                                              num_elements(table.input_shape), counts);
+    return std::make_unique<AsyncDouble>(cpu_->compile(spec, table, options),
+                                         num_elements(table.input_shape), counts);
   }
   LoadCounts counts;
 
@@ -249,7 +207,7 @@ Recorder run(Backend& backend, const RunConfig& c, const DatasetPair& d) {
   return sink;
 }
 
-TEST(DeviceStep, SameRunAsThePlainPathWithBatchesLoadedAhead) {
+TEST(DeviceStep, SameRunAsTheCpuWithBatchesLoadedAhead) {
   const DatasetPair d = data();
   const RunConfig c = config(Policy::float32, LossScaleConfig::none());
   auto cpu = make_cpu_backend(1);
@@ -263,7 +221,7 @@ TEST(DeviceStep, SameRunAsThePlainPathWithBatchesLoadedAhead) {
   EXPECT_EQ(device.counts.loads, 15 + 3);
 }
 
-TEST(DeviceStep, LossScaleStateMachineOnTheDeviceMatchesTheHostsStepForStep) {
+TEST(DeviceStep, LossScaleStepsMatchTheCpusWithBatchesLoadedAhead) {
   const DatasetPair d = data();
   LossScaleConfig scaling = LossScaleConfig::dynamic();
   scaling.initial_scale = 0x1p100;  // overflows float16 gradients: backs off step by step

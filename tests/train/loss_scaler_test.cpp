@@ -5,10 +5,20 @@
 #include <random>
 
 #include "engine/ops/loss_scale.h"
-#include "engine/train/loss_scaler.h"
 
 namespace mixlab {
 namespace {
+
+// A run's loss scaling as the CPU executor keeps it: a configuration and a state.
+struct LossScaler {
+  explicit LossScaler(const LossScaleConfig& config)
+      : config(config), state(initial_loss_scale<double>(config)) {}
+  double scale() const { return state.scale; }
+  std::int64_t good_steps() const { return state.good_steps; }
+  bool update(bool finite) { return update_loss_scale(state, config, finite); }
+  LossScaleConfig config;
+  LossScaleState<double> state;
+};
 
 TEST(LossScaler, DynamicStartsAt2To15AndDoublesAfter2000FiniteSteps) {
   LossScaler s(LossScaleConfig::dynamic());
@@ -75,17 +85,12 @@ TEST(LossScaler, ParsesTheCommandLineForms) {
   }
 }
 
-// The state machine in float (the CUDA step's, in device memory) and in double (the host's
-// LossScaler) takes the same steps: with power-of-two factors the scales are the same numbers.
-template <class Real>
-LossScaleRule<Real> rule_of(bool dynamic, std::int64_t growth_interval) {
-  LossScaleRule<Real> rule;
-  rule.dynamic = dynamic;
-  rule.growth_interval = growth_interval;
-  rule.growth_factor = 2;
-  rule.backoff_factor = 0.5;
-  rule.min_scale = 1;
-  return rule;
+// The state machine in float (the CUDA step's, in device memory) and in double (the CPU
+// executor's) takes the same steps: with power-of-two factors the scales are the same numbers.
+LossScaleConfig config_of(bool dynamic, std::int64_t growth_interval) {
+  LossScaleConfig config = dynamic ? LossScaleConfig::dynamic() : LossScaleConfig::fixed(1.0);
+  config.growth_interval = growth_interval;
+  return config;
 }
 
 void expect_same_steps(bool dynamic, std::int64_t growth_interval, double overflow_rate,
@@ -94,8 +99,7 @@ void expect_same_steps(bool dynamic, std::int64_t growth_interval, double overfl
   LossScaleState<double> d;
   f.scale = static_cast<float>(initial_scale);
   d.scale = initial_scale;
-  const auto rule_f = rule_of<float>(dynamic, growth_interval);
-  const auto rule_d = rule_of<double>(dynamic, growth_interval);
+  const LossScaleConfig config = config_of(dynamic, growth_interval);
   std::mt19937_64 rng(7);
   std::bernoulli_distribution overflow(overflow_rate);
   int skipped = 0, grew = 0, floored = 0;
@@ -103,8 +107,8 @@ void expect_same_steps(bool dynamic, std::int64_t growth_interval, double overfl
     // Isolated overflows, and bursts of 20 in a row (down to min_scale) every burst_period.
     const bool finite = !(overflow(rng) || i % burst_period < 20);
     const double before = d.scale;
-    const bool applied_f = update_loss_scale(f, rule_f, finite);
-    const bool applied_d = update_loss_scale(d, rule_d, finite);
+    const bool applied_f = update_loss_scale(f, config, finite);
+    const bool applied_d = update_loss_scale(d, config, finite);
     ASSERT_EQ(applied_f, applied_d) << "step " << i;
     ASSERT_EQ(applied_d, finite) << "step " << i;
     ASSERT_EQ(static_cast<double>(f.scale), d.scale) << "step " << i;

@@ -12,7 +12,6 @@
 namespace mixlab::cpu {
 
 namespace {
-constexpr std::size_t kAlign = 64;
 
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.
 std::size_t available_memory_bytes() {
@@ -26,28 +25,20 @@ std::size_t available_memory_bytes() {
   return 0;
 }
 
-std::string mib(std::size_t bytes) {
-  return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
-}
 }  // namespace
 
 Arena::Id Arena::reserve(std::size_t bytes, Purpose purpose) {
   MIXLAB_ASSERT(!base_);
-  const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  offsets_.push_back(size_);
-  size_ += rounded;
-  const auto b = static_cast<std::int64_t>(rounded);
-  plan_.add(purpose, b);
-  return offsets_.size() - 1;
+  return layout_.reserve(bytes, purpose);
 }
 
 void Arena::allocate() {
-  const std::size_t bytes = size_ == 0 ? kAlign : size_;
+  const std::size_t bytes = layout_.size() == 0 ? layout_.alignment() : layout_.size();
   // Refuse what would only be granted by overcommit and then killed while being touched.
   const std::size_t available = available_memory_bytes();
   if (available != 0 && bytes > available) {
-    throw AllocationError("the model needs " + std::to_string(bytes) + " bytes (" + mib(bytes) +
-                              ") of memory; " + mib(available) + " are available",
+    throw AllocationError(layout_.describe_need() + " of memory; " + format_mib(available) +
+                              " are available",
                           bytes);
   }
   // Large arenas on 2 MiB pages where the kernel offers them (THP in madvise mode): streaming
@@ -55,20 +46,19 @@ void Arena::allocate() {
   constexpr std::size_t kHugePage = std::size_t{2} << 20;
   const bool huge = bytes >= kHugePage;
   const std::size_t rounded = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage : bytes;
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(huge ? kHugePage : kAlign, rounded));
+  auto* p = static_cast<std::byte*>(
+      std::aligned_alloc(huge ? kHugePage : layout_.alignment(), rounded));
   if (p && huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure changes nothing
   if (!p) {
-    throw AllocationError("cannot allocate " + std::to_string(bytes) + " bytes (" + mib(bytes) +
-                              ") for the model's memory",
-                          bytes);
+    throw AllocationError("cannot allocate memory: " + layout_.describe_need(), bytes);
   }
   std::memset(p, 0, bytes);
   base_.reset(p);
 }
 
 std::byte* Arena::ptr(Id id) const {
-  MIXLAB_ASSERT(base_ && id < offsets_.size());
-  return base_.get() + offsets_[id];
+  MIXLAB_ASSERT(base_);
+  return base_.get() + layout_.offset(id);
 }
 
 void Arena::FreeDeleter::operator()(std::byte* p) const {

@@ -6,9 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
-#include "engine/backend/backend.h"
+#include "engine/plan/arena_layout.h"
 
 namespace mixlab::cpu {
 
@@ -16,10 +15,13 @@ using Purpose = MemoryPurpose;
 
 class Arena {
  public:
-  using Id = std::size_t;
+  using Id = ArenaLayout::Id;
 
   // Reserves `bytes` (rounded up to 64-byte alignment); returns the reservation's id.
   Id reserve(std::size_t bytes, Purpose purpose);
+  Id reserve(const PlanBuffer& buffer) {
+    return reserve(static_cast<std::size_t>(buffer.bytes()), buffer.purpose);
+  }
   // Allocates and zero-fills the arena; throws AllocationError naming the bytes asked.
   void allocate();
   std::byte* ptr(Id id) const;
@@ -27,15 +29,13 @@ class Arena {
   T* as(Id id) const {
     return reinterpret_cast<T*>(ptr(id));
   }
-  const MemoryPlan& plan() const { return plan_; }
+  const MemoryPlan& plan() const { return layout_.plan(); }
 
  private:
   struct FreeDeleter {
     void operator()(std::byte* p) const;
   };
-  std::vector<std::size_t> offsets_;
-  std::size_t size_ = 0;
-  MemoryPlan plan_;
+  ArenaLayout layout_{64};  // a cache line; AVX-512 loads
   std::unique_ptr<std::byte, FreeDeleter> base_;
 };
 

@@ -26,9 +26,9 @@ class CpuBackend final : public Backend {
     info.threads = threads_;
     info.isa = cpu::onednn_isa();
     const dnnl_version_t* v = dnnl_version();
-    info.library_versions = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) +
-                            "." + std::to_string(v->patch) + " (isa " + cpu::onednn_isa_name() +
-                            ")";
+    info.libraries.onednn = std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                            std::to_string(v->patch);
+    info.libraries.onednn_isa = cpu::onednn_isa_name();
     return info;
   }
 
@@ -36,7 +36,10 @@ class CpuBackend final : public Backend {
                                          const ExecutorOptions& options) override {
     const PolicySupport support = policy_support(device(), options.policy);
     if (support.level == Support::unsupported) throw ConfigError(support.reason);
-    return std::make_unique<cpu::CpuExecutor>(spec, table, options, threads_);
+    const ExecutionPlan plan =
+        build_plan(spec, table, options.policy, options.batch_size, options.optimizer,
+                   cpu::kCpuLowering);
+    return std::make_unique<cpu::CpuExecutor>(spec, table, plan, options, threads_);
   }
 
  private:

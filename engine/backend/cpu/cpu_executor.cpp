@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -22,6 +24,11 @@ namespace mixlab::cpu {
 namespace {
 
 using dnnl::memory;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 std::int64_t keras_count(const ParamSlot& slot) {
   std::int64_t n = 1;
@@ -29,25 +36,23 @@ std::int64_t keras_count(const ParamSlot& slot) {
   return n;
 }
 
-std::string layer_name(const ModelSpec& spec, int layer) {
-  return "layer " + std::to_string(layer) + " (" +
-         std::string(to_string(spec.layers.at(static_cast<std::size_t>(layer)).type)) + ")";
+std::vector<std::int64_t> batch_dims(int batch, const Shape& s) {
+  std::vector<std::int64_t> d{batch};
+  d.insert(d.end(), s.begin(), s.end());
+  return d;
 }
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(const ModelSpec& spec, const ShapeTable& table,
+CpuExecutor::CpuExecutor(const ModelSpec& spec, const ShapeTable& table, const ExecutionPlan& plan,
                          const ExecutorOptions& options, int threads)
-    : options_(options), threads_(threads), batch_(options.batch_size), loss_kind_(spec.loss) {
-  if (batch_ < 1) throw ConfigError("batch size must be at least 1, got " + std::to_string(batch_));
-  if (spec.layers.size() != table.layers.size()) {
-    throw ConfigError("the shape table does not belong to model '" + spec.name + "'");
-  }
+    : options_(options), plan_(plan), threads_(threads), batch_(plan.batch) {
   use_threads();
   ctx_.seed = options.seed;
   lower(spec, table);
-  plan_and_allocate();
+  allocate();
   initialise_parameters(options.seed);
+  set_loss_scaling(LossScaleConfig::none());
 }
 
 CpuExecutor::~CpuExecutor() = default;
@@ -57,135 +62,106 @@ void CpuExecutor::use_threads() const {
 }
 
 void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
-  Storage cur = Storage::f32;  // the batch arrives as float32
-  Shape cur_shape = table.input_shape;
-  const auto batch_dims = [&](const Shape& s) {
-    std::vector<std::int64_t> d{batch_};
-    d.insert(d.end(), s.begin(), s.end());
-    return d;
-  };
-  const auto add = [&](std::unique_ptr<CpuNode> node, const Shape& out_shape) {
-    Tensor t;
-    t.storage = node->out_storage;
-    t.dims = batch_dims(out_shape);
-    outputs_.push_back(std::move(t));
-    cur = node->out_storage;
-    nodes_.push_back(std::move(node));
-  };
-  const auto cast_to = [&](Storage s, int layer) {
-    if (cur != s) add(std::make_unique<CastNode>(layer, s), cur_shape);
-  };
-
   // Below AVX-512 oneDNN has no bfloat16 kernels: bfloat16 layers then compute in float32 and
   // round every value they write to bfloat16, as float16 is emulated everywhere.
   const bool bf16_kernels = has_bf16_kernels(onednn_isa());
   input_.storage = Storage::f32;
-  input_.dims = batch_dims(table.input_shape);
-  layer_last_node_.resize(spec.layers.size());
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& layer = spec.layers[i];
-    const LayerInfo& info = table.layers[i];
-    const int li = static_cast<int>(i);
-    const Storage s = storage_for(info.compute, bf16_kernels);
-    const Shape& out = info.output_shape;
-    // An activation (a layer of its own, or fused into Dense / Conv2D) over the layer's output.
-    const auto activation = [&](ActivationFn fn) {
-      return std::make_unique<ActivationNode>(li, fn, out.back(), batch_ * num_elements(out), s);
-    };
+  input_.dims = batch_dims(batch_, plan_.input_shape);
+  for (const PlanNode& node : plan_.nodes) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(node.layer)];
+    const LayerInfo& info = table.layers[static_cast<std::size_t>(node.layer)];
+    const Storage s = storage_for(node.out_dtype, bf16_kernels);
+    const int li = node.layer;
+    const std::int64_t elements = batch_ * num_elements(node.out_shape);
+    std::unique_ptr<CpuNode> made;
     try {
-      switch (layer.type) {
-        case LayerType::Dense: {
-          cast_to(s, li);
-          const std::int64_t rows =
-              batch_ * num_elements(info.input_shape) / info.input_shape.back();
-          add(std::make_unique<DenseNode>(ctx_, layer, li, rows, info.input_shape.back(),
-                                          out.back(), s),
-              out);
-          if (layer.activation != ActivationFn::linear) add(activation(layer.activation), out);
+      switch (node.op) {
+        case PlanOp::dense: {
+          const std::int64_t in = node.in_shape.back();
+          const std::int64_t rows = batch_ * num_elements(node.in_shape) / in;
+          made = std::make_unique<DenseNode>(ctx_, layer, li, rows, in, node.out_shape.back(), s);
           break;
         }
-        case LayerType::Conv2D:
-          cast_to(s, li);
-          add(std::make_unique<Conv2DNode>(ctx_, layer, info, batch_, s), out);
-          if (layer.activation != ActivationFn::linear) add(activation(layer.activation), out);
+        case PlanOp::conv2d:
+          made = std::make_unique<Conv2DNode>(ctx_, layer, info, batch_, s);
           break;
-        case LayerType::MaxPooling2D:
-        case LayerType::AveragePooling2D:
-          cast_to(s, li);
-          add(std::make_unique<PoolingNode>(ctx_, layer, info, batch_, s), out);
+        case PlanOp::pooling:
+          made = std::make_unique<PoolingNode>(ctx_, layer, info, batch_, s);
           break;
-        case LayerType::Flatten:
-          if (cur != s) {
-            add(std::make_unique<CastNode>(li, s), out);
-          } else {
-            add(std::make_unique<FlattenNode>(li, s), out);
-          }
+        case PlanOp::flatten:
+          made = std::make_unique<FlattenNode>(li, s);
           break;
-        case LayerType::Dropout:
-          add(std::make_unique<DropoutNode>(li, layer.rate, s), out);
+        case PlanOp::cast:
+          made = std::make_unique<CastNode>(li, s);
           break;
-        case LayerType::Activation:
-          add(activation(layer.activation), out);
+        case PlanOp::activation:
+          made = std::make_unique<ActivationNode>(li, node.activation, node.out_shape.back(),
+                                                  elements, s);
           break;
-        case LayerType::Rescaling:
-          add(std::make_unique<RescalingNode>(li, layer.scale, layer.offset, s), out);
+        case PlanOp::rescaling:
+          made = std::make_unique<RescalingNode>(li, layer.scale, layer.offset, s);
+          break;
+        case PlanOp::dropout:
+          made = std::make_unique<DropoutNode>(li, layer.rate, s);
           break;
       }
     } catch (const BackendError& e) {
-      throw BackendError(layer_name(spec, li) + ": " + e.what());
+      throw BackendError(node.label + ": " + e.what());
     }
-    cur_shape = out;
-    layer_last_node_[i] = static_cast<int>(nodes_.size()) - 1;
+    Tensor t;
+    t.storage = made->out_storage;
+    t.dims = batch_dims(batch_, node.out_shape);
+    outputs_.push_back(std::move(t));
+    nodes_.push_back(std::move(made));
   }
-
-  classes_ = num_elements(table.output_shape);
-  if (nodes_.size() >= 2) {
-    if (const auto* act = dynamic_cast<const ActivationNode*>(nodes_.back().get())) {
-      const bool binary = loss_kind_ == LossKind::binary_crossentropy;
-      if (act->fn() == ActivationFn::softmax && !binary) head_ = Head::softmax_logits;
-      if (act->fn() == ActivationFn::sigmoid && binary) head_ = Head::sigmoid_logits;
-    }
-  }
-  for (std::size_t k = 0; k < nodes_.size(); ++k) {
-    if (!nodes_[k]->params().empty()) {
-      first_param_node_ = static_cast<int>(k);
-      break;
-    }
-  }
+  node_forward_ms_.assign(nodes_.size(), 0.0);
+  node_backward_ms_.assign(nodes_.size(), 0.0);
 }
 
-void CpuExecutor::plan_and_allocate() {
-  input_id_ = arena_.reserve(input_.bytes(), Purpose::activations);
-  labels_id_ =
-      arena_.reserve(static_cast<std::size_t>(batch_) * sizeof(std::int32_t), Purpose::workspace);
-
-  output_ids_.assign(nodes_.size(), 0);
-  std::int64_t max_elements = input_.elements();
-  for (std::size_t k = 0; k < nodes_.size(); ++k) {
-    if (!nodes_[k]->aliases_input()) {
-      output_ids_[k] = arena_.reserve(outputs_[k].bytes(), Purpose::activations);
+void CpuExecutor::allocate() {
+  // The plan's buffers but the parameter arrays, whose slots follow oneDNN's layouts (a
+  // blocked layout may pad a slot), below.
+  std::vector<Arena::Id> output_ids(nodes_.size(), 0);
+  Arena::Id input_id = 0, labels_id = 0, grad_ids[2] = {0, 0}, loss_id = 0;
+  for (const PlanBuffer& b : plan_.buffers) {
+    switch (b.role) {
+      case BufferRole::input:
+        input_id = arena_.reserve(b);
+        break;
+      case BufferRole::labels:
+        labels_id = arena_.reserve(b);
+        break;
+      case BufferRole::node_output: {
+        // Sized by the storage: an emulated 16-bit tensor keeps float32 values.
+        const auto k = static_cast<std::size_t>(b.index);
+        output_ids[k] = arena_.reserve(outputs_[k].bytes(), b.purpose);
+        break;
+      }
+      case BufferRole::activation_gradient:
+        grad_ids[b.index] = arena_.reserve(b);
+        break;
+      case BufferRole::loss_rows:
+        loss_id = arena_.reserve(b);
+        break;
+      case BufferRole::masters:
+      case BufferRole::parameter_gradients:
+      case BufferRole::weight_copies:
+      case BufferRole::optimizer_state:
+        break;  // laid out below, as oneDNN's layouts want them
     }
-    max_elements = std::max(max_elements, outputs_[k].elements());
   }
-  // Two gradient buffers, used in turn, each as large as the largest tensor in float32.
-  const auto grad_buffer_bytes = static_cast<std::size_t>(max_elements) * sizeof(float);
-  for (auto& id : grad_ids_) {
-    id = arena_.reserve(grad_buffer_bytes, Purpose::workspace);
-  }
-  const auto loss_bytes = static_cast<std::size_t>(batch_ * classes_) * sizeof(float);
-  loss_values_id_ = arena_.reserve(loss_bytes, Purpose::workspace);
-  loss_grads_id_ = arena_.reserve(loss_bytes, Purpose::workspace);
 
   std::size_t scratchpad_bytes = 1;
   for (auto& node : nodes_) scratchpad_bytes = std::max(scratchpad_bytes, node->reserve(arena_));
-  scratchpad_id_ = arena_.reserve(scratchpad_bytes, Purpose::workspace);
+  const Arena::Id scratchpad_id = arena_.reserve(scratchpad_bytes, Purpose::workspace);
 
   std::int64_t grad_bytes = 0;
+  std::vector<std::pair<ParamSlot*, std::pair<Arena::Id, Arena::Id>>> copies;
   for (auto& node : nodes_) {
     for (ParamSlot* slot : node->params()) {
       slot->count = static_cast<std::int64_t>(slot->master_desc.get_size() / sizeof(float));
       slot->offset = param_floats_;
-      param_floats_ += (slot->count + 15) / 16 * 16;  // 64-byte aligned slots
+      param_floats_ += (slot->count + kSlotAlignFloats - 1) / kSlotAlignFloats * kSlotAlignFloats;
       slot->grad_offset = grad_bytes;
       grad_bytes += (static_cast<std::int64_t>(slot->grad_desc.get_size()) + 63) / 64 * 64;
       if (slot->copy_mode != CopyMode::master) {
@@ -199,23 +175,26 @@ void CpuExecutor::plan_and_allocate() {
     }
   }
   const auto param_bytes = static_cast<std::size_t>(param_floats_) * sizeof(float);
-  master_id_ = arena_.reserve(param_bytes, Purpose::parameters);
-  grad_id_ = arena_.reserve(static_cast<std::size_t>(grad_bytes), Purpose::gradients);
-  state_arrays_ = optimizer_state_per_param(options_.optimizer);
-  for (int i = 0; i < state_arrays_; ++i) {
-    state_ids_[i] = arena_.reserve(param_bytes, Purpose::optimizer);
-  }
+  const Arena::Id master_id = arena_.reserve(param_bytes, Purpose::parameters);
+  const Arena::Id grad_id = arena_.reserve(static_cast<std::size_t>(grad_bytes), Purpose::gradients);
+  state_arrays_ = plan_.optimizer_states;
+  Arena::Id state_ids[2] = {0, 0};
+  for (int i = 0; i < state_arrays_; ++i) state_ids[i] = arena_.reserve(param_bytes, Purpose::optimizer);
 
   arena_.allocate();
 
-  input_.data = arena_.ptr(input_id_);
+  input_.data = arena_.ptr(input_id);
+  labels_ = arena_.as<std::int32_t>(labels_id);
+  loss_rows_ = arena_.as<float>(loss_id);
+  for (int i = 0; i < 2; ++i) grad_buffers_[i] = arena_.ptr(grad_ids[i]);
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
-    outputs_[k].data = nodes_[k]->aliases_input() ? node_input(static_cast<int>(k)).data
-                                                  : arena_.ptr(output_ids_[k]);
+    outputs_[k].data = plan_.nodes[k].aliases_input() ? node_input(static_cast<int>(k)).data
+                                                      : arena_.ptr(output_ids[k]);
   }
+  for (int i = 0; i < state_arrays_; ++i) state_[i] = arena_.as<float>(state_ids[i]);
   const auto& eng = ctx_.engine;
-  float* master = arena_.as<float>(master_id_);
-  std::byte* grads = arena_.ptr(grad_id_);
+  float* master = arena_.as<float>(master_id);
+  std::byte* grads = arena_.ptr(grad_id);
   for (ParamSlot* slot : slots_) {
     slot->master = memory(slot->master_desc, eng, master + slot->offset);
     slot->grad = memory(slot->grad_desc, eng, grads + slot->grad_offset);
@@ -234,7 +213,7 @@ void CpuExecutor::plan_and_allocate() {
   }
   const memory scratchpad(memory::desc({static_cast<memory::dim>(scratchpad_bytes)},
                                        memory::data_type::u8, memory::format_tag::a),
-                          eng, arena_.ptr(scratchpad_id_));
+                          eng, arena_.ptr(scratchpad_id));
   for (auto& node : nodes_) node->bind(arena_, scratchpad);
 }
 
@@ -284,7 +263,7 @@ ParamSlot& CpuExecutor::slot(int layer, ParamKind kind) {
 
 Tensor CpuExecutor::grad_view(int buffer, const Tensor& like) const {
   Tensor t;
-  t.data = arena_.ptr(grad_ids_[buffer]);
+  t.data = grad_buffers_[buffer];
   t.storage = like.storage;
   t.dims = like.dims;
   return t;
@@ -307,47 +286,116 @@ void CpuExecutor::load_batch(std::span<const float> images, std::span<const std:
       static_cast<std::int64_t>(labels.size()) < n) {
     throw ConfigError("batch buffers are smaller than " + std::to_string(n) + " samples");
   }
-  const bool binary = loss_kind_ == LossKind::binary_crossentropy;
-  const std::int64_t label_limit = binary && classes_ == 1 ? 2 : classes_;
+  const bool binary = plan_.loss == LossKind::binary_crossentropy;
+  const std::int64_t label_limit = binary && plan_.classes == 1 ? 2 : plan_.classes;
   for (int i = 0; i < n; ++i) {
-    if (labels[static_cast<std::size_t>(i)] < 0 ||
-        labels[static_cast<std::size_t>(i)] >= label_limit) {
-      throw ConfigError("label " + std::to_string(labels[static_cast<std::size_t>(i)]) +
-                        " is outside the model's " + std::to_string(label_limit) + " classes");
+    const std::int32_t label = labels[static_cast<std::size_t>(i)];
+    if (label < 0 || label >= label_limit) {
+      throw ConfigError("label " + std::to_string(label) + " is outside the model's " +
+                        std::to_string(label_limit) + " classes");
     }
   }
   float* dst = static_cast<float*>(input_.data);
   std::memcpy(dst, images.data(), static_cast<std::size_t>(n * per_sample) * sizeof(float));
   std::memset(dst + n * per_sample, 0,
               static_cast<std::size_t>((batch_ - n) * per_sample) * sizeof(float));
-  auto* lab = arena_.as<std::int32_t>(labels_id_);
-  std::memcpy(lab, labels.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  std::memset(lab + n, 0, static_cast<std::size_t>(batch_ - n) * sizeof(std::int32_t));
+  std::memcpy(labels_, labels.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  std::memset(labels_ + n, 0, static_cast<std::size_t>(batch_ - n) * sizeof(std::int32_t));
   real_samples_ = n;
 }
 
-void CpuExecutor::forward(Phase phase, std::uint64_t step) {
+void CpuExecutor::load_batch_indices(std::span<const std::int64_t>, int) {
+  throw ConfigError("the CPU backend keeps no dataset: load_batch_indices() without "
+                    "upload_dataset()");
+}
+
+void CpuExecutor::set_loss_scaling(const LossScaleConfig& config) {
+  scaling_ = config;
+  scale_state_ = initial_loss_scale<double>(config);
+}
+
+void CpuExecutor::launch_step(Phase phase, std::uint64_t step) {
+  if (step_done_) throw ConfigError("launch_step() again before finish_step()");
+  if (real_samples_ < 1) throw ConfigError("launch_step() before a batch was loaded");
   use_threads();
+  const bool timed = options_.layer_timing && phase == Phase::train;
+  StepResult r;
+  const auto t0 = Clock::now();
+  run_forward(phase, step, timed);
+  r.forward_ms = ms_since(t0);
+  if (phase == Phase::eval) {
+    r.batch = compute_loss(false, 1.0f);
+  } else {
+    const auto t1 = Clock::now();
+    r.loss_scale = scale_state_.scale;
+    r.batch = compute_loss(true, static_cast<float>(r.loss_scale));
+    run_backward(timed);
+    r.backward_ms = ms_since(t1);
+    const auto t2 = Clock::now();
+    const bool loss_finite = std::isfinite(r.batch.loss);
+    if (scaling_.mode == LossScaleConfig::Mode::none) {
+      // No scale to back off: update, checking the gradients in the same pass; the trainer
+      // ends the run on a non-finite one.
+      r.gradients_finite = loss_finite && apply_gradients(1.0f, iteration_ + 1);
+      r.applied = update_loss_scale(scale_state_, scaling_, r.gradients_finite);
+    } else {
+      r.gradients_finite = loss_finite && gradients_finite();
+      r.applied = update_loss_scale(scale_state_, scaling_, r.gradients_finite);
+      if (r.applied) apply_gradients(static_cast<float>(1.0 / r.loss_scale), iteration_ + 1);
+    }
+    if (r.applied) ++iteration_;
+    r.next_loss_scale = scale_state_.scale;
+    r.optimizer_ms = ms_since(t2);
+    if (timed) {
+      layer_timings_.assign(plan_.layer_last_node.size(), LayerTiming{});
+      for (std::size_t l = 0; l < layer_timings_.size(); ++l) {
+        layer_timings_[l].layer = static_cast<int>(l);
+      }
+      for (std::size_t k = 0; k < nodes_.size(); ++k) {
+        LayerTiming& t = layer_timings_[static_cast<std::size_t>(plan_.nodes[k].layer)];
+        t.forward_ms += node_forward_ms_[k];
+        t.backward_ms += node_backward_ms_[k];
+      }
+    }
+  }
+  if (phase == Phase::eval) r.loss_scale = r.next_loss_scale = scale_state_.scale;
+  result_ = r;
+  step_done_ = true;
+}
+
+StepResult CpuExecutor::finish_step() {
+  if (!step_done_) throw ConfigError("finish_step() without launch_step()");
+  step_done_ = false;
+  return result_;
+}
+
+void CpuExecutor::run_forward(Phase phase, std::uint64_t step, bool timed) {
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
-    if (nodes_[k]->aliases_input()) continue;
+    node_forward_ms_[k] = 0.0;
+    if (plan_.nodes[k].aliases_input()) continue;
+    const auto t = timed ? Clock::now() : Clock::time_point{};
     nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k], phase, step);
+    if (timed) node_forward_ms_[k] = ms_since(t);
   }
 }
 
-BatchLoss CpuExecutor::loss(bool compute_gradient, float loss_scale) {
-  use_threads();
-  if (real_samples_ < 1) throw ConfigError("loss() before a batch was loaded");
+BatchLoss CpuExecutor::compute_loss(bool compute_gradient, float loss_scale) {
   const int last = static_cast<int>(nodes_.size()) - 1;
-  const Tensor& src = head_ == Head::probabilities ? outputs_[last] : node_input(last);
-  const std::int64_t k = classes_;
-  float* values = arena_.as<float>(loss_values_id_);
+  // Fused heads read the logits: the final activation's input.
+  const bool fused = plan_.head == LossHead::softmax_crossentropy ||
+                     plan_.head == LossHead::sigmoid_binary;
+  const int seed = fused ? last - 1 : last;
+  const Tensor& src = outputs_[seed];
+  const std::int64_t k = plan_.classes;
+  // The rows in float32: in gradient buffer 1 (free until backward), the loss's gradient in
+  // the loss rows.
+  float* values = static_cast<float*>(grad_buffers_[1]);
   convert(src.data, src.storage, values, Storage::f32, batch_ * k);
-  float* grads = compute_gradient ? arena_.as<float>(loss_grads_id_) : nullptr;
-  const std::int32_t* labels = arena_.as<std::int32_t>(labels_id_);
+  float* grads = compute_gradient ? loss_rows_ : nullptr;
+  const std::int32_t* labels = labels_;
   const int n = real_samples_;
   const float grad_mul = loss_scale / static_cast<float>(n);
-  const bool binary = loss_kind_ == LossKind::binary_crossentropy;
-  const Head head = head_;
+  const LossHead head = plan_.head;
   double loss_sum = 0.0, correct = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : loss_sum, correct)
   for (int i = 0; i < batch_; ++i) {
@@ -356,23 +404,11 @@ BatchLoss CpuExecutor::loss(bool compute_gradient, float loss_scale) {
       if (dz) std::fill(dz, dz + k, 0.0f);
       continue;
     }
-    const float* row = values + i * k;
-    const int kk = static_cast<int>(k);
-    RowLoss r;
-    if (head == Head::softmax_logits) {
-      r = softmax_crossentropy_row(row, kk, labels[i], grad_mul, dz);
-    } else if (head == Head::sigmoid_logits) {
-      r = sigmoid_binary_crossentropy_row(row, kk, labels[i], grad_mul, dz);
-    } else if (binary) {
-      r = binary_crossentropy_probabilities_row(row, kk, labels[i], grad_mul, dz);
-    } else {
-      r = crossentropy_probabilities_row(row, kk, labels[i], grad_mul, dz);
-    }
+    const RowLoss r = loss_row(head, values + i * k, static_cast<int>(k), labels[i], grad_mul, dz);
     loss_sum += r.loss;
     correct += r.correct;
   }
   if (compute_gradient) {
-    const int seed = head_ == Head::probabilities ? last : last - 1;
     const Tensor dst = grad_view(0, outputs_[seed]);
     convert(grads, Storage::f32, dst.data, dst.storage, dst.elements());
     backward_from_ = seed;
@@ -382,6 +418,67 @@ BatchLoss CpuExecutor::loss(bool compute_gradient, float loss_scale) {
   result.correct = correct;
   result.samples = n;
   return result;
+}
+
+void CpuExecutor::run_backward(bool timed) {
+  if (backward_from_ < 0) throw ConfigError("backward() without a seeded output gradient");
+  const int stop = options_.input_gradient ? 0 : plan_.first_param_node;
+  int buffer = 0;
+  Tensor dy = grad_view(0, outputs_[backward_from_]);
+  for (std::size_t k = 0; k < nodes_.size(); ++k) node_backward_ms_[k] = 0.0;
+  for (int k = backward_from_; stop >= 0 && k >= stop; --k) {
+    const Tensor& x = node_input(k);
+    const bool need_dx = k > stop || options_.input_gradient;
+    if (plan_.nodes[static_cast<std::size_t>(k)].aliases_input()) {
+      dy.dims = x.dims;  // same buffer, seen with the input's shape
+      continue;
+    }
+    Tensor dx;
+    if (need_dx) dx = grad_view(1 - buffer, x);
+    const auto t = timed ? Clock::now() : Clock::time_point{};
+    nodes_[k]->backward(ctx_, x, outputs_[k], dy, need_dx ? &dx : nullptr);
+    if (timed) node_backward_ms_[static_cast<std::size_t>(k)] = ms_since(t);
+    if (need_dx) {
+      dy = dx;
+      buffer = 1 - buffer;
+    }
+  }
+  if (options_.input_gradient) input_gradient_ = dy;
+  backward_from_ = -1;
+}
+
+bool CpuExecutor::gradients_finite() const {
+  for (const ParamSlot* slot : slots_) {
+    if (!all_finite(slot->grad.get_data_handle(), slot->grad_storage, slot->count)) return false;
+  }
+  return true;
+}
+
+bool CpuExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {
+  bool finite = true;
+  for (ParamSlot* slot : slots_) {
+    SlotArrays p;
+    p.master = static_cast<float*>(slot->master.get_data_handle());
+    p.grad = slot->grad.get_data_handle();
+    p.grad_storage = slot->grad_storage;
+    p.state0 = state_arrays_ > 0 ? state_[0] + slot->offset : nullptr;
+    p.state1 = state_arrays_ > 1 ? state_[1] + slot->offset : nullptr;
+    if (slot->copy_mode == CopyMode::elementwise) {  // written by the update loop itself
+      p.copy = slot->copy.get_data_handle();
+      p.copy_storage = slot->copy_storage;
+    }
+    p.n = slot->count;
+    finite &= apply_update(options_.optimizer, p, grad_scale, iteration);
+    refresh_copy(*slot, slot->copy_mode == CopyMode::reorder);
+  }
+  return finite;
+}
+
+// --- OpAccess ---
+
+void CpuExecutor::forward(Phase phase, std::uint64_t step) {
+  use_threads();
+  run_forward(phase, step, false);
 }
 
 void CpuExecutor::set_output_gradient(std::span<const float> dy) {
@@ -397,56 +494,7 @@ void CpuExecutor::set_output_gradient(std::span<const float> dy) {
 
 void CpuExecutor::backward() {
   use_threads();
-  if (backward_from_ < 0) throw ConfigError("backward() without a seeded output gradient");
-  const int stop = options_.input_gradient ? 0 : first_param_node_;
-  int buffer = 0;
-  Tensor dy = grad_view(0, outputs_[backward_from_]);
-  for (int k = backward_from_; stop >= 0 && k >= stop; --k) {
-    const Tensor& x = node_input(k);
-    const bool need_dx = k > stop || options_.input_gradient;
-    if (nodes_[k]->aliases_input()) {
-      dy.dims = x.dims;  // same buffer, seen with the input's shape
-      continue;
-    }
-    Tensor dx;
-    if (need_dx) dx = grad_view(1 - buffer, x);
-    nodes_[k]->backward(ctx_, x, outputs_[k], dy, need_dx ? &dx : nullptr);
-    if (need_dx) {
-      dy = dx;
-      buffer = 1 - buffer;
-    }
-  }
-  if (options_.input_gradient) input_gradient_ = dy;
-  backward_from_ = -1;
-}
-
-bool CpuExecutor::gradients_finite() {
-  use_threads();
-  for (const ParamSlot* slot : slots_) {
-    if (!all_finite(slot->grad.get_data_handle(), slot->grad_storage, slot->count)) return false;
-  }
-  return true;
-}
-
-bool CpuExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {
-  use_threads();
-  bool finite = true;
-  for (ParamSlot* slot : slots_) {
-    SlotArrays p;
-    p.master = static_cast<float*>(slot->master.get_data_handle());
-    p.grad = slot->grad.get_data_handle();
-    p.grad_storage = slot->grad_storage;
-    p.state0 = state_arrays_ > 0 ? arena_.as<float>(state_ids_[0]) + slot->offset : nullptr;
-    p.state1 = state_arrays_ > 1 ? arena_.as<float>(state_ids_[1]) + slot->offset : nullptr;
-    if (slot->copy_mode == CopyMode::elementwise) {  // written by the update loop itself
-      p.copy = slot->copy.get_data_handle();
-      p.copy_storage = slot->copy_storage;
-    }
-    p.n = slot->count;
-    finite &= apply_update(options_.optimizer, p, grad_scale, iteration);
-    refresh_copy(*slot, slot->copy_mode == CopyMode::reorder);
-  }
-  return finite;
+  run_backward(false);
 }
 
 std::vector<float> CpuExecutor::read_output() {
@@ -454,10 +502,10 @@ std::vector<float> CpuExecutor::read_output() {
 }
 
 std::vector<float> CpuExecutor::read_activation(int layer) {
-  if (layer < 0 || layer >= static_cast<int>(layer_last_node_.size())) {
+  if (layer < 0 || layer >= static_cast<int>(plan_.layer_last_node.size())) {
     throw ConfigError("no layer " + std::to_string(layer));
   }
-  return to_host(outputs_[layer_last_node_[layer]]);
+  return to_host(outputs_[static_cast<std::size_t>(plan_.layer_last_node[static_cast<std::size_t>(layer)])]);
 }
 
 std::vector<float> CpuExecutor::read_input_gradient() {

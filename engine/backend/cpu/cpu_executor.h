@@ -1,4 +1,6 @@
-// The CPU executor: a model lowered to nodes, all memory in one arena, driven step by step.
+// The CPU executor: one oneDNN (or MixLab) node per node of the execution plan, all memory in
+// one arena, the step protocol run on the calling thread (launch_step does the work,
+// finish_step hands over its result).
 #pragma once
 
 #include <memory>
@@ -6,45 +8,51 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_node.h"
+#include "engine/backend/op_access.h"
 
 namespace mixlab::cpu {
 
-class CpuExecutor final : public ModelExecutor {
+// How the CPU lowers: its elementwise nodes convert as they read, and a Dense layer's activation
+// is a node of its own.
+inline constexpr LoweringRules kCpuLowering{.dense_fuses_relu = false,
+                                            .elementwise_same_dtype = false};
+
+class CpuExecutor final : public ModelExecutor, private OpAccess {
  public:
-  CpuExecutor(const ModelSpec& spec, const ShapeTable& table, const ExecutorOptions& options,
-              int threads);
+  CpuExecutor(const ModelSpec& spec, const ShapeTable& table, const ExecutionPlan& plan,
+              const ExecutorOptions& options, int threads);
   ~CpuExecutor() override;
 
   const MemoryPlan& memory_plan() const override { return arena_.plan(); }
   int batch_size() const override { return batch_; }
-
+  void set_loss_scaling(const LossScaleConfig& config) override;
   void load_batch(std::span<const float> images, std::span<const std::int32_t> labels,
                   int n) override;
-  void forward(Phase phase, std::uint64_t step) override;
-  BatchLoss loss(bool compute_gradient, float loss_scale) override;
-  void backward() override;
-  bool gradients_finite() override;
-  bool apply_gradients(float grad_scale, std::int64_t iteration) override;
-  void synchronize() override {}
+  // The batches are in host memory already: there is no device to keep the dataset on.
+  bool upload_dataset(std::span<const std::uint8_t>, std::span<const std::int32_t>) override {
+    return false;
+  }
+  void load_batch_indices(std::span<const std::int64_t> indices, int n) override;
+  void launch_step(Phase phase, std::uint64_t step) override;
+  StepResult finish_step() override;
+  std::vector<LayerTiming> layer_timings() const override { return layer_timings_; }
+  std::int64_t device_memory_bytes() const override { return 0; }
+  OpAccess& ops() override { return *this; }
 
+ private:
+  // --- OpAccess ---
+  void forward(Phase phase, std::uint64_t step) override;
+  void set_output_gradient(std::span<const float> dy) override;
+  void backward() override;
   std::vector<float> read_output() override;
   std::vector<float> read_activation(int layer) override;
-  void set_output_gradient(std::span<const float> dy) override;
   std::vector<float> read_input_gradient() override;
   std::vector<float> read_parameter(int layer, ParamKind kind) override;
   void write_parameter(int layer, ParamKind kind, std::span<const float> values) override;
   std::vector<float> read_gradient(int layer, ParamKind kind) override;
 
- private:
-  // How the loss meets the model's output.
-  enum class Head : std::uint8_t {
-    probabilities,   // the loss reads the last node's output
-    softmax_logits,  // final softmax + crossentropy: the loss reads the softmax's input
-    sigmoid_logits,  // final sigmoid + binary crossentropy: likewise
-  };
-
   void lower(const ModelSpec& spec, const ShapeTable& table);
-  void plan_and_allocate();
+  void allocate();
   void initialise_parameters(std::uint64_t seed);
   void refresh_copies();
   // Brings the layer's copies up to date with the master (the forward copy only when asked:
@@ -58,34 +66,50 @@ class CpuExecutor final : public ModelExecutor {
   // A slot's master or gradient as float32 in Keras's layout.
   std::vector<float> to_keras_layout(const ParamSlot& slot, dnnl::memory from);
 
+  // The parts of a step. `timed`: per-layer times into layer_timings_.
+  void run_forward(Phase phase, std::uint64_t step, bool timed);
+  // The batch's loss; with compute_gradient, seeds backward with loss_scale * dLoss/dOutput.
+  BatchLoss compute_loss(bool compute_gradient, float loss_scale);
+  void run_backward(bool timed);
+  bool gradients_finite() const;
+  // One optimizer update with gradients times grad_scale; returns whether every gradient was
+  // finite (checked in the same pass).
+  bool apply_gradients(float grad_scale, std::int64_t iteration);
+
   ExecutorOptions options_;
+  ExecutionPlan plan_;
   int threads_;
   int batch_;
-  LossKind loss_kind_;
   CpuContext ctx_;
   Arena arena_;
-  std::vector<std::unique_ptr<CpuNode>> nodes_;
-  std::vector<Tensor> outputs_;        // node k's output; its input is node_input(k)
-  std::vector<Arena::Id> output_ids_;  // reservation per node (aliasing nodes: unused)
-  std::vector<int> layer_last_node_;   // Keras layer -> its last node
-  Tensor input_;                       // (batch, input shape) float32
-  Arena::Id input_id_ = 0, labels_id_ = 0, grad_ids_[2] = {0, 0};
-  Arena::Id loss_values_id_ = 0, loss_grads_id_ = 0, scratchpad_id_ = 0;
-  std::int64_t classes_ = 0;  // elements of the model's output per sample
-  Head head_ = Head::probabilities;
-  int first_param_node_ = -1;  // backward stops below it unless the input gradient is wanted
-  int real_samples_ = 0;       // of the loaded batch
+  std::vector<std::unique_ptr<CpuNode>> nodes_;  // one per plan node
+  std::vector<Tensor> outputs_;                  // node k's output; its input is node_input(k)
+  Tensor input_;                                 // (batch, input shape) float32
+  std::int32_t* labels_ = nullptr;               // (batch)
+  float* loss_rows_ = nullptr;                   // (batch, classes): dLoss/dOutput in float32
+  void* grad_buffers_[2] = {nullptr, nullptr};   // (max tensor elements) float32 each, in turn
+  int real_samples_ = 0;                         // of the loaded batch
 
-  // Parameters: flat float32 master and state arrays with every slot at its offset; gradients
-  // in one region, each slot at its byte offset.
+  // Parameters: flat float32 master and state arrays with every slot at its offset (oneDNN's
+  // layouts may pad a slot beyond its Keras count); gradients in one region, each slot at its
+  // byte offset.
   std::vector<ParamSlot*> slots_;
   std::int64_t param_floats_ = 0;
-  Arena::Id master_id_ = 0, grad_id_ = 0, state_ids_[2] = {0, 0};
+  float* state_[2] = {nullptr, nullptr};  // (param_floats_) each: SGD velocity, Adam m and v
   int state_arrays_ = 0;
 
   // Backward bookkeeping.
-  int backward_from_ = -1;  // node whose output gradient is seeded in grad buffer 0
+  int backward_from_ = -1;  // node whose output gradient is seeded in gradient buffer 0
   Tensor input_gradient_;   // after backward, with options_.input_gradient
+
+  // The step protocol.
+  LossScaleConfig scaling_;
+  LossScaleState<double> scale_state_;
+  std::int64_t iteration_ = 0;  // applied updates so far
+  bool step_done_ = false;      // launch_step ran, finish_step has not taken its result
+  StepResult result_;
+  std::vector<LayerTiming> layer_timings_;  // one per Keras layer, with options_.layer_timing
+  std::vector<double> node_forward_ms_, node_backward_ms_;
 };
 
 }  // namespace mixlab::cpu

@@ -28,7 +28,9 @@ class CudaBackend final : public Backend {
                                          const ExecutorOptions& options) override {
     const PolicySupport support = policy_support(info_, options.policy);
     if (support.level == Support::unsupported) throw ConfigError(support.reason);
-    return std::make_unique<CudaExecutor>(spec, table, options, device_, info_);
+    const ExecutionPlan plan = build_plan(spec, table, options.policy, options.batch_size,
+                                          options.optimizer, kCudaLowering);
+    return std::make_unique<CudaExecutor>(spec, table, plan, options, device_, info_);
   }
 
  private:
@@ -38,15 +40,22 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::string library_versions() {
+LibraryVersions cuda_libraries() {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  std::string text = "CUDA runtime " + runtime_version(runtime);
-  text += driver > 0 ? ", driver " + runtime_version(driver) : ", no driver";
-  text += ", cuBLAS " + dotted(cublasLtGetVersion(), 10000, 100);
-  text += ", cuDNN " + dotted(cudnnGetVersion(), 10000, 100);
-  return text;
+  LibraryVersions l;
+  l.cuda_runtime = runtime_version(runtime);
+  if (driver > 0) l.driver = runtime_version(driver);
+  l.cublas = dotted(cublasLtGetVersion(), 10000, 100);
+  l.cudnn = dotted(cudnnGetVersion(), 10000, 100);
+  return l;
+}
+
+std::string library_versions() {
+  DeviceInfo d;
+  d.libraries = cuda_libraries();
+  return d.library_versions();
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {
@@ -75,7 +84,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
   // Too old a GPU: float32 is as unsupported as every policy (the rule says why).
   const PolicySupport support = policy_support(info, Policy::float32);
   if (support.level == Support::unsupported) throw BackendError(support.reason);
-  info.library_versions = library_versions();
+  info.libraries = cuda_libraries();
   return std::make_unique<CudaBackend>(device, std::move(info));
 }
 

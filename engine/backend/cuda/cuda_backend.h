@@ -13,7 +13,9 @@ namespace mixlab::cuda {
 // driver, no such device, cuBLASLt or cuDNN failing to start).
 std::unique_ptr<Backend> make_cuda_backend(int device);
 
-// "cuBLASLt 13.0.2, cuDNN 9.19.0, CUDA runtime 13.0, driver 13.0" as the plugin finds them.
+// The CUDA runtime, driver, cuBLASLt and cuDNN the plugin finds, as fields and as one line
+// ("CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.2, cuDNN 9.19.0").
+LibraryVersions cuda_libraries();
 std::string library_versions();
 
 }  // namespace mixlab::cuda

@@ -21,10 +21,12 @@ std::vector<DeviceInfo> list_devices() {
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
     DeviceInfo info = gpu_device_info(prop.name, prop.major, prop.minor,
                                       static_cast<std::int64_t>(prop.totalGlobalMem));
-    info.library_versions = "CUDA runtime " + std::to_string(runtime / 1000) + "." +
-                            std::to_string(runtime % 1000 / 10) + ", driver " +
-                            std::to_string(driver / 1000) + "." +
-                            std::to_string(driver % 1000 / 10);
+    info.libraries.cuda_runtime =
+        std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+    if (driver > 0) {
+      info.libraries.driver =
+          std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    }
     devices.push_back(std::move(info));
   }
   return devices;

@@ -1,6 +1,7 @@
 // MixLab's own CUDA kernels: everything the CUDA executor does not hand to cuBLASLt or cuDNN.
-// Host-callable launchers (this header compiles with g++); kernels.cu implements them with the
-// math shared with the CPU backend (engine/core/half.h, engine/ops/*.h).
+// Host-callable launchers (this header compiles with g++); kernels_*.cu implement them by family
+// (data, elementwise, pooling, rows, step) with the math shared with the CPU backend
+// (engine/core/half.h, engine/ops/*.h).
 //
 // Tensors are device pointers of a DType (f32 = float, f16 = __half, bf16 = __nv_bfloat16) in
 // NHWC / row-major layouts. Every launcher is asynchronous on `stream`, allocates nothing and is
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "engine/core/precision.h"
+#include "engine/ops/loss.h"
 #include "engine/ops/loss_scale.h"
 #include "engine/ops/optimizer.h"
 #include "engine/spec/model_spec.h"
@@ -26,7 +28,7 @@ struct StepParams {
   int train = 1;           // 1: training step (dropout active); 0: evaluation
 };
 
-// Device-resident state of the training step; read back once per step (DeviceStepResult).
+// Device-resident state of the training step; read back once per step (StepResult).
 struct DeviceState {
   float loss_sum = 0.0f;  // over the batch's real samples (reset each step)
   float correct = 0.0f;
@@ -36,14 +38,6 @@ struct DeviceState {
   float lr_t = 0.0f;             // Adam's bias-corrected learning rate of this step's update
   LossScaleState<float> scaler;  // after this step's update
   std::int64_t iteration = 0;    // applied updates so far
-};
-
-// How the loss meets the model's output (as in the CPU executor).
-enum class LossHead : std::uint8_t {
-  softmax_crossentropy,  // logits of a final softmax, (sparse_)categorical crossentropy
-  sigmoid_binary,        // logits of a final sigmoid, binary crossentropy
-  crossentropy_probabilities,
-  binary_probabilities,
 };
 
 struct OptimizerParams {
@@ -140,7 +134,7 @@ void unscale_and_check(float* grads, std::int64_t n, DeviceState* state, cudaStr
 // One thread: the loss-scale state machine (engine/ops/loss_scale.h) on state->nonfinite;
 // sets state->applied, and when applied increments state->iteration and computes state->lr_t
 // for Adam (lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)).
-void update_loss_scale(DeviceState* state, const LossScaleRule<float>& rule,
+void update_loss_scale(DeviceState* state, const LossScaleConfig& config,
                        const OptimizerParams& optimizer, cudaStream_t stream);
 
 // The optimizer over all parameters at once (flat float32 arrays with the same offsets): when

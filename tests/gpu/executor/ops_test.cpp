@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/op_access.h"
 #include "engine/spec/shape_inference.h"
 #include "tests/cpu/layers.h"
 #include "tests/gpu/executor/gpu_test_support.h"
@@ -163,39 +164,39 @@ TEST_P(CudaOp, ForwardAndBackwardMatchTheCpu) {
     const int layer = static_cast<int>(i);
     for (const ParamGroup& g : table.layers[i].params) {
       const auto values = grid_values(static_cast<std::size_t>(g.count()), rng, 64, 0.75);
-      cpu->write_parameter(layer, g.kind, values);
-      gpu->write_parameter(layer, g.kind, values);
-      EXPECT_EQ(gpu->read_parameter(layer, g.kind), values)
+      cpu->ops().write_parameter(layer, g.kind, values);
+      gpu->ops().write_parameter(layer, g.kind, values);
+      EXPECT_EQ(gpu->ops().read_parameter(layer, g.kind), values)
           << "layer " << i << " " << to_string(g.kind) << ": written and read back differ";
     }
   }
   const std::vector<std::int32_t> labels(kBatch, 0);
   cpu->load_batch(x, labels, kBatch);
   gpu->load_batch(x, labels, kBatch);
-  cpu->forward(Phase::train, kStep);
-  gpu->forward(Phase::train, kStep);
+  cpu->ops().forward(Phase::train, kStep);
+  gpu->ops().forward(Phase::train, kStep);
 
-  expect_tensors_close(gpu->read_output(), cpu->read_output(), tol, "output");
+  expect_tensors_close(gpu->ops().read_output(), cpu->ops().read_output(), tol, "output");
   for (std::size_t i = 0; i < table.layers.size(); ++i) {
     const int layer = static_cast<int>(i);
-    expect_tensors_close(gpu->read_activation(layer), cpu->read_activation(layer), tol,
+    expect_tensors_close(gpu->ops().read_activation(layer), cpu->ops().read_activation(layer), tol,
                          "activation of layer " + std::to_string(i) + " (" +
                              std::string(to_string(spec.layers[i].type)) + ")");
   }
 
   const auto n_out = static_cast<std::size_t>(kBatch * num_elements(table.output_shape));
   const std::vector<float> dy = grid_values(n_out, rng, 32, 1.0);
-  cpu->set_output_gradient(dy);
-  gpu->set_output_gradient(dy);
-  cpu->backward();
-  gpu->backward();
-  expect_tensors_close(gpu->read_input_gradient(), cpu->read_input_gradient(), tol,
+  cpu->ops().set_output_gradient(dy);
+  gpu->ops().set_output_gradient(dy);
+  cpu->ops().backward();
+  gpu->ops().backward();
+  expect_tensors_close(gpu->ops().read_input_gradient(), cpu->ops().read_input_gradient(), tol,
                        "input gradient");
   for (std::size_t i = 0; i < table.layers.size(); ++i) {
     const int layer = static_cast<int>(i);
     for (const ParamGroup& g : table.layers[i].params) {
       expect_tensors_close(
-          gpu->read_gradient(layer, g.kind), cpu->read_gradient(layer, g.kind), tol,
+          gpu->ops().read_gradient(layer, g.kind), cpu->ops().read_gradient(layer, g.kind), tol,
           "layer " + std::to_string(i) + " " + std::string(to_string(g.kind)) + " gradient");
     }
   }
@@ -224,10 +225,10 @@ TEST(CudaDropout, SameSeedAndStepGiveTheCpuMaskAndAnotherStepAnother) {
   const std::vector<std::int32_t> labels(kBatch, 0);
   cpu->load_batch(ones, labels, kBatch);
   gpu->load_batch(ones, labels, kBatch);
-  cpu->forward(Phase::train, kStep);
-  gpu->forward(Phase::train, kStep);
-  const std::vector<float> want = cpu->read_output();
-  const std::vector<float> got = gpu->read_output();
+  cpu->ops().forward(Phase::train, kStep);
+  gpu->ops().forward(Phase::train, kStep);
+  const std::vector<float> want = cpu->ops().read_output();
+  const std::vector<float> got = gpu->ops().read_output();
   ASSERT_EQ(got.size(), want.size());
   std::size_t dropped = 0, differ = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -236,13 +237,13 @@ TEST(CudaDropout, SameSeedAndStepGiveTheCpuMaskAndAnotherStepAnother) {
   }
   EXPECT_EQ(differ, 0u) << "elements dropped on one backend only";
   EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(want.size()), 0.4, 0.03);
-  gpu->forward(Phase::train, kStep + 1);
+  gpu->ops().forward(Phase::train, kStep + 1);
   std::size_t moved = 0;
-  const std::vector<float> next = gpu->read_output();
+  const std::vector<float> next = gpu->ops().read_output();
   for (std::size_t i = 0; i < next.size(); ++i) moved += (next[i] == 0.0f) != (got[i] == 0.0f);
   EXPECT_GT(moved, next.size() / 10) << "the next step's mask should differ";
-  gpu->forward(Phase::eval, kStep);
-  EXPECT_EQ(gpu->read_output(), ones) << "evaluation must not drop anything";
+  gpu->ops().forward(Phase::eval, kStep);
+  EXPECT_EQ(gpu->ops().read_output(), ones) << "evaluation must not drop anything";
 }
 
 // The trainer runs the same seed on both backends and compares their losses (train_test.cpp):
@@ -260,7 +261,7 @@ TEST(CudaInit, SameSeedGivesTheCpuInitialParameters) {
     for (std::size_t i = 0; i < table.layers.size(); ++i) {
       for (const ParamGroup& g : table.layers[i].params) {
         const int layer = static_cast<int>(i);
-        EXPECT_EQ(gpu->read_parameter(layer, g.kind), cpu->read_parameter(layer, g.kind))
+        EXPECT_EQ(gpu->ops().read_parameter(layer, g.kind), cpu->ops().read_parameter(layer, g.kind))
             << "layer " << i << " " << to_string(g.kind);
         ++groups;
       }

@@ -1,10 +1,7 @@
-#include "engine/train/loss_scaler.h"
-
 #include "engine/ops/loss_scale.h"
 
 #include <charconv>
 #include <cmath>
-#include <string>
 
 namespace mixlab {
 
@@ -58,24 +55,6 @@ std::optional<LossScaleConfig> parse_loss_scale(std::string_view text) {
     return std::nullopt;
   }
   return LossScaleConfig::fixed(value);
-}
-
-LossScaler::LossScaler(const LossScaleConfig& config)
-    : config_(config),
-      scale_(config.mode == LossScaleConfig::Mode::none ? 1.0 : config.initial_scale) {}
-
-bool LossScaler::update(bool gradients_finite) {
-  LossScaleState<double> state{scale_, good_steps_};
-  LossScaleRule<double> rule;
-  rule.dynamic = config_.mode == LossScaleConfig::Mode::dynamic;
-  rule.growth_interval = config_.growth_interval;
-  rule.growth_factor = config_.growth_factor;
-  rule.backoff_factor = config_.backoff_factor;
-  rule.min_scale = config_.min_scale;
-  const bool applied = update_loss_scale(state, rule, gradients_finite);
-  scale_ = state.scale;
-  good_steps_ = state.good_steps;
-  return applied;
 }
 
 }  // namespace mixlab

@@ -1,0 +1,68 @@
+// The CUDA executor's elementwise nodes, each on MixLab's kernels (kernels.h): Cast, Flatten
+// (a view), Activation (softmax row-wise), Rescaling and Dropout. Each reads and writes one
+// dtype; the plan puts a Cast before them where the input's differs.
+#pragma once
+
+#include "engine/backend/cuda/cuda_context.h"
+
+namespace mixlab::cuda {
+
+class CastNode final : public CudaNode {
+ public:
+  CastNode(int layer, DType to, std::string label) : CudaNode(layer, to, std::move(label)) {}
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+};
+
+class FlattenNode final : public CudaNode {
+ public:
+  using CudaNode::CudaNode;
+  bool aliases_input() const override { return true; }
+  void forward(CudaContext&, const DTensor&, const DTensor&) override {}
+  void backward(CudaContext&, const DTensor&, const DTensor&, const DTensor&,
+                const DTensor*) override {}
+};
+
+class ActivationNode final : public CudaNode {
+ public:
+  // `channels`: the row length softmax normalises over (the last dimension).
+  ActivationNode(int layer, ActivationFn fn, int channels, DType dtype, std::string label)
+      : CudaNode(layer, dtype, std::move(label)), fn_(fn), channels_(channels) {}
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+
+ private:
+  ActivationFn fn_;
+  int channels_;
+};
+
+class RescalingNode final : public CudaNode {
+ public:
+  RescalingNode(int layer, double scale, double offset, DType dtype, std::string label)
+      : CudaNode(layer, dtype, std::move(label)),
+        scale_(static_cast<float>(scale)),
+        offset_(static_cast<float>(offset)) {}
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+
+ private:
+  float scale_, offset_;
+};
+
+// engine/ops/dropout.h's counter-based mask for (seed, layer, step): backward recomputes it.
+class DropoutNode final : public CudaNode {
+ public:
+  DropoutNode(int layer, double rate, DType dtype, std::string label)
+      : CudaNode(layer, dtype, std::move(label)), rate_(rate) {}
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+
+ private:
+  double rate_;
+};
+
+}  // namespace mixlab::cuda

@@ -1,0 +1,59 @@
+#include "engine/backend/cuda/pool_node.h"
+
+namespace mixlab::cuda {
+
+PoolNode::PoolNode(CudaContext& ctx, const ExecutionPlan& plan, const PlanNode& node,
+                   const LayerSpec& spec, const LayerInfo& info)
+    : CudaNode(node.layer, node.out_dtype, node.label),
+      max_(spec.type == LayerType::MaxPooling2D) {
+  shape_.n = plan.batch;
+  shape_.h = static_cast<int>(info.input_shape[0]);
+  shape_.w = static_cast<int>(info.input_shape[1]);
+  shape_.c = static_cast<int>(info.input_shape[2]);
+  shape_.oh = static_cast<int>(info.output_shape[0]);
+  shape_.ow = static_cast<int>(info.output_shape[1]);
+  shape_.kh = spec.pool_size.h;
+  shape_.kw = spec.pool_size.w;
+  shape_.sh = spec.strides.h;
+  shape_.sw = spec.strides.w;
+  shape_.pad_top = info.pad_top;
+  shape_.pad_left = info.pad_left;
+  if (info.pad_top == info.pad_bottom && info.pad_left == info.pad_right) {
+    PoolDnnShape d;
+    d.n = shape_.n;
+    d.h = shape_.h;
+    d.w = shape_.w;
+    d.c = shape_.c;
+    d.oh = shape_.oh;
+    d.ow = shape_.ow;
+    d.kh = shape_.kh;
+    d.kw = shape_.kw;
+    d.sh = shape_.sh;
+    d.sw = shape_.sw;
+    d.pad_h = info.pad_top;
+    d.pad_w = info.pad_left;
+    d.dtype = out_dtype;
+    d.max = max_;
+    dnn_ = std::make_unique<DnnPool>(ctx.dnn, d, label);
+  }
+}
+
+void PoolNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {
+  if (dnn_) {
+    dnn_->forward(x.data, y.data);
+  } else {
+    kernels::pool_forward(max_, x.data, y.data, x.dtype, shape_, ctx.stream);
+  }
+}
+
+void PoolNode::backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                        const DTensor* dx) {
+  if (!dx) return;
+  if (dnn_) {
+    dnn_->backward(x.data, y.data, dy.data, dx->data);
+  } else {
+    kernels::pool_backward(max_, x.data, dy.data, dx->data, x.dtype, shape_, ctx.stream);
+  }
+}
+
+}  // namespace mixlab::cuda

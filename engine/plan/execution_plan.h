@@ -1,0 +1,162 @@
+// The execution plan: a validated model lowered once, for every backend, into the nodes a
+// backend runs, the parameter groups it trains and the buffers it allocates, each with its
+// shape, dtype, byte size and purpose (ggml keeps building a graph apart from running it).
+// Device-free: an executor creates one node per planned node and allocates; the plan's memory
+// is known before anything compiles (the editor's totals, mixlab-cli inspect).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/precision.h"
+#include "engine/ops/loss.h"
+#include "engine/ops/optimizer.h"
+#include "engine/spec/model_spec.h"
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab {
+
+// What a part of an executor's allocation holds.
+enum class MemoryPurpose : std::uint8_t {
+  parameters,     // float32 master weights and biases
+  weight_copies,  // 16-bit (or re-laid-out) copies the layers compute with
+  gradients,      // parameter gradients
+  optimizer,      // optimizer state
+  activations,    // layer outputs kept for backward, at the batch size
+  workspace,      // activation gradients, the loss, labels, scratch, library workspaces
+};
+std::string_view to_string(MemoryPurpose purpose);
+
+// Bytes by purpose: of a plan (before any library has chosen its workspaces and layouts) or of
+// an executor's single allocation.
+struct MemoryPlan {
+  std::int64_t parameter_bytes = 0;
+  std::int64_t weight_copy_bytes = 0;
+  std::int64_t gradient_bytes = 0;
+  std::int64_t optimizer_bytes = 0;
+  std::int64_t activation_bytes = 0;
+  std::int64_t workspace_bytes = 0;
+  std::int64_t total() const {
+    return parameter_bytes + weight_copy_bytes + gradient_bytes + optimizer_bytes +
+           activation_bytes + workspace_bytes;
+  }
+  void add(MemoryPurpose purpose, std::int64_t bytes);
+  std::int64_t bytes(MemoryPurpose purpose) const;
+};
+
+enum class PlanOp : std::uint8_t {
+  dense,
+  conv2d,
+  pooling,     // MaxPooling2D / AveragePooling2D (the layer says which)
+  flatten,     // the output is the input's buffer seen with another shape
+  cast,        // into out_dtype (a Flatten whose dtype changes is one too)
+  activation,  // an Activation layer, or the non-linearity after a Dense / Conv2D
+  rescaling,
+  dropout,
+};
+std::string_view to_string(PlanOp op);
+
+struct PlanNode {
+  PlanOp op = PlanOp::cast;
+  int layer = 0;  // the Keras layer it belongs to
+  DType in_dtype = DType::f32;
+  DType out_dtype = DType::f32;
+  Shape in_shape;   // per sample
+  Shape out_shape;  // per sample
+  // activation: the function; dense: relu when fused into the matmul (LoweringRules).
+  ActivationFn activation = ActivationFn::linear;
+  std::vector<int> params;  // dense / conv2d: its kernel (then bias) in ExecutionPlan::params
+  std::string label;       // "layer 3 (Dense)", "layer 3 (Dense) cast"
+  bool aliases_input() const { return op == PlanOp::flatten; }
+};
+
+// A trainable parameter group, at `offset` floats into the flat master, gradient and
+// optimizer-state arrays (and 16-bit copies), aligned to kSlotAlignFloats.
+struct PlanSlot {
+  int layer = 0;
+  int node = 0;
+  ParamKind kind = ParamKind::kernel;
+  Shape keras_shape;  // Dense (in, units); Conv2D (kh, kw, in, filters); bias (n)
+  std::int64_t count = 0;
+  std::int64_t fan_in = 0, fan_out = 0;  // glorot_uniform's (kernels)
+  DType compute = DType::f32;            // the layer's: f32 reads the master, 16 bits its copy
+  std::int64_t offset = 0;
+};
+
+// 128 floats: every slot, and its 16-bit copy, starts 256-byte aligned (what cuBLASLt's bias
+// epilogue and vectorised kernels want).
+inline constexpr std::int64_t kSlotAlignFloats = 128;
+
+// What a planned buffer is for (executors bind it by its role).
+enum class BufferRole : std::uint8_t {
+  input,                // (batch, input shape) float32
+  labels,               // (batch) int32
+  node_output,          // (batch, node's output shape) in its dtype; index: the node
+  activation_gradient,  // (max tensor elements) float32; index 0 or 1, used in turn
+  loss_rows,            // (batch, classes) float32
+  masters,              // (param floats) float32
+  parameter_gradients,  // (param floats) float32
+  weight_copies,        // (param floats) in the policy's 16-bit type
+  optimizer_state,      // (param floats) float32; index: the state array
+};
+
+// A buffer every backend allocates.
+struct PlanBuffer {
+  BufferRole role = BufferRole::input;
+  int index = 0;
+  MemoryPurpose purpose = MemoryPurpose::workspace;
+  std::int64_t elements = 0;
+  std::int64_t element_bytes = 4;  // 2 for a 16-bit tensor; labels are int32
+  std::int64_t bytes() const { return elements * element_bytes; }
+  std::string name() const;  // "output of node 3", "activation gradient 0", ...
+};
+
+// Where backends differ in lowering (their kernels' abilities); the rest is the plan's.
+struct LoweringRules {
+  bool dense_fuses_relu = false;  // cuBLASLt's relu epilogue: no activation node after
+  // Elementwise kernels read and write one dtype: a cast before Dropout, Activation and
+  // Rescaling when the input's differs (the CPU's nodes convert as they read).
+  bool elementwise_same_dtype = false;
+};
+
+struct ExecutionPlan {
+  Policy policy = Policy::float32;
+  int batch = 0;
+  LossKind loss = LossKind::sparse_categorical_crossentropy;
+  LossHead head = LossHead::crossentropy_probabilities;
+  Shape input_shape;
+  std::int64_t classes = 0;  // elements of the model's output per sample
+  std::vector<PlanNode> nodes;
+  std::vector<int> layer_last_node;  // Keras layer -> its last node
+  int first_param_node = -1;         // backward stops below it unless the input gradient is
+                                     // wanted; -1: no parameters
+  std::vector<PlanSlot> params;  // (Qt reserves the word "slots")
+  std::int64_t param_floats = 0;  // of the flat arrays, alignment included
+  int optimizer_states = 0;       // float32 arrays the size of the masters (Adam 2, momentum 1)
+  DType copy_dtype = DType::f32;  // the policy's 16-bit copy; f32: layers read the masters
+
+  // The buffers every backend allocates: the input batch, labels, each node's output (but a
+  // Flatten's), two float32 activation-gradient buffers used in turn, the loss rows, the flat
+  // parameter arrays. Backends add their own (library workspaces, re-laid-out weights).
+  std::vector<PlanBuffer> buffers;
+  std::int64_t max_tensor_elements = 0;  // the largest input or node output, per batch
+
+  // The plan's memory by purpose. An executor's is this plus what its libraries add (workspaces,
+  // re-laid-out weights), and more where it emulates a 16-bit type in float32 (the CPU).
+  MemoryPlan memory() const;
+  // The node's input and output elements at the batch size.
+  std::int64_t in_elements(int node) const;
+  std::int64_t out_elements(int node) const;
+};
+
+// Lowers a validated model (its shape table, which records the policy) for a batch size and an
+// optimizer. Throws ConfigError for a batch size below 1, or a table of another model.
+ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int batch,
+                         const OptimizerConfig& optimizer, const LoweringRules& rules = {});
+// The same for an executor asked to run `policy`: the table must have been inferred under it.
+ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, Policy policy, int batch,
+                         const OptimizerConfig& optimizer, const LoweringRules& rules);
+
+}  // namespace mixlab
