@@ -15,17 +15,9 @@
 
 namespace mixlab::ui {
 
-namespace {
-
-QString qt_text(const std::string& text) {
-  return QString::fromStdString(text);
-}
-
-}  // namespace
-
 FieldBindings::FieldBindings() {
   for (const RunField& field : run_fields())
-    carried_[field.name] = qt_text(field_default_text(field));
+    carried_[field.name] = QString::fromStdString(field_default_text(field));
 }
 
 void FieldBindings::bind(std::string_view field, Binding binding) {
@@ -140,7 +132,7 @@ void FieldBindings::load() {
     if (bound != bound_.end() && !bound->second.initial.isEmpty() &&
         show(field, bound->second.initial))
       continue;
-    show(field, qt_text(field_text(field, implied)));
+    show(field, QString::fromStdString(field_text(field, implied)));
   }
 }
 
