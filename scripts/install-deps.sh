@@ -8,7 +8,7 @@ set -eu
 # recommended by libdnnl-dev), Qt6Charts' config needs Qt6OpenGL's (libqt6opengl6-dev).
 # scripts/fresh-check.sh proves the list on a fresh Debian 12.
 packages="g++ cmake ninja-build pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
-          libsqlite3-dev libgtest-dev libgmock-dev dataset-fashion-mnist
+          libsqlite3-dev libcli11-dev libgtest-dev libgmock-dev dataset-fashion-mnist
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
           xvfb xauth desktop-file-utils appstream file dpkg-dev"
 for arg in "$@"; do

@@ -8,6 +8,10 @@
 #include <QString>
 #include <QVariant>
 
+namespace mixlab {
+struct RunField;
+}
+
 namespace mixlab::ui::settings {
 
 template <typename T>
@@ -32,24 +36,11 @@ extern const Key<QString> kLastModelFile;
 extern const Key<QString> kLastTemplate;
 extern const Key<QString> kLastDirectory;  // of file dialogs
 
-// The run panel's last settings.
-extern const Key<QString> kDataset;    // the engine's dataset spec: "fashion-mnist", "cifar10:DIR"
-extern const Key<QString> kPrecision;  // "float32", "mixed_float16", "mixed_bfloat16"
-extern const Key<QString> kLossScale;  // "auto", "none", "dynamic", "dynamic:1024", "128"
-extern const Key<int> kBatchSize;
-extern const Key<bool> kLimitBySteps;  // true: run kSteps steps; false: kEpochs epochs
-extern const Key<int> kEpochs;
-extern const Key<int> kSteps;
-extern const Key<QString> kOptimizer;    // "adam", "sgd"
-extern const Key<double> kLearningRate;  // 0: the optimizer's Keras default
-extern const Key<int> kSeed;
-extern const Key<int> kThreads;     // 0: every core
-extern const Key<QString> kDevice;  // "cpu", "cuda:0"
-// GPU options (RunConfig): used on a GPU device only.
-extern const Key<bool> kTf32;
-extern const Key<bool> kCudaGraphs;
-extern const Key<bool> kDataOnDevice;
-extern const Key<bool> kLayerTiming;
+// The run panel's last settings: each field of the run-settings table (engine/train/run_fields.h)
+// under "run/NAME" in its text form (run_setting_key), the same keys earlier MixLab versions
+// wrote one by one; and what the panel holds beyond a RunConfig:
+extern const Key<bool> kLimitBySteps;  // true: the run's length is run/steps; false: run/epochs
+extern const Key<QString> kDevice;     // "cpu", "cuda:0"
 
 // The live charts' x axis and the comparison's.
 extern const Key<bool> kCompareByTime;  // false: by step
@@ -60,5 +51,8 @@ extern const Key<QString> kHistoryFilterText;
 extern const Key<QString> kHistoryFilterStatus;     // "" (any) or a status: "finished"
 extern const Key<QString> kHistoryFilterPrecision;  // "" (any) or a policy: "mixed_float16"
 extern const Key<QString> kHistoryFilterModel;      // "" (any) or a model name
+
+// "run/batch_size": where the run panel remembers a run setting.
+QString run_setting_key(const RunField& field);
 
 }  // namespace mixlab::ui::settings

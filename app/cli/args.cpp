@@ -1,81 +1,124 @@
 #include "app/cli/args.h"
 
+#include <algorithm>
 #include <charconv>
-#include <cmath>
+#include <iostream>
 
 namespace mixlab::cli {
 
-Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& options,
-           const std::set<std::string>& flags) {
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a.size() < 3 || a.rfind("--", 0) != 0) {
-      if (a.size() > 1 && a[0] == '-' && a != "-") throw UsageError("unknown option '" + a + "'");
-      positionals_.push_back(a);
-      continue;
+CommandLine::CommandLine(const std::string& name, const std::string& description)
+    : app_(description, name) {
+  // Strays are reported below in mixlab-cli's words, naming the first one. Subcommands inherit
+  // this when they are added.
+  app_.allow_extras();
+  app_.get_formatter()->column_width(32);
+}
+
+CLI::Option* CommandLine::add_option(CLI::App& to, const std::string& name, std::string& value,
+                                     const std::string& help) {
+  return to.add_option(name, value, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+bool CommandLine::parse(const std::vector<std::string>& argv) {
+  std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // as CLI11 takes them
+  try {
+    app_.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app_.help();
+    return false;
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--steps: 1 required N missing" for an option given without its value.
+    const std::string what = e.what();
+    const auto colon = what.find(": ");
+    if (colon != std::string::npos && what.find(" required ") != std::string::npos &&
+        what.ends_with(" missing")) {
+      throw UsageError("option '" + what.substr(0, colon) + "' needs a value");
     }
-    std::string name = a.substr(2);
-    std::optional<std::string> value;
-    if (const auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (flags.count(name)) {
-      if (value) throw UsageError("option '--" + name + "' takes no value");
-      flags_.insert(name);
-    } else if (options.count(name)) {
-      if (!value) {
-        if (i + 1 >= argv.size()) throw UsageError("option '--" + name + "' needs a value");
-        value = argv[++i];
-      }
-      values_[name] = *value;
-    } else {
-      throw UsageError("unknown option '--" + name + "'");
-    }
+    throw UsageError(what);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
   }
+  for (const std::string& extra : app_.remaining(true)) {
+    if (extra == "--") continue;
+    if (extra.size() > 1 && extra[0] == '-') {
+      throw UsageError("unknown option '" + extra.substr(0, extra.find('=')) + "'");
+    }
+    throw UsageError("unexpected argument '" + extra + "'");
+  }
+  return true;
 }
 
-bool Args::has(const std::string& name) const {
-  return flags_.count(name) || values_.count(name);
-}
-
-std::optional<std::string> Args::get(const std::string& name) const {
-  const auto it = values_.find(name);
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
-}
-
-std::string Args::get_or(const std::string& name, const std::string& fallback) const {
-  return get(name).value_or(fallback);
-}
-
-std::optional<std::int64_t> Args::get_int(const std::string& name, std::int64_t min,
-                                          std::int64_t max) const {
-  const auto text = get(name);
-  if (!text) return std::nullopt;
+std::int64_t integer_option(std::string_view flag, const std::string& text, std::int64_t min,
+                            std::int64_t max) {
   std::int64_t v = 0;
-  const char* end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, v);
-  if (ec != std::errc() || ptr != end) {
-    throw UsageError("option '--" + name + "' needs an integer, got '" + *text + "'");
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    throw UsageError("option '" + std::string(flag) + "' needs an integer, got '" + text + "'");
   }
   if (v < min || v > max) {
-    throw UsageError("option '--" + name + "' must be between " + std::to_string(min) + " and " +
-                     std::to_string(max) + ", got " + *text);
+    throw UsageError("option '" + std::string(flag) + "' must be between " + std::to_string(min) +
+                     " and " + std::to_string(max) + ", got " + text);
   }
   return v;
 }
 
-std::optional<double> Args::get_double(const std::string& name) const {
-  const auto text = get(name);
-  if (!text) return std::nullopt;
-  double v = 0;
-  const char* end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, v);
-  if (ec != std::errc() || ptr != end || !std::isfinite(v)) {
-    throw UsageError("option '--" + name + "' needs a number, got '" + *text + "'");
+RunFieldOptions::RunFieldOptions(CommandLine& command) {
+  for (const RunField& field : run_fields()) add(command, field);
+}
+
+RunFieldOptions::RunFieldOptions(CommandLine& command,
+                                 std::initializer_list<std::string_view> names) {
+  for (const RunField& field : run_fields()) {
+    if (std::find(names.begin(), names.end(), field.name) != names.end()) add(command, field);
   }
-  return v;
+}
+
+void RunFieldOptions::add(CommandLine& command, const RunField& field) {
+  Entry& entry = entries_.emplace_back();
+  entry.field = &field;
+  const std::string name = "--" + std::string(field.cli_flag);
+  const std::string help(field.help);
+  if (field.type == FieldType::boolean) {
+    entry.option = command.app().add_flag(name, entry.flag, help);
+  } else {
+    entry.option = command.add_option(command.app(), name, entry.text, help);
+    entry.option->type_name(field.type == FieldType::integer ? "N"
+                            : field.type == FieldType::real  ? "X"
+                                                             : "TEXT");
+    // A default an earlier option resets (Adam's or SGD's learning rate) is not one value.
+    if (field.depends_on.empty()) entry.option->default_str(field_default_text(field));
+  }
+  entry.option->group("Run settings");
+}
+
+bool RunFieldOptions::given(std::string_view field_name) const {
+  for (const Entry& entry : entries_) {
+    if (entry.field->name == field_name) return entry.option->count() > 0;
+  }
+  return false;
+}
+
+void RunFieldOptions::apply(RunConfig& config) const {
+  for (const Entry& entry : entries_) {
+    if (entry.option->count() == 0) continue;
+    const RunField& field = *entry.field;
+    const std::string flag = "--" + std::string(field.cli_flag);
+    if (field.optimizer && config.optimizer.kind != *field.optimizer) {
+      throw UsageError(flag + " applies to --optimizer " +
+                       std::string(to_string(*field.optimizer)));
+    }
+    try {
+      if (field.type == FieldType::boolean) {
+        // The flag turns the field from its default: --tf32 on, --no-eval off.
+        set_field(field, config, !std::get<bool>(field.get(RunConfig{})));
+      } else {
+        set_field_text(field, config, entry.text);
+      }
+    } catch (const FieldError& e) {
+      throw UsageError("option '" + flag + "': " + e.problem());
+    }
+  }
 }
 
 }  // namespace mixlab::cli

@@ -1,14 +1,20 @@
-// A small command-line parser: --name value, --name=value, --flag, positionals. Unknown options,
-// missing values and malformed numbers are UsageErrors that name the option.
+// mixlab-cli's command lines, parsed by CLI11 (Debian libcli11-dev). Each command describes its
+// options on a CommandLine and parses; the run settings' options (train, bench, inspect) come
+// from the run-settings table (engine/train/run_fields.h). Unknown options, missing values,
+// stray arguments and bad values are UsageErrors that name the option (exit code 2); --help
+// prints the command's help.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
-#include <map>
-#include <optional>
-#include <set>
+#include <deque>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "engine/train/run_fields.h"
 
 namespace mixlab::cli {
 
@@ -17,24 +23,57 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class Args {
+// One command's parser: `name` as the user types it ("mixlab-cli train").
+class CommandLine {
  public:
-  // `options` take a value, `flags` do not (both without the leading "--").
-  Args(const std::vector<std::string>& argv, const std::set<std::string>& options,
-       const std::set<std::string>& flags);
+  CommandLine(const std::string& name, const std::string& description);
+  CommandLine(const CommandLine&) = delete;
+  CommandLine& operator=(const CommandLine&) = delete;
 
-  bool has(const std::string& name) const;
-  std::optional<std::string> get(const std::string& name) const;
-  std::string get_or(const std::string& name, const std::string& fallback) const;
-  std::optional<std::int64_t> get_int(const std::string& name, std::int64_t min,
-                                      std::int64_t max) const;
-  std::optional<double> get_double(const std::string& name) const;
-  const std::vector<std::string>& positionals() const { return positionals_; }
+  CLI::App& app() { return app_; }
+  // Options that take a value keep the last one given, as flags may be repeated.
+  CLI::Option* add_option(CLI::App& to, const std::string& name, std::string& value,
+                          const std::string& help);
+  // Parses the words after the command's name. False when --help was asked for (the help is
+  // then on stdout). Throws UsageError.
+  bool parse(const std::vector<std::string>& argv);
+  // The help of the command, or of the subcommand given.
+  std::string help() const { return app_.help(); }
 
  private:
-  std::map<std::string, std::string> values_;
-  std::set<std::string> flags_;
-  std::vector<std::string> positionals_;
+  CLI::App app_;
+};
+
+// An integer option's text as a number in [min, max]; UsageError naming the option otherwise.
+std::int64_t integer_option(std::string_view flag, const std::string& text, std::int64_t min,
+                            std::int64_t max);
+
+// The run settings of the table as options of a command, in table order: every field, or the
+// ones named. Each shows its help, and its default unless an earlier option resets it (the
+// learning rate follows --optimizer).
+class RunFieldOptions {
+ public:
+  explicit RunFieldOptions(CommandLine& command);
+  RunFieldOptions(CommandLine& command, std::initializer_list<std::string_view> names);
+  RunFieldOptions(const RunFieldOptions&) = delete;
+  RunFieldOptions& operator=(const RunFieldOptions&) = delete;
+
+  bool given(std::string_view field_name) const;
+  // Applies the options given to `config` in table order (a boolean's flag turns it from its
+  // default). Throws UsageError naming the option and the value, or an option of the other
+  // optimizer ("--momentum applies to --optimizer sgd").
+  void apply(RunConfig& config) const;
+
+ private:
+  struct Entry {
+    const RunField* field = nullptr;
+    CLI::Option* option = nullptr;
+    std::string text;   // a value option's
+    bool flag = false;  // a boolean's
+  };
+  void add(CommandLine& command, const RunField& field);
+
+  std::deque<Entry> entries_;  // CLI11 writes into them: their addresses must not change
 };
 
 }  // namespace mixlab::cli

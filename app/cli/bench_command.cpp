@@ -127,22 +127,52 @@ std::vector<std::string> split(const std::string& text) {
 }  // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
-  const Args args(
-      argv,
-      {"models", "precisions", "threads", "steps", "warmup", "batch-size", "optimizer", "suite",
-       "device"},
-      {"json"});
-  const std::string suite = args.get_or("suite", "cpu");
+  CommandLine command("mixlab-cli bench",
+                      "Median step time and GFLOP/s of the reference models on synthetic data, "
+                      "per precision policy.");
+  CLI::App& app = command.app();
+  std::string suite = "cpu", models_list, precisions_list = "float32,mixed_bfloat16", steps_text,
+              warmup_text, device_name = "auto";
+  bool json = false;
+  command.add_option(app, "--suite", suite, "cpu, or gpu: the CUDA backend's rows (issue 5)")
+      ->default_str(suite);
+  CLI::Option* models_option =
+      command.add_option(app, "--models", models_list,
+                         "comma-separated models (default: cifar10-mlp,cifar100-convnet)");
+  CLI::Option* precisions_option =
+      command.add_option(app, "--precisions", precisions_list, "comma-separated policies")
+          ->default_str(precisions_list);
+  command.add_option(app, "--steps", steps_text, "steps per row (default: 30, gpu suite 40)")
+      ->type_name("N");
+  command
+      .add_option(app, "--warmup", warmup_text,
+                  "steps left out of the figures (default: 5, gpu suite 10)")
+      ->type_name("N");
+  // The run settings bench takes: the table's options. The batch size and the optimizer, when
+  // given, replace each model's own (PRODUCT.md's users'), so they show no one default.
+  const RunFieldOptions settings(command, {"threads", "batch_size", "optimizer"});
+  for (const char* each_model : {"--batch-size", "--optimizer"}) {
+    CLI::Option* option = app.get_option(each_model);
+    option->default_str("");
+    option->description(option->get_description() + " (default: each model's)");
+  }
+  command.add_option(app, "--device", device_name, "cpu, cuda, cuda:N or auto")
+      ->type_name("DEVICE")
+      ->default_str(device_name);
+  app.add_flag("--json", json, "one JSON array instead of the table");
+  if (!command.parse(argv)) return kExitOk;
+
   if (suite != "cpu" && suite != "gpu") {
     throw UsageError("unknown suite '" + suite + "' (cpu, gpu)");
   }
   const bool gpu_suite = suite == "gpu";
-  if (gpu_suite && (args.get("models") || args.get("precisions") || args.get("batch-size"))) {
+  if (gpu_suite && (models_option->count() > 0 || precisions_option->count() > 0 ||
+                    settings.given("batch_size"))) {
     throw UsageError("--suite gpu runs its own models, batch sizes and precisions");
   }
   std::vector<BenchModel> models;
-  if (const auto list = args.get("models")) {
-    for (const auto& name : split(*list)) {
+  if (models_option->count() > 0) {
+    for (const auto& name : split(models_list)) {
       BenchModel m{name, 32, OptimizerKind::adam};
       for (const auto& d : default_models()) {
         if (d.name == name) m = d;
@@ -153,21 +183,23 @@ int run_bench(const std::vector<std::string>& argv) {
     models = default_models();
   }
   std::vector<Policy> policies;
-  for (const auto& p : split(args.get_or("precisions", "float32,mixed_bfloat16"))) {
+  for (const auto& p : split(precisions_list)) {
     const auto parsed = parse_policy(p);
     if (!parsed) throw UsageError("unknown precision '" + p + "'");
     policies.push_back(*parsed);
   }
-  const int threads = static_cast<int>(args.get_int("threads", 0, 4096).value_or(0));
-  const std::int64_t steps = args.get_int("steps", 2, 1000000).value_or(gpu_suite ? 40 : 30);
+  RunConfig overrides;
+  settings.apply(overrides);
+  const int threads = overrides.threads;
+  const std::int64_t steps = steps_text.empty() ? (gpu_suite ? 40 : 30)
+                                                : integer_option("--steps", steps_text, 2, 1000000);
   const int warmup =
-      static_cast<int>(args.get_int("warmup", 0, 1000000).value_or(gpu_suite ? 10 : 5));
-  const auto batch_override = args.get_int("batch-size", 1, 1 << 20);
+      static_cast<int>(warmup_text.empty() ? (gpu_suite ? 10 : 5)
+                                           : integer_option("--warmup", warmup_text, 0, 1000000));
+  std::optional<int> batch_override;
+  if (settings.given("batch_size")) batch_override = overrides.batch_size;
   std::optional<OptimizerKind> optimizer_override;
-  if (const auto o = args.get("optimizer")) {
-    optimizer_override = parse_optimizer(*o);
-    if (!optimizer_override) throw UsageError("unknown optimizer '" + *o + "' (sgd, adam)");
-  }
+  if (settings.given("optimizer")) optimizer_override = overrides.optimizer.kind;
   std::vector<BenchRow> rows;
   if (gpu_suite) {
     rows = gpu_suite_rows();
@@ -177,17 +209,17 @@ int run_bench(const std::vector<std::string>& argv) {
     }
   }
   for (BenchRow& row : rows) {
-    if (batch_override) row.model.batch = static_cast<int>(*batch_override);
+    if (batch_override) row.model.batch = *batch_override;
     row.model.optimizer = optimizer_override.value_or(row.model.optimizer);
   }
 
   // auto: the GPU when the CUDA backend can train on it; a GPU asked for that cannot be used
   // benchmarks the CPU, saying why.
-  const BackendChoice choice = make_backend(args.get_or("device", "auto"), threads, true);
+  const BackendChoice choice = make_backend(device_name, threads, true);
   if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli bench: %s\n", choice.note.c_str());
   Backend* backend = choice.backend.get();
   const DeviceInfo device = backend->device();
-  if (!args.has("json")) {
+  if (!json) {
     if (device.kind == "cpu") {
       std::printf("device: %s, %d threads, %s\n", device.name.c_str(), device.threads,
                   device.library_versions().c_str());
@@ -280,7 +312,7 @@ int run_bench(const std::vector<std::string>& argv) {
                        {"skipped_steps", s.skipped_steps},
                        {"speedup_vs_float32",
                         std::isfinite(speedup) ? nlohmann::json(speedup) : nlohmann::json()}});
-    if (!args.has("json")) {
+    if (!json) {
       std::printf("%-18s %-22s %-9s %6d %10.2f %8.2f %8.2f %11s %8.1f  %.1f / %.1f / %.1f",
                   bm.name.c_str(), (precision + (row.cuda_graphs ? "+graphs" : "")).c_str(),
                   std::string(to_string(bm.optimizer)).c_str(), batch, s.median_step_ms,
@@ -291,7 +323,7 @@ int run_bench(const std::vector<std::string>& argv) {
       std::fflush(stdout);
     }
   }
-  if (args.has("json")) std::cout << results.dump(2) << std::endl;
+  if (json) std::cout << results.dump(2) << std::endl;
   return kExitOk;
 }
 

@@ -3,8 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <variant>
 
 #include "engine/core/error.h"
+#include "engine/train/run_fields.h"
 #include "resources/builtin_models.h"
 
 namespace mixlab::cli {
@@ -49,6 +51,17 @@ std::string format_fixed(double value, int decimals) {
   const auto result =
       std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
   return std::string(buf, result.ptr);
+}
+
+nlohmann::ordered_json run_config_json(const RunConfig& config) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const RunField& field : run_fields()) {
+    std::string path = "/";  // appended: GCC 12 warns falsely (-Wrestrict) on "/" + std::string
+    path += field.json_path;
+    const nlohmann::ordered_json::json_pointer at(path);
+    std::visit([&](const auto& value) { out[at] = value; }, field.get(config));
+  }
+  return out;
 }
 
 }  // namespace mixlab::cli

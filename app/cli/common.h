@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/spec/model_spec.h"
 #include "engine/train/run_types.h"
 
@@ -27,5 +29,10 @@ std::string group_digits(std::int64_t value);
 std::string format_bytes(std::int64_t bytes);
 // A fixed-point number with a decimal point whatever the locale, or "-" for NaN.
 std::string format_fixed(double value, int decimals);
+
+// A run's settings as --json writes them ("config" in train and runs show): every field of the
+// run-settings table (engine/train/run_fields.h) at its JSON path, as a JSON number, boolean or
+// string.
+nlohmann::ordered_json run_config_json(const RunConfig& config);
 
 }  // namespace mixlab::cli

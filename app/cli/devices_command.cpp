@@ -30,7 +30,12 @@ void print_policies(const DeviceInfo& d) {
 }  // namespace
 
 int run_devices(const std::vector<std::string>& argv) {
-  const Args args(argv, {}, {"json"});
+  CommandLine command("mixlab-cli devices",
+                      "The devices this build can train on, how each runs every policy, and why "
+                      "the GPU backend cannot when it cannot.");
+  bool json = false;
+  command.app().add_flag("--json", json, "one JSON array instead of the table");
+  if (!command.parse(argv)) return kExitOk;
   const std::vector<DeviceInfo> devices = available_devices();
   // Whether the CUDA backend trains on each GPU ("" when it does), in the order listed.
   std::vector<std::string> gpu_reasons;
@@ -38,7 +43,7 @@ int run_devices(const std::vector<std::string>& argv) {
     if (d.is_gpu())
       gpu_reasons.push_back(cuda_device_unavailable_reason(static_cast<int>(gpu_reasons.size())));
   }
-  if (args.has("json")) {
+  if (json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     int gpu = 0;
     for (const DeviceInfo& d : devices) {

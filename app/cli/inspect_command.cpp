@@ -12,21 +12,24 @@
 namespace mixlab::cli {
 
 int run_inspect(const std::vector<std::string>& argv) {
-  const Args args(argv, {"precision"}, {"json"});
-  if (args.positionals().size() != 1) {
+  CommandLine command("mixlab-cli inspect",
+                      "Each layer's output shape, parameters, forward FLOPs and activation bytes.");
+  std::vector<std::string> models;
+  bool json = false;
+  command.app().add_option("model", models, "a model file (JSON) or a built-in model");
+  const RunFieldOptions settings(command, {"precision"});
+  command.app().add_flag("--json", json, "one JSON object instead of the table");
+  if (!command.parse(argv)) return kExitOk;
+  if (models.size() != 1) {
     throw UsageError("usage: mixlab-cli inspect MODEL.json|BUILTIN [--precision P] [--json]");
   }
-  Policy policy = Policy::float32;
-  if (const auto p = args.get("precision")) {
-    const auto parsed = parse_policy(*p);
-    if (!parsed)
-      throw UsageError("unknown precision '" + *p + "' (float32, mixed_float16, mixed_bfloat16)");
-    policy = *parsed;
-  }
-  const ModelSpec spec = load_model_argument(args.positionals()[0]);
+  RunConfig config;
+  settings.apply(config);
+  const Policy policy = config.precision;
+  const ModelSpec spec = load_model_argument(models[0]);
   const ShapeTable table = infer_shapes(spec, policy);
 
-  if (args.has("json")) {
+  if (json) {
     nlohmann::ordered_json out;
     out["name"] = spec.name;
     out["input_shape"] = table.input_shape;

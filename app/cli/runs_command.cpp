@@ -29,23 +29,23 @@ using store::RunRecord;
 using store::RunStore;
 using Json = nlohmann::ordered_json;
 
-constexpr const char* kUsage =
-    "usage: mixlab-cli runs SUBCOMMAND [--db PATH]\n"
-    "  list [--json]                   the recorded runs, newest first\n"
-    "  show ID [--json]                one run: configuration, environment, figures, epochs\n"
-    "  export ID... --steps|--summary [-o FILE]\n"
-    "                                  CSV: one run's steps, several runs' steps (one row per\n"
-    "                                  run and step) or one summary row per run; stdout\n"
-    "                                  without -o\n"
-    "  compare ID ID... [--json]       step times and speed against the first run\n"
-    "  rename ID NAME\n"
-    "  tag ID TAG... [--remove]        add tags (or remove them)\n"
-    "  note ID TEXT                    set the note; an empty TEXT clears it\n"
-    "  delete ID...                    delete runs with their steps and epochs\n"
-    "the database is --db PATH, else $MIXLAB_DB, else $XDG_DATA_HOME/mixlab/runs.sqlite\n"
-    "(~/.local/share/mixlab/runs.sqlite without XDG_DATA_HOME)";
+constexpr const char* kDatabaseNote =
+    "The database is --db PATH, else $MIXLAB_DB, else $XDG_DATA_HOME/mixlab/runs.sqlite\n"
+    "(~/.local/share/mixlab/runs.sqlite without XDG_DATA_HOME).";
 
 // --- arguments ------------------------------------------------------------------------------
+
+// What a subcommand was given; CLI11 fills in the options each one has.
+struct RunsArgs {
+  std::vector<std::string> positionals;
+  std::string db;  // empty: --db not given
+  bool json = false;
+  bool steps = false;
+  bool summary = false;
+  bool remove = false;
+  std::string output;  // empty: stdout
+  std::string usage;   // "mixlab-cli runs show ID [--json]"
+};
 
 std::int64_t parse_run_id(const std::string& text) {
   std::int64_t id = 0;
@@ -64,15 +64,15 @@ std::vector<std::int64_t> parse_run_ids(std::span<const std::string> texts) {
 }
 
 // The positionals after the subcommand, at least `min` (and at most `max`) of them.
-const std::vector<std::string>& positionals(const Args& args, std::size_t min, std::size_t max,
-                                            const char* usage) {
-  const auto& p = args.positionals();
-  if (p.size() < min || p.size() > max) throw UsageError(std::string("usage: ") + usage);
+const std::vector<std::string>& positionals(const RunsArgs& args, std::size_t min,
+                                            std::size_t max) {
+  const auto& p = args.positionals;
+  if (p.size() < min || p.size() > max) throw UsageError("usage: " + args.usage);
   return p;
 }
 
-fs::path store_path(const Args& args) {
-  if (const auto db = args.get("db")) return *db;
+fs::path store_path(const RunsArgs& args) {
+  if (!args.db.empty()) return args.db;
   return store::default_store_path();
 }
 
@@ -206,11 +206,11 @@ std::string precision_of(const RunRecord& r) {
 
 // --- list -----------------------------------------------------------------------------------
 
-int list_runs(const Args& args) {
+int list_runs(const RunsArgs& args) {
   const fs::path path = store_path(args);
   std::vector<RunRecord> runs;
   if (fs::exists(path)) runs = RunStore::open(path).list_runs();
-  if (args.has("json")) {
+  if (args.json) {
     Json out = Json::array();
     for (const RunRecord& r : runs) {
       out.push_back({{"id", r.id},
@@ -252,34 +252,6 @@ int list_runs(const Args& args) {
 }
 
 // --- show -----------------------------------------------------------------------------------
-
-Json config_json(const RunConfig& c) {
-  const OptimizerConfig& o = c.optimizer;
-  Json optimizer = {{"kind", std::string(to_string(o.kind))}, {"learning_rate", o.learning_rate}};
-  if (o.kind == OptimizerKind::sgd) {
-    optimizer["momentum"] = o.momentum;
-    optimizer["nesterov"] = o.nesterov;
-  } else {
-    optimizer["beta_1"] = o.beta_1;
-    optimizer["beta_2"] = o.beta_2;
-    optimizer["epsilon"] = o.epsilon;
-  }
-  return {{"dataset", c.dataset.to_string()},
-          {"precision", std::string(to_string(c.precision))},
-          {"loss_scaling", c.loss_scale.to_string()},
-          {"batch_size", c.batch_size},
-          {"epochs", c.epochs},
-          {"steps", c.steps},
-          {"optimizer", optimizer},
-          {"seed", c.seed},
-          {"threads", c.threads},
-          {"evaluate", c.evaluate},
-          {"warmup_steps", c.warmup_steps},
-          {"tf32", c.tf32},
-          {"cuda_graphs", c.cuda_graphs},
-          {"data_on_device", c.data_on_device},
-          {"layer_timing", c.layer_timing}};
-}
 
 Json environment_json(const store::Environment& e) {
   return {{"device_kind", e.device_kind},
@@ -346,7 +318,7 @@ Json run_json(const RunRecord& r, const std::vector<EpochMetrics>& epochs) {
           {"model_spec", model},
           {"device", r.device},
           {"total_steps", r.total_steps},
-          {"config", config_json(r.config)},
+          {"config", run_config_json(r.config)},
           {"environment", environment_json(r.environment)},
           {"summary", summary_json(r.summary)},
           {"epochs", epochs_json(epochs)},
@@ -447,12 +419,12 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs) {
   table.print(std::cout, "  ");
 }
 
-int show_run(const Args& args) {
-  const auto& p = positionals(args, 1, 1, "mixlab-cli runs show ID [--json]");
+int show_run(const RunsArgs& args) {
+  const auto& p = positionals(args, 1, 1);
   const std::int64_t id = parse_run_id(p[0]);
   OpenRuns open = open_runs(store_path(args), {&id, 1});
   const std::vector<EpochMetrics> epochs = open.store.epochs(id);
-  if (args.has("json")) {
+  if (args.json) {
     print_json(run_json(open.records[0], epochs));
   } else {
     print_run(open.records[0], epochs);
@@ -462,15 +434,14 @@ int show_run(const Args& args) {
 
 // --- export ---------------------------------------------------------------------------------
 
-int export_runs(const Args& args) {
-  constexpr const char* kExportUsage = "mixlab-cli runs export ID... --steps|--summary [-o FILE]";
-  const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX, kExportUsage));
-  if (args.has("steps") == args.has("summary")) {
-    throw UsageError(std::string("give --steps or --summary\nusage: ") + kExportUsage);
+int export_runs(const RunsArgs& args) {
+  const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX));
+  if (args.steps == args.summary) {
+    throw UsageError("give --steps or --summary\nusage: " + args.usage);
   }
   OpenRuns open = open_runs(store_path(args), ids);
   const auto write = [&](std::ostream& out) {
-    if (args.has("summary")) {
+    if (args.summary) {
       store::write_summary_csv(out, open.store, ids);
     } else if (ids.size() == 1) {
       store::write_steps_csv(out, open.store, ids[0]);
@@ -478,8 +449,8 @@ int export_runs(const Args& args) {
       store::write_long_steps_csv(out, open.store, ids);
     }
   };
-  if (const auto file = args.get("output")) {
-    store::write_file_atomically(*file, write);
+  if (!args.output.empty()) {
+    store::write_file_atomically(args.output, write);
   } else {
     write(std::cout);
     std::cout.flush();
@@ -490,16 +461,15 @@ int export_runs(const Args& args) {
 
 // --- compare --------------------------------------------------------------------------------
 
-int compare_runs(const Args& args) {
-  const std::vector<std::int64_t> ids =
-      parse_run_ids(positionals(args, 2, SIZE_MAX, "mixlab-cli runs compare ID ID... [--json]"));
+int compare_runs(const RunsArgs& args) {
+  const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 2, SIZE_MAX));
   const OpenRuns open = open_runs(store_path(args), ids);
   const RunRecord& first = open.records.front();
   // Above 1: faster than the first run (its median step time over this one's).
   const auto ratio = [&](const RunRecord& r) {
     return first.summary.median_step_ms / r.summary.median_step_ms;
   };
-  if (args.has("json")) {
+  if (args.json) {
     Json out = Json::array();
     for (const RunRecord& r : open.records) {
       out.push_back({{"id", r.id},
@@ -538,8 +508,8 @@ int compare_runs(const Args& args) {
 
 // --- editing --------------------------------------------------------------------------------
 
-int rename_run(const Args& args) {
-  const auto& p = positionals(args, 2, 2, "mixlab-cli runs rename ID NAME");
+int rename_run(const RunsArgs& args) {
+  const auto& p = positionals(args, 2, 2);
   const std::int64_t id = parse_run_id(p[0]);
   if (p[1].empty()) throw UsageError("a run's name cannot be empty");
   OpenRuns open = open_runs(store_path(args), {&id, 1});
@@ -548,15 +518,15 @@ int rename_run(const Args& args) {
   return kExitOk;
 }
 
-int tag_run(const Args& args) {
-  const auto& p = positionals(args, 2, SIZE_MAX, "mixlab-cli runs tag ID TAG... [--remove]");
+int tag_run(const RunsArgs& args) {
+  const auto& p = positionals(args, 2, SIZE_MAX);
   const std::int64_t id = parse_run_id(p[0]);
   const std::vector<std::string> tags(p.begin() + 1, p.end());
   for (const std::string& tag : tags) {
     if (tag.empty()) throw UsageError("a tag cannot be empty");
   }
   OpenRuns open = open_runs(store_path(args), {&id, 1});
-  if (args.has("remove")) {
+  if (args.remove) {
     open.store.remove_tags(id, tags);
   } else {
     open.store.add_tags(id, tags);
@@ -566,8 +536,8 @@ int tag_run(const Args& args) {
   return kExitOk;
 }
 
-int note_run(const Args& args) {
-  const auto& p = positionals(args, 2, 2, "mixlab-cli runs note ID TEXT");
+int note_run(const RunsArgs& args) {
+  const auto& p = positionals(args, 2, 2);
   const std::int64_t id = parse_run_id(p[0]);
   OpenRuns open = open_runs(store_path(args), {&id, 1});
   open.store.set_note(id, p[1]);
@@ -575,9 +545,8 @@ int note_run(const Args& args) {
   return kExitOk;
 }
 
-int delete_runs(const Args& args) {
-  const std::vector<std::int64_t> ids =
-      parse_run_ids(positionals(args, 1, SIZE_MAX, "mixlab-cli runs delete ID..."));
+int delete_runs(const RunsArgs& args) {
+  const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX));
   // Every id is checked before the first deletion: a mistyped id deletes nothing.
   OpenRuns open = open_runs(store_path(args), ids);
   for (const RunRecord& r : open.records) {
@@ -591,41 +560,64 @@ int delete_runs(const Args& args) {
 
 struct Subcommand {
   const char* name;
-  std::set<std::string> options;  // besides --db
-  std::set<std::string> flags;
-  int (*run)(const Args&);
+  const char* usage;  // its arguments and options, for --help and for a usage error
+  const char* description;
+  int (*run)(const RunsArgs&);
 };
 
 const Subcommand kSubcommands[] = {
-    {"list", {}, {"json"}, list_runs},
-    {"show", {}, {"json"}, show_run},
-    {"export", {"output"}, {"steps", "summary"}, export_runs},
-    {"compare", {}, {"json"}, compare_runs},
-    {"rename", {}, {}, rename_run},
-    {"tag", {}, {"remove"}, tag_run},
-    {"note", {}, {}, note_run},
-    {"delete", {}, {}, delete_runs},
+    {"list", "[--json]", "the recorded runs, newest first", list_runs},
+    {"show", "ID [--json]", "one run: configuration, environment, figures, epochs", show_run},
+    {"export", "ID... --steps|--summary [-o FILE]",
+     "CSV: one run's steps, several runs' steps (one row per run and step) or one summary row "
+     "per run; stdout without -o",
+     export_runs},
+    {"compare", "ID ID... [--json]", "step times and speed against the first run", compare_runs},
+    {"rename", "ID NAME", "rename a run", rename_run},
+    {"tag", "ID TAG... [--remove]", "add tags (or remove them)", tag_run},
+    {"note", "ID TEXT", "set the note; an empty TEXT clears it", note_run},
+    {"delete", "ID...", "delete runs with their steps and epochs", delete_runs},
 };
 
 }  // namespace
 
 int run_runs(const std::vector<std::string>& argv) {
-  if (argv.empty()) throw UsageError(kUsage);
-  if (argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
-    std::cout << kUsage << "\n";
-    return kExitOk;
+  const auto known = [](const std::string& name) {
+    return std::any_of(std::begin(kSubcommands), std::end(kSubcommands),
+                       [&](const Subcommand& sub) { return name == sub.name; });
+  };
+  if (!argv.empty() && !argv[0].starts_with("-") && !known(argv[0])) {
+    throw UsageError("unknown runs subcommand '" + argv[0] +
+                     "' (list, show, export, compare, rename, tag, note, delete)");
   }
+  CommandLine command("mixlab-cli runs", "The recorded runs.");
+  command.app().footer(kDatabaseNote);
+  RunsArgs args;
+  std::vector<std::pair<CLI::App*, const Subcommand*>> subcommands;
   for (const Subcommand& sub : kSubcommands) {
-    if (argv[0] != sub.name) continue;
-    std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    // -o FILE, export's one short option (elsewhere "-o" may be a tag or a note).
-    if (sub.run == export_runs)
-      std::replace(rest.begin(), rest.end(), std::string("-o"), std::string("--output"));
-    std::set<std::string> options = sub.options;
-    options.insert("db");
-    return sub.run(Args(rest, options, sub.flags));
+    CLI::App* app = command.app().add_subcommand(sub.name, sub.description);
+    app->add_option("arguments", args.positionals, sub.usage);
+    command.add_option(*app, "--db", args.db, "the run database")->type_name("PATH");
+    const std::string_view name = sub.name;
+    if (name == "list" || name == "show" || name == "compare")
+      app->add_flag("--json", args.json, "JSON instead of a table");
+    if (name == "export") {
+      app->add_flag("--steps", args.steps, "every step of the runs");
+      app->add_flag("--summary", args.summary, "one row per run");
+      command.add_option(*app, "-o,--output", args.output, "the CSV file")->type_name("FILE");
+    }
+    if (name == "tag") app->add_flag("--remove", args.remove, "remove the tags instead");
+    subcommands.emplace_back(app, &sub);
   }
-  throw UsageError("unknown runs subcommand '" + argv[0] + "'\n" + kUsage);
+  if (!command.parse(argv)) return kExitOk;
+  for (const auto& [app, sub] : subcommands) {
+    if (!app->parsed()) continue;
+    args.usage = "mixlab-cli runs " + std::string(sub->name) + " " + sub->usage;
+    return sub->run(args);
+  }
+  throw UsageError(
+      "give a subcommand: list, show, export, compare, rename, tag, note or "
+      "delete (mixlab-cli runs --help says more)");
 }
 
 }  // namespace mixlab::cli

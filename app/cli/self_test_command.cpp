@@ -123,16 +123,11 @@ std::vector<StepMetrics> short_run(const std::string& device, const ModelSpec& s
 }  // namespace
 
 int run_self_test(const std::vector<std::string>& argv) {
-  const Args args(argv, {}, {"help"});
-  if (args.has("help")) {
-    std::puts(
-        "usage: mixlab-cli self-test\n"
-        "A 20-step run of a small model on synthetic data on every available backend and\n"
-        "policy, a round trip through a temporary run store and a CSV export.");
-    return kExitOk;
-  }
-  if (!args.positionals().empty())
-    throw UsageError("unexpected argument '" + args.positionals()[0] + "'");
+  CommandLine command("mixlab-cli self-test",
+                      "A 20-step run of a small model on synthetic data on every available "
+                      "backend and policy, a round trip through a temporary run store and a CSV "
+                      "export; exits non-zero on any failure.");
+  if (!command.parse(argv)) return kExitOk;
 
   std::vector<Check> checks;
   const ModelSpec spec = parse_model_json(kModel);

@@ -32,77 +32,17 @@ extern "C" void on_signal(int) {
   g_cancel.store(true);
 }
 
-constexpr const char* kUsage =
-    "usage: mixlab-cli train [--model MODEL.json|BUILTIN] [--dataset fashion-mnist|mnist:DIR|"
-    "cifar10:DIR|cifar100:DIR|synthetic:HxWxC:CLASSES[:N]] [--precision float32|mixed_float16|"
-    "mixed_bfloat16] [--loss-scale auto|none|dynamic[:INITIAL]|NUMBER] [--batch-size N] [--epochs "
-    "N | --steps N] "
-    "[--optimizer sgd|adam] [--lr X] [--momentum X] [--nesterov] [--seed N] [--threads N] "
-    "[--no-eval] [--device cpu|cuda|cuda:N|auto] [--tf32] [--cuda-graphs] [--data-on-device] "
-    "[--layer-timing] [--db PATH | --no-store] [--json] [--quiet]\n"
-    "--device: auto (the default) trains on the GPU when the CUDA backend can, else on the\n"
-    "CPU; cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and says\n"
-    "why on stderr. GPU options (the CPU ignores them): --tf32 (float32 matmuls and convolutions\n"
-    "on TF32 tensor cores), --cuda-graphs (capture the step once, replay it), --data-on-device\n"
-    "(keep the training split on the GPU when it fits). --layer-timing: per-layer forward and\n"
-    "backward times (the device's on a GPU, the clock's on the CPU), printed as a table.\n"
+constexpr const char* kFooter =
+    "--device: auto (the default) trains on the GPU when the CUDA backend can, else on the CPU;\n"
+    "cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and says why\n"
+    "on stderr. The GPU options (--tf32, --cuda-graphs, --data-on-device) are recorded with the\n"
+    "run and ignored on the CPU. --layer-timing times every layer's forward and backward (the\n"
+    "device's clock on a GPU, the host's on the CPU) and prints a table.\n"
     "Runs are recorded in the run database (--db PATH, else $MIXLAB_DB, else\n"
     "$XDG_DATA_HOME/mixlab/runs.sqlite) unless --no-store is given.";
 
 nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
-
-RunConfig run_config_from(const Args& args) {
-  RunConfig config;
-  if (const auto p = args.get("precision")) {
-    const auto parsed = parse_policy(*p);
-    if (!parsed) {
-      throw UsageError("unknown precision '" + *p + "' (float32, mixed_float16, mixed_bfloat16)");
-    }
-    config.precision = *parsed;
-  }
-  const std::string scale = args.get_or("loss-scale", "auto");
-  if (scale == "auto") {
-    config.loss_scale = LossScaleConfig::keras_default(config.precision);
-  } else if (const auto parsed = parse_loss_scale(scale)) {
-    config.loss_scale = *parsed;
-  } else {
-    throw UsageError(
-        "--loss-scale must be auto, none, dynamic, dynamic:INITIAL or a positive number, got '" +
-        scale + "'");
-  }
-  if (auto v = args.get_int("batch-size", 1, 1 << 20)) config.batch_size = static_cast<int>(*v);
-  if (args.has("epochs") && args.has("steps"))
-    throw UsageError("give --epochs or --steps, not both");
-  if (auto v = args.get_int("epochs", 1, 100000)) config.epochs = static_cast<int>(*v);
-  if (auto v = args.get_int("steps", 1, std::int64_t{1} << 40)) config.steps = *v;
-  OptimizerKind kind = OptimizerKind::adam;
-  if (const auto o = args.get("optimizer")) {
-    const auto parsed = parse_optimizer(*o);
-    if (!parsed) throw UsageError("unknown optimizer '" + *o + "' (sgd, adam)");
-    kind = *parsed;
-  }
-  config.optimizer = default_optimizer(kind);
-  if (auto v = args.get_double("lr")) config.optimizer.learning_rate = *v;
-  if (auto v = args.get_double("momentum")) {
-    if (kind != OptimizerKind::sgd) throw UsageError("--momentum applies to --optimizer sgd");
-    config.optimizer.momentum = *v;
-  }
-  if (args.has("nesterov")) {
-    if (kind != OptimizerKind::sgd) throw UsageError("--nesterov applies to --optimizer sgd");
-    config.optimizer.nesterov = true;
-  }
-  if (auto v = args.get_int("seed", 0, std::int64_t{1} << 62))
-    config.seed = static_cast<std::uint64_t>(*v);
-  if (auto v = args.get_int("threads", 0, 4096)) config.threads = static_cast<int>(*v);
-  config.tf32 = args.has("tf32");
-  config.cuda_graphs = args.has("cuda-graphs");
-  config.data_on_device = args.has("data-on-device");
-  config.layer_timing = args.has("layer-timing");
-  config.dataset = parse_dataset_spec(args.get_or("dataset", "fashion-mnist"));
-  config.evaluate = !args.has("no-eval");
-  return config;
 }
 
 // Mean per-layer device times over the steps after warm-up (all steps when there are none).
@@ -169,24 +109,34 @@ void print_layer_timings(const ModelSpec& spec, const LayerTimingSink::Sums& t,
 }  // namespace
 
 int run_train(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"model", "dataset", "precision", "loss-scale", "batch-size", "epochs", "steps",
-                   "optimizer", "lr", "momentum", "seed", "threads", "device", "db"},
-                  {"json", "quiet", "nesterov", "no-eval", "no-store", "help", "tf32",
-                   "cuda-graphs", "data-on-device", "layer-timing"});
-  if (args.has("help")) {
-    std::cout << kUsage << "\n";
-    return kExitOk;
-  }
-  if (!args.positionals().empty())
-    throw UsageError(std::string("unexpected argument '") + args.positionals()[0] + "'\n" + kUsage);
-  const RunConfig config = run_config_from(args);
-  const std::string model_argument = args.get_or("model", "fashion-mlp");
+  CommandLine command("mixlab-cli train", "Trains a model, records the run and prints a summary.");
+  CLI::App& app = command.app();
+  std::string model_argument = "fashion-mlp", device = "auto", db;
+  bool json = false, quiet = false, no_store = false;
+  command.add_option(app, "--model", model_argument, "a model file (JSON) or a built-in model")
+      ->type_name("MODEL")
+      ->default_str(model_argument);
+  const RunFieldOptions settings(command);
+  command.add_option(app, "--device", device, "cpu, cuda, cuda:N or auto")
+      ->type_name("DEVICE")
+      ->default_str(device);
+  CLI::Option* db_option =
+      command.add_option(app, "--db", db, "the run database")->type_name("PATH");
+  app.add_flag("--no-store", no_store, "do not record the run");
+  app.add_flag("--json", json, "print one JSON object at the end instead of the summary");
+  app.add_flag("--quiet", quiet, "no progress bar");
+  app.footer(kFooter);
+  if (!command.parse(argv)) return kExitOk;
+
+  if (settings.given("epochs") && settings.given("steps"))
+    throw UsageError("give --epochs or --steps, not both");
+  RunConfig config;
+  settings.apply(config);
   const ModelSpec spec = load_model_argument(model_argument);
-  if (args.has("no-store") && args.has("db")) throw UsageError("give --db or --no-store, not both");
+  if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
 
   // The device: a GPU asked for that cannot be used trains on the CPU, saying why.
-  const BackendChoice choice = make_backend(args.get_or("device", "auto"), config.threads, true);
+  const BackendChoice choice = make_backend(device, config.threads, true);
   Backend& backend = *choice.backend;
   if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli: %s\n", choice.note.c_str());
   if (choice.device == "cpu" && (config.tf32 || config.cuda_graphs || config.data_on_device)) {
@@ -198,9 +148,9 @@ int run_train(const std::vector<std::string>& argv) {
   // The run is recorded from here on, so that one whose dataset cannot be read is kept too.
   std::optional<store::StoreWriter> writer;
   std::optional<store::RunRecorder> recorder;
-  if (!args.has("no-store")) {
-    writer.emplace(args.has("db") ? std::filesystem::path(*args.get("db"))
-                                  : store::default_store_path());
+  if (!no_store) {
+    writer.emplace(db_option->count() > 0 ? std::filesystem::path(db)
+                                          : store::default_store_path());
     store::RunRecord record;
     record.model_name =
         spec.name.empty() ? std::filesystem::path(model_argument).stem().string() : spec.name;
@@ -216,11 +166,10 @@ int run_train(const std::vector<std::string>& argv) {
     writer->flush();
   };
 
-  const bool json = args.has("json");
-  const bool interactive = !args.has("quiet") && isatty(STDERR_FILENO);
+  const bool interactive = !quiet && isatty(STDERR_FILENO);
   ProgressSink progress(stderr, interactive, config.epochs);
   RunSink quiet_sink;
-  RunSink& display = args.has("quiet") ? quiet_sink : progress;
+  RunSink& display = quiet ? quiet_sink : progress;
   RunSink no_recorder;
   LayerTimingSink layer_timing(config.warmup_steps);
   store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
@@ -271,6 +220,8 @@ int run_train(const std::vector<std::string>& argv) {
     if (config.tf32) out["tf32"] = true;
     if (config.cuda_graphs) out["cuda_graphs"] = true;
     if (config.data_on_device) out["data_on_device"] = true;
+    // Every setting, as runs show --json has it; the keys above stay for scripts that read them.
+    out["config"] = run_config_json(config);
     out["steps"] = s.steps;
     out["skipped_steps"] = s.skipped_steps;
     out["epochs_completed"] = s.epochs_completed;

@@ -7,9 +7,11 @@
 #include <fstream>
 #include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/train/run_fields.h"
 
 namespace mixlab::store {
 
@@ -19,15 +21,16 @@ constexpr std::string_view kStepColumns =
     "step,epoch,wall_offset_s,step_ms,data_wait_ms,forward_ms,backward_ms,optimizer_ms,device_ms,"
     "loss,accuracy,loss_scale,skipped,samples";
 
-constexpr std::string_view kLongStepColumns = "run_id,run_name,precision,loss_scaling,batch_size,";
-
-constexpr std::string_view kSummaryColumns =
-    "run_id,name,status,created_at,started_at,finished_at,model,dataset,precision,loss_scaling,"
-    "batch_size,optimizer,learning_rate,epochs,steps,seed,threads,tf32,cuda_graphs,data_on_device,"
-    "layer_timing,device,device_name,"
-    "compute_capability,cpu_model,mixlab_version,steps_done,skipped_steps,epochs_completed,"
-    "warmup_steps,median_step_ms,p5_step_ms,p95_step_ms,samples_per_s,final_loss,final_accuracy,"
-    "test_loss,test_accuracy,final_loss_scale,peak_memory_bytes,wall_s,tags,note,message";
+// The summary's columns: the run's, every run setting's (engine/train/run_fields.h) in table
+// order, then what the run ran on and did. "steps" is the steps planned and "threads" the threads
+// used; the settings asked for are steps_requested and threads_requested.
+constexpr std::string_view kSummaryRunColumns =
+    "run_id,name,status,created_at,started_at,finished_at,model";
+constexpr std::string_view kSummaryResultColumns =
+    "steps,threads,device,device_name,compute_capability,cpu_model,mixlab_version,steps_done,"
+    "skipped_steps,epochs_completed,warmup_steps,median_step_ms,p5_step_ms,p95_step_ms,"
+    "samples_per_s,final_loss,final_accuracy,test_loss,test_accuracy,final_loss_scale,"
+    "peak_memory_bytes,wall_s,tags,note,message";
 
 constexpr std::string_view kRecordEnd = "\r\n";
 
@@ -54,6 +57,13 @@ class RowBuffer {
     const auto result = std::to_chars(buf, buf + sizeof buf, value);
     line_.append(buf, result.ptr);
     return *this;
+  }
+  // A run setting as the CSV writes it: booleans as 0 / 1.
+  RowBuffer& setting(const FieldValue& value) {
+    if (const auto* text_value = std::get_if<std::string>(&value)) return text(*text_value);
+    if (const auto* real = std::get_if<double>(&value)) return number(*real);
+    if (const auto* boolean = std::get_if<bool>(&value)) return integer(*boolean ? 1 : 0);
+    return integer(std::get<std::int64_t>(value));
   }
   // Fields already in CSV form: a header, or the columns a run repeats on each of its rows.
   RowBuffer& raw(std::string_view csv) {
@@ -165,20 +175,26 @@ void write_steps_csv(std::ostream& out, RunStore& store, std::int64_t run_id) {
 void write_long_steps_csv(std::ostream& out, RunStore& store,
                           std::span<const std::int64_t> run_ids) {
   const std::vector<RunRecord> records = records_of(store, run_ids);
+  // The run, and the settings that tell runs apart in a plot (RunField::per_step_csv).
+  std::string header = "run_id,run_name";
+  for (const RunField& f : run_fields()) {
+    if (!f.per_step_csv) continue;
+    header += ',';
+    header += f.csv_column;
+  }
   RowBuffer row(out);
-  row.raw(std::string(kLongStepColumns) + std::string(kStepColumns)).end();
+  row.raw(header).raw(kStepColumns).end();
   for (const RunRecord& r : records) {
     // The run's columns are the same on each of its rows: format them once.
     std::string prefix;
     RowBuffer::append_field(prefix, std::to_string(r.id));
     prefix += ',';
     RowBuffer::append_field(prefix, r.name);
-    prefix += ',';
-    RowBuffer::append_field(prefix, to_string(r.config.precision));
-    prefix += ',';
-    RowBuffer::append_field(prefix, r.config.loss_scale.to_string());
-    prefix += ',';
-    RowBuffer::append_field(prefix, std::to_string(r.config.batch_size));
+    for (const RunField& f : run_fields()) {
+      if (!f.per_step_csv) continue;
+      prefix += ',';
+      RowBuffer::append_field(prefix, field_text(f, r.config));
+    }
     store.for_each_step(r.id, [&](const StepMetrics& step) {
       row.raw(prefix);
       append_step(row, step);
@@ -189,10 +205,14 @@ void write_long_steps_csv(std::ostream& out, RunStore& store,
 
 void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids) {
   const std::vector<RunRecord> records = records_of(store, run_ids);
+  std::string header(kSummaryRunColumns);
+  for (const RunField& f : run_fields()) {
+    header += ',';
+    header += f.csv_column;
+  }
   RowBuffer row(out);
-  row.raw(kSummaryColumns).end();
+  row.raw(header).raw(kSummaryResultColumns).end();
   for (const RunRecord& r : records) {
-    const RunConfig& c = r.config;
     const Environment& env = r.environment;
     const RunSummary& s = r.summary;
     row.integer(r.id)
@@ -201,21 +221,10 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
         .text(format_utc(r.created_at_ms))
         .text(format_utc(r.started_at_ms))
         .text(format_utc(r.finished_at_ms))
-        .text(r.model_name)
-        .text(c.dataset.to_string())
-        .text(to_string(c.precision))
-        .text(c.loss_scale.to_string())
-        .integer(c.batch_size)
-        .text(to_string(c.optimizer.kind))
-        .number(c.optimizer.learning_rate)
-        .integer(c.epochs)
-        .integer(r.total_steps)
-        .integer(c.seed)
+        .text(r.model_name);
+    for (const RunField& f : run_fields()) row.setting(f.get(r.config));
+    row.integer(r.total_steps)
         .integer(env.threads)
-        .integer(c.tf32 ? 1 : 0)
-        .integer(c.cuda_graphs ? 1 : 0)
-        .integer(c.data_on_device ? 1 : 0)
-        .integer(c.layer_timing ? 1 : 0)
         .text(r.device)
         .text(env.device_name)
         .text(env.compute_capability)

@@ -20,13 +20,15 @@ namespace mixlab::store {
 // optimizer_ms, device_ms, loss, accuracy, loss_scale, skipped (0/1), samples.
 void write_steps_csv(std::ostream& out, RunStore& store, std::int64_t run_id);
 
-// Many runs' steps in long form, one row per (run, step): run_id, run_name, precision,
-// loss_scaling, batch_size, then the columns of write_steps_csv.
+// Many runs' steps in long form, one row per (run, step): run_id, run_name, the settings that
+// tell runs apart (precision, loss_scaling, batch_size: RunField::per_step_csv), then the
+// columns of write_steps_csv.
 void write_long_steps_csv(std::ostream& out, RunStore& store,
                           std::span<const std::int64_t> run_ids);
 
-// One row per run: its configuration, environment and summary figures, tags (';'-separated)
-// and note.
+// One row per run: its name, status and times, every run setting (engine/train/run_fields.h,
+// in table order; booleans as 0 / 1), environment and summary figures, tags (';'-separated) and
+// note.
 void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
 
 // Writes FILE.tmp with `write` and renames it over FILE once complete, so that a failed export

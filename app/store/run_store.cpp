@@ -12,8 +12,10 @@
 #include <sstream>
 #include <system_error>
 #include <unordered_map>
+#include <variant>
 
 #include "app/store/schema.h"
+#include "engine/train/run_fields.h"
 #include "engine/train/stats.h"
 
 namespace mixlab::store {
@@ -84,19 +86,47 @@ std::string default_run_name(const RunRecord& r) {
 
 namespace {
 
-// --- the runs table's columns, in the order kRunColumns lists them ---
+// --- the runs table's columns: the record's own in the order kRecordColumns lists them, then
+// each run setting's (engine/train/run_fields.h) in table order ---
 
-constexpr std::string_view kRunColumns =
+constexpr std::string_view kRecordColumns =
     "id, name, status, message, created_at_ms, started_at_ms, finished_at_ms, model_name, "
-    "model_json, precision, loss_scaling, batch_size, epochs, steps, optimizer, learning_rate, "
-    "momentum, nesterov, beta_1, beta_2, epsilon, seed, threads, dataset, evaluate, "
-    "warmup_steps, device, env_device_kind, env_device_name, env_compute_capability, "
+    "model_json, device, env_device_kind, env_device_name, env_compute_capability, "
     "env_driver_version, env_cuda_version, env_cudnn_version, env_cublas_version, "
     "env_onednn_version, env_cpu_model, env_threads, env_mixlab_version, env_hostname, "
     "total_steps, steps_done, skipped_steps, epochs_completed, final_loss_scale, "
     "warmup_steps_excluded, median_step_ms, p5_step_ms, p95_step_ms, samples_per_s, final_loss, "
     "final_accuracy, test_loss, test_accuracy, peak_memory_bytes, diverged_at_step, "
-    "failed_allocation_bytes, wall_s, note, tf32, cuda_graphs, data_on_device, layer_timing";
+    "failed_allocation_bytes, wall_s, note";
+
+// ", precision, loss_scaling, ...": the settings' columns, each prefixed with ", ".
+const std::string& field_columns() {
+  static const std::string columns = [] {
+    std::string list;
+    for (const RunField& f : run_fields()) list += ", " + std::string(f.store_column);
+    return list;
+  }();
+  return columns;
+}
+
+// A setting's value as its column holds it (booleans as 0 / 1).
+FieldValue read_field(const Statement& st, int column, FieldType type) {
+  switch (type) {
+    case FieldType::integer:
+      return st.column_int(column);
+    case FieldType::real:
+      return st.column_double(column);
+    case FieldType::boolean:
+      return st.column_int(column) != 0;
+    case FieldType::text:
+      break;
+  }
+  return st.column_text(column);
+}
+
+void bind_field(Statement& st, int index, const FieldValue& value) {
+  std::visit([&](const auto& v) { st.bind(index, v); }, value);
+}
 
 RunRecord read_run(const Statement& st, const std::string& path) {
   RunRecord r;
@@ -111,47 +141,7 @@ RunRecord read_run(const Statement& st, const std::string& path) {
   r.finished_at_ms = st.column_int(c++);
   r.model_name = st.column_text(c++);
   r.model_json = st.column_text(c++);
-  RunConfig& cfg = r.config;
-  const std::string precision = st.column_text(c++);
-  const std::string loss_scaling = st.column_text(c++);
-  cfg.batch_size = static_cast<int>(st.column_int(c++));
-  cfg.epochs = static_cast<int>(st.column_int(c++));
-  cfg.steps = st.column_int(c++);
-  const std::string optimizer = st.column_text(c++);
-  cfg.optimizer.learning_rate = st.column_double(c++);
-  cfg.optimizer.momentum = st.column_double(c++);
-  cfg.optimizer.nesterov = st.column_int(c++) != 0;
-  cfg.optimizer.beta_1 = st.column_double(c++);
-  cfg.optimizer.beta_2 = st.column_double(c++);
-  cfg.optimizer.epsilon = st.column_double(c++);
-  cfg.seed = static_cast<std::uint64_t>(st.column_int(c++));
-  cfg.threads = static_cast<int>(st.column_int(c++));
-  const std::string dataset = st.column_text(c++);
-  cfg.evaluate = st.column_int(c++) != 0;
-  cfg.warmup_steps = static_cast<int>(st.column_int(c++));
   r.device = st.column_text(c++);
-
-  const auto bad = [&](const char* field, const std::string& value) {
-    return StoreError(path + ": run " + std::to_string(r.id) + " has an unreadable " + field +
-                      " '" + value + "'");
-  };
-  if (const auto p = parse_policy(precision))
-    cfg.precision = *p;
-  else
-    throw bad("precision", precision);
-  if (const auto l = parse_loss_scale(loss_scaling))
-    cfg.loss_scale = *l;
-  else
-    throw bad("loss_scaling", loss_scaling);
-  if (const auto o = parse_optimizer(optimizer))
-    cfg.optimizer.kind = *o;
-  else
-    throw bad("optimizer", optimizer);
-  try {
-    cfg.dataset = parse_dataset_spec(dataset);
-  } catch (const Error&) {
-    throw bad("dataset", dataset);
-  }
 
   Environment& env = r.environment;
   env.device_kind = st.column_text(c++);
@@ -187,14 +177,22 @@ RunRecord read_run(const Statement& st, const std::string& path) {
   s.failed_allocation_bytes = st.column_int(c++);
   s.wall_s = st.column_double(c++);
   r.note = st.column_text(c++);
-  cfg.tf32 = st.column_int(c++) != 0;
-  cfg.cuda_graphs = st.column_int(c++) != 0;
-  cfg.data_on_device = st.column_int(c++) != 0;
-  cfg.layer_timing = st.column_int(c++) != 0;
   s.status = r.status == RecordStatus::interrupted ? RunStatus::failed
              : r.status == RecordStatus::running   ? RunStatus::running
                                                    : static_cast<RunStatus>(r.status);
   s.message = r.message;
+
+  // In table order: the precision and the optimizer reset what later columns then set. Not
+  // range-checked: a run the trainer refused (a negative learning rate) is kept as it was.
+  for (const RunField& f : run_fields()) {
+    const int column = c++;
+    try {
+      restore_field(f, r.config, read_field(st, column, f.type));
+    } catch (const FieldError& e) {
+      throw StoreError(path + ": run " + std::to_string(r.id) + " has an unreadable " +
+                       std::string(f.store_column) + " '" + e.value() + "'");
+    }
+  }
   return r;
 }
 
@@ -366,38 +364,19 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   if (r.created_at_ms == 0) r.created_at_ms = now_utc_ms();
   if (r.name.empty()) r.name = default_run_name(r);
   const Owner owner = this_process();
+  std::string placeholders;
+  for (std::size_t i = 0; i < run_fields().size(); ++i) placeholders += ", ?";
   Statement st = db_.prepare(
-      "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, "
-      "precision, loss_scaling, batch_size, epochs, steps, optimizer, learning_rate, momentum, "
-      "nesterov, beta_1, beta_2, epsilon, seed, threads, dataset, evaluate, warmup_steps, "
-      "device, total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks, tf32, "
-      "cuda_graphs, data_on_device, layer_timing) "
-      "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  const RunConfig& cfg = r.config;
+      "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, device, "
+      "total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks" +
+      field_columns() + ") VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + placeholders +
+      ")");
   int c = 1;
   st.bind(c++, r.name);
   st.bind(c++, r.message);
   st.bind(c++, r.created_at_ms);
   st.bind(c++, r.model_name);
   st.bind(c++, r.model_json);
-  st.bind(c++, to_string(cfg.precision));
-  st.bind(c++, cfg.loss_scale.to_string());
-  st.bind(c++, cfg.batch_size);
-  st.bind(c++, cfg.epochs);
-  st.bind(c++, cfg.steps);
-  st.bind(c++, to_string(cfg.optimizer.kind));
-  st.bind(c++, cfg.optimizer.learning_rate);
-  st.bind(c++, cfg.optimizer.momentum);
-  st.bind(c++, cfg.optimizer.nesterov);
-  st.bind(c++, cfg.optimizer.beta_1);
-  st.bind(c++, cfg.optimizer.beta_2);
-  st.bind(c++, cfg.optimizer.epsilon);
-  st.bind(c++, static_cast<std::int64_t>(cfg.seed));
-  st.bind(c++, cfg.threads);
-  st.bind(c++, cfg.dataset.to_string());
-  st.bind(c++, cfg.evaluate);
-  st.bind(c++, cfg.warmup_steps);
   st.bind(c++, r.device.empty() ? std::string("cpu") : r.device);
   st.bind(c++, r.total_steps);
   st.bind(c++, r.note);
@@ -405,10 +384,7 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   st.bind(c++, owner.boot_id);
   st.bind(c++, owner.pid);
   st.bind(c++, owner.start_ticks);
-  st.bind(c++, cfg.tf32);
-  st.bind(c++, cfg.cuda_graphs);
-  st.bind(c++, cfg.data_on_device);
-  st.bind(c++, cfg.layer_timing);
+  for (const RunField& f : run_fields()) bind_field(st, c++, f.get(r.config));
   Transaction tx(db_);
   st.run();
   const std::int64_t id = db_.last_insert_id();
@@ -569,7 +545,7 @@ int RunStore::mark_interrupted_runs() {
 }
 
 std::vector<RunRecord> RunStore::list_runs() {
-  Statement st = db_.prepare("SELECT " + std::string(kRunColumns) +
+  Statement st = db_.prepare("SELECT " + std::string(kRecordColumns) + field_columns() +
                              " FROM runs ORDER BY created_at_ms DESC, id DESC");
   std::vector<RunRecord> runs;
   while (st.step()) runs.push_back(read_run(st, path()));
@@ -583,7 +559,8 @@ std::vector<RunRecord> RunStore::list_runs() {
 }
 
 std::optional<RunRecord> RunStore::find_run(std::int64_t run_id) {
-  Statement st = db_.prepare("SELECT " + std::string(kRunColumns) + " FROM runs WHERE id = ?");
+  Statement st = db_.prepare("SELECT " + std::string(kRecordColumns) + field_columns() +
+                             " FROM runs WHERE id = ?");
   st.bind(1, run_id);
   if (!st.step()) return std::nullopt;
   RunRecord r = read_run(st, path());

@@ -15,6 +15,7 @@
 
 #include "app/store/run_store.h"
 #include "engine/spec/model_spec.h"
+#include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
 
 extern char** environ;
@@ -157,6 +158,77 @@ TEST_F(TrainStore, UnusableDatabaseStopsBeforeTraining) {
   EXPECT_NE(err.find(bad.string() + " is not a MixLab run database"), std::string::npos) << err;
   EXPECT_EQ(testing::read_bytes(c.out), "") << "nothing trained";
   EXPECT_EQ(testing::read_bytes(bad), "not a database");
+}
+
+// --- every run setting of the table (engine/train/run_fields.h) ---
+
+// The JSON a field's value is written as: a number, a boolean or a string.
+nlohmann::json json_of(const FieldValue& value) {
+  return std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+}
+
+// Each field's flag with its example (a boolean's flag alone), on a short run: the run records
+// it, `train --json` and `runs show --json` have it at the field's path in "config", and
+// `train --help` lists the flag. A new field of the table is run here with no line added.
+TEST_F(TrainStore, EveryRunSettingIsAFlagThatReachesTheRunAndItsJson) {
+  const auto db = dir_ / "runs.sqlite";
+  for (const RunField& field : run_fields()) {
+    SCOPED_TRACE(std::string(field.name));
+    RunConfig expected;
+    set_field_text(field, expected, field.example);
+    const nlohmann::json value = json_of(field.get(expected));
+    std::string path = "/";
+    path += field.json_path;
+    const nlohmann::json::json_pointer at(path);
+    // The tiny run's own --dataset and --threads come first: a later option wins.
+    std::vector<std::string> extra{"--db", db.string(), "--json"};
+    if (field.optimizer)
+      extra.insert(extra.end(), {"--optimizer", std::string(to_string(*field.optimizer))});
+    extra.push_back("--" + std::string(field.cli_flag));
+    if (field.type != FieldType::boolean) extra.push_back(std::string(field.example));
+    const Child train = start_cli(dir_, tiny_run(extra));
+    ASSERT_EQ(finish(train), 0) << testing::read_bytes(train.err);
+    const auto j = nlohmann::json::parse(testing::read_bytes(train.out));
+    EXPECT_EQ(j["config"][at], value) << j["config"].dump();
+
+    const std::int64_t id = j["run_id"].get<std::int64_t>();
+    EXPECT_EQ(field_text(field, RunStore::open(db).run(id).config), field.example);
+    const Child show =
+        start_cli(dir_, {"runs", "show", std::to_string(id), "--json", "--db", db.string()});
+    ASSERT_EQ(finish(show), 0) << testing::read_bytes(show.err);
+    EXPECT_EQ(nlohmann::json::parse(testing::read_bytes(show.out))["config"][at], value);
+  }
+  const Child help = start_cli(dir_, {"train", "--help"});
+  ASSERT_EQ(finish(help), 0);
+  const std::string text = testing::read_bytes(help.out);
+  for (const RunField& field : run_fields())
+    EXPECT_NE(text.find("--" + std::string(field.cli_flag) + " "), std::string::npos) << text;
+}
+
+// A bad value names the option and the value, and exits 2 before anything is recorded.
+TEST_F(TrainStore, BadRunSettingsExitTwoNamingTheOption) {
+  const auto expect_usage_error = [&](std::vector<std::string> extra, const std::string& message) {
+    const Child c = start_cli(dir_, tiny_run(std::move(extra)));
+    EXPECT_EQ(finish(c), 2);
+    EXPECT_EQ(testing::read_bytes(c.err), "mixlab-cli: " + message + "\n");
+  };
+  expect_usage_error({"--batch-size", "zero"},
+                     "option '--batch-size': needs an integer, got 'zero'");
+  expect_usage_error({"--batch-size", "0"},
+                     "option '--batch-size': must be between 1 and 1048576, got 0");
+  expect_usage_error({"--batch-size"}, "option '--batch-size' needs a value");
+  expect_usage_error({"--precision", "fp8"},
+                     "option '--precision': unknown precision 'fp8' (float32, mixed_float16, "
+                     "mixed_bfloat16)");
+  expect_usage_error({"--lr", "-1"}, "option '--lr': must be greater than 0, got -1");
+  expect_usage_error({"--momentum", "0.9"}, "--momentum applies to --optimizer sgd");
+  expect_usage_error({"--optimizer", "sgd", "--beta-1", "0.8"},
+                     "--beta-1 applies to --optimizer adam");
+  expect_usage_error({"--epochs", "2", "--steps", "3"}, "give --epochs or --steps, not both");
+  expect_usage_error({"--frobnicate"}, "unknown option '--frobnicate'");
+  expect_usage_error({"--frobnicate=3"}, "unknown option '--frobnicate'");
+  expect_usage_error({"extra"}, "unexpected argument 'extra'");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "env.sqlite"));
 }
 
 // --- the device: the CUDA plugin is the fake one (a test double on the CPU backend) or none ---

@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
 
 namespace mixlab::store {
@@ -146,6 +147,13 @@ void expect_field(const std::string& field, const Expected& expected, const std:
 }
 
 using Columns = std::vector<std::pair<std::string, Expected>>;
+
+// The index of a header's column.
+std::size_t column(const Record& header, std::string_view name) {
+  const auto at = std::find(header.begin(), header.end(), name);
+  if (at == header.end()) throw std::runtime_error("no column " + std::string(name));
+  return static_cast<std::size_t>(at - header.begin());
+}
 
 // Checks a header row against the column names and a record against the values.
 void expect_record(const Record& header, const Record& record, const Columns& columns,
@@ -408,13 +416,22 @@ Columns summary_columns(const RunRecord& r, std::string_view status) {
           {"optimizer", std::string(to_string(c.optimizer.kind))},
           {"learning_rate", c.optimizer.learning_rate},
           {"epochs", std::int64_t{c.epochs}},
-          {"steps", r.total_steps},
+          {"steps_requested", c.steps},
           {"seed", static_cast<std::int64_t>(c.seed)},
-          {"threads", std::int64_t{r.environment.threads}},
+          {"threads_requested", std::int64_t{c.threads}},
           {"tf32", std::int64_t{c.tf32 ? 1 : 0}},
           {"cuda_graphs", std::int64_t{c.cuda_graphs ? 1 : 0}},
           {"data_on_device", std::int64_t{c.data_on_device ? 1 : 0}},
           {"layer_timing", std::int64_t{c.layer_timing ? 1 : 0}},
+          {"momentum", c.optimizer.momentum},
+          {"nesterov", std::int64_t{c.optimizer.nesterov ? 1 : 0}},
+          {"beta_1", c.optimizer.beta_1},
+          {"beta_2", c.optimizer.beta_2},
+          {"epsilon", c.optimizer.epsilon},
+          {"evaluate", std::int64_t{c.evaluate ? 1 : 0}},
+          {"warmup_steps_requested", std::int64_t{c.warmup_steps}},
+          {"steps", r.total_steps},
+          {"threads", std::int64_t{r.environment.threads}},
           {"device", r.device},
           {"device_name", r.environment.device_name},
           {"compute_capability", r.environment.compute_capability},
@@ -449,9 +466,31 @@ TEST_F(CsvExport, SummaryReadsBackEveryField) {
   ASSERT_EQ(records.size(), 3u);
   expect_record(records[0], records[1], summary_columns(a.record, "finished"), "awkward run");
   expect_record(records[0], records[2], summary_columns(b.record, "diverged"), "diverged run");
-  EXPECT_EQ(records[1][3], "2025-11-30T02:45:07.123Z");
-  EXPECT_EQ(records[1][41], "a,b;fp16;größe");
-  EXPECT_EQ(records[2][37], "") << "a run without test figures";
+  EXPECT_EQ(records[1][column(records[0], "created_at")], "2025-11-30T02:45:07.123Z");
+  EXPECT_EQ(records[1][column(records[0], "tags")], "a,b;fp16;größe");
+  EXPECT_EQ(records[2][column(records[0], "test_accuracy")], "") << "a run without test figures";
+}
+
+// Every run setting of the table is a summary column, written as the CSV writes its type; a new
+// field reaches the export without a line here.
+TEST_F(CsvExport, SummaryHasEveryRunSetting) {
+  SampleRun run = awkward_run();
+  for (const RunField& f : run_fields()) set_field_text(f, run.record.config, f.example);
+  record(run);
+  std::ostringstream out;
+  write_summary_csv(out, store(), {&run.record.id, 1});
+  const auto records = parse_csv(out.str());
+  ASSERT_EQ(records.size(), 2u);
+  for (const RunField& f : run_fields()) {
+    SCOPED_TRACE(std::string(f.name));
+    ASSERT_EQ(std::count(records[0].begin(), records[0].end(), f.csv_column), 1);
+    const std::string& value = records[1][column(records[0], f.csv_column)];
+    if (f.type == FieldType::boolean) {
+      EXPECT_EQ(value, f.example == "true" ? "1" : "0");
+    } else {
+      EXPECT_EQ(value, f.example);
+    }
+  }
 }
 
 // Every shape of export of both runs, concatenated.

@@ -18,6 +18,7 @@
 
 #include "app/store/csv_export.h"
 #include "app/store/run_store.h"
+#include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
 #include "ui/charts/chart.h"
 #include "ui/history/compare_view.h"
@@ -139,6 +140,7 @@ class HistoryTest : public QObject {
   void compare_curves();
   void compare_speed_ratios();
   void compare_differing_settings();
+  void compare_lists_every_run_setting_that_differs();
   void compare_chart_export();
 
  private:
@@ -623,8 +625,10 @@ void HistoryTest::compare_differing_settings() {
     const std::int64_t id = add_run(store, other, finished(2, 3.0));
     view.show_runs({plain_, id});
   }
-  QCOMPARE(rows(), (QStringList{"dataset", "batch size", "optimizer", "learning rate",
-                                "optimizer settings", "seed", "device"}));
+  // Adam's defaults against sample_run's SGD settings: each hyperparameter its own row.
+  QCOMPARE(rows(),
+           (QStringList{"dataset", "batch size", "optimizer", "learning rate", "seed", "momentum",
+                        "Nesterov momentum", "beta_1", "beta_2", "epsilon", "device"}));
   // Equal settings: no rows, and the label says so.
   view.show_runs({plain_, half_});
   QCOMPARE(view.settings_table()->rowCount(), 0);
@@ -632,6 +636,33 @@ void HistoryTest::compare_differing_settings() {
   for (const QLabel* label : view.findChildren<QLabel*>())
     said = said || label->text().contains(QStringLiteral("all settings equal"));
   QVERIFY(said);
+}
+
+// Every field of the run-settings table: two recorded runs that differ in it alone (and in what
+// it resets) show it under its label, each run's value as people read it.
+void HistoryTest::compare_lists_every_run_setting_that_differs() {
+  CompareView view(db_);
+  RunStore store = RunStore::open(db_);
+  RunRecord base = run_named("defaults", Policy::float32, 5000);
+  base.config = RunConfig{};
+  const std::int64_t base_id = add_run(store, base, finished(2, 3.0));
+  for (const RunField& field : run_fields()) {
+    RunRecord other = base;
+    other.name = std::string(field.name);
+    set_field_text(field, other.config, field.example);
+    view.show_runs({base_id, add_run(store, other, finished(2, 3.0))});
+    QTableWidget* table = view.settings_table();
+    const QString label = QString::fromUtf8(field.label.data(), qsizetype(field.label.size()));
+    int row = -1;
+    for (int i = 0; i < table->rowCount(); ++i) {
+      if (table->verticalHeaderItem(i)->text() == label) row = i;
+    }
+    QVERIFY2(row >= 0, qPrintable(label + QStringLiteral(" is not listed")));
+    QCOMPARE(table->item(row, 0)->text(),
+             QString::fromStdString(field_display(field, base.config)));
+    QCOMPARE(table->item(row, 1)->text(),
+             QString::fromStdString(field_display(field, other.config)));
+  }
 }
 
 void HistoryTest::compare_chart_export() {

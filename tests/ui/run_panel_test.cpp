@@ -7,7 +7,9 @@
 #include <QTest>
 #include <tuple>
 
+#include "engine/train/run_fields.h"
 #include "ui/run/run_panel.h"
+#include "ui/settings.h"
 
 namespace mixlab::ui {
 
@@ -24,6 +26,20 @@ std::vector<DeviceInfo> cpu_and_gpu() {
   gpu.compute_capability = "8.6";
   gpu.tensor_cores = true;
   return {cpu, gpu};
+}
+
+// The engine's form of a field's text ("dynamic:32768" is "dynamic").
+std::string canonical(const RunField& field, const QString& text) {
+  RunConfig config;
+  set_field_text(field, config, text.toStdString());
+  return field_text(field, config);
+}
+
+// A panel on the made-up GPU (where the GPU options count), for a model of 8x8x1 inputs and four
+// classes: the shape the table's synthetic dataset example has.
+void prepare(RunPanel& panel) {
+  panel.findChild<QComboBox*>(QStringLiteral("device"))->setCurrentIndex(1);
+  panel.set_model_shape({8, 8, 1}, 4);
 }
 
 }  // namespace
@@ -151,6 +167,66 @@ class RunPanelTest : public QObject {
              qPrintable(panel.start_action()->toolTip()));
     device->setCurrentIndex(1);
     QVERIFY(panel.start_action()->isEnabled());
+  }
+
+  // Every field of the run-settings table, set on the panel, reaches the run it starts, is saved
+  // under its key and is shown again by the next panel, whether the panel has a widget for it
+  // or not.
+  void every_run_setting_reaches_the_run_and_is_remembered() {
+    for (const RunField& field : run_fields()) {
+      const QString example =
+          QString::fromUtf8(field.example.data(), qsizetype(field.example.size()));
+      QSettings().clear();
+      {
+        RunPanel panel(cpu_and_gpu());
+        prepare(panel);
+        QVERIFY2(panel.set_field_text(field, example), field.name.data());
+        QCOMPARE(field_text(field, panel.config()), std::string(field.example));
+      }
+      const QVariant saved = QSettings().value(settings::run_setting_key(field));
+      QVERIFY2(saved.isValid(), field.name.data());
+      QCOMPARE(canonical(field, saved.toString()), std::string(field.example));
+      RunPanel panel(cpu_and_gpu());
+      prepare(panel);
+      QCOMPARE(canonical(field, panel.field_text(field)), std::string(field.example));
+      QCOMPARE(field_text(field, panel.config()), std::string(field.example));
+    }
+  }
+
+  // The keys and values earlier versions wrote, one typed key per setting, are read.
+  void settings_of_earlier_versions_are_read() {
+    QSettings().clear();
+    {
+      QSettings old;
+      old.setValue(QStringLiteral("run/batch_size"), 64);
+      old.setValue(QStringLiteral("run/optimizer"), QStringLiteral("sgd"));
+      old.setValue(QStringLiteral("run/loss_scale"), QStringLiteral("auto"));
+      old.setValue(QStringLiteral("run/precision"), QStringLiteral("mixed_float16"));
+      old.setValue(QStringLiteral("run/steps"), 500);
+      old.setValue(QStringLiteral("run/limit_by_steps"), false);
+      old.setValue(QStringLiteral("run/epochs"), 2);
+      old.setValue(QStringLiteral("run/tf32"), true);
+      old.setValue(QStringLiteral("run/dataset"), QStringLiteral("synthetic"));
+      old.setValue(QStringLiteral("run/device"), QStringLiteral("cuda:0"));
+    }
+    RunPanel panel(cpu_and_gpu());
+    const RunConfig config = panel.config();
+    QCOMPARE(config.batch_size, 64);
+    QCOMPARE(config.optimizer.kind, OptimizerKind::sgd);
+    QCOMPARE(config.optimizer.learning_rate, 0.01);  // SGD's, as none was remembered
+    QCOMPARE(config.precision, Policy::mixed_float16);
+    QCOMPARE(config.loss_scale.to_string(), std::string("dynamic"));  // auto, under float16
+    QCOMPARE(config.epochs, 2);
+    QCOMPARE(config.steps, std::int64_t{0});
+    QCOMPARE(panel.field_text(run_field("steps")), QStringLiteral("500"));
+    QVERIFY(config.tf32);
+    QCOMPARE(config.dataset.kind, DatasetSpec::Kind::synthetic);
+    QCOMPARE(panel.field_text(run_field("loss_scale")), QStringLiteral("auto"));
+
+    QSettings().clear();
+    RunPanel fresh(cpu_and_gpu());
+    QCOMPARE(fresh.field_text(run_field("loss_scale")), QStringLiteral("auto"));
+    QCOMPARE(fresh.field_text(run_field("batch_size")), QStringLiteral("32"));
   }
 
   void gpu_options_and_the_device_are_remembered() {

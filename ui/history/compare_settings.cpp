@@ -6,6 +6,7 @@
 
 #include "app/store/csv_export.h"
 #include "engine/spec/model_spec.h"
+#include "engine/train/run_fields.h"
 
 namespace mixlab::ui {
 
@@ -18,14 +19,6 @@ std::string text(std::string_view value) {
 }
 std::string number(double value) {
   return store::csv_number(value);
-}
-
-std::string optimizer_details(const OptimizerConfig& o) {
-  if (o.kind == OptimizerKind::sgd) {
-    return "momentum " + number(o.momentum) + (o.nesterov ? ", nesterov" : "");
-  }
-  return "beta_1 " + number(o.beta_1) + ", beta_2 " + number(o.beta_2) + ", epsilon " +
-         number(o.epsilon);
 }
 
 std::string size2(const Size2& s) {
@@ -95,28 +88,15 @@ struct Setting {
   std::string (*display)(const RunRecord& r) = nullptr;  // shown, when not `value`
 };
 
-// Configuration first (what the user chose), then the environment (what the run ran on).
-const Setting kSettings[] = {
+// The model first, then the run's settings (the run-settings table, engine/train/run_fields.h),
+// then what the run ran on.
+const Setting kModelSettings[] = {
     {"model", [](const RunRecord& r) { return r.model_name; }},
     // Same model name, other layers: an edited model.
     {"layers", canonical_model, describe_layers},
-    {"dataset", [](const RunRecord& r) { return r.config.dataset.to_string(); }},
-    {"precision", [](const RunRecord& r) { return text(to_string(r.config.precision)); }},
-    {"loss scaling", [](const RunRecord& r) { return r.config.loss_scale.to_string(); }},
-    {"batch size", [](const RunRecord& r) { return std::to_string(r.config.batch_size); }},
-    {"optimizer", [](const RunRecord& r) { return text(to_string(r.config.optimizer.kind)); }},
-    {"learning rate", [](const RunRecord& r) { return number(r.config.optimizer.learning_rate); }},
-    {"optimizer settings",
-     [](const RunRecord& r) { return optimizer_details(r.config.optimizer); }},
-    {"epochs", [](const RunRecord& r) { return std::to_string(r.config.epochs); }},
+};
+const Setting kEnvironmentSettings[] = {
     {"steps planned", [](const RunRecord& r) { return std::to_string(r.total_steps); }},
-    {"warm-up steps", [](const RunRecord& r) { return std::to_string(r.config.warmup_steps); }},
-    {"seed", [](const RunRecord& r) { return std::to_string(r.config.seed); }},
-    {"threads",
-     [](const RunRecord& r) {
-       return r.config.threads == 0 ? std::string("all cores") : std::to_string(r.config.threads);
-     }},
-    {"evaluation", [](const RunRecord& r) { return text(r.config.evaluate ? "on" : "off"); }},
     {"device", [](const RunRecord& r) { return r.device; }},
     {"device name", [](const RunRecord& r) { return r.environment.device_name; }},
     {"compute capability", [](const RunRecord& r) { return r.environment.compute_capability; }},
@@ -131,21 +111,39 @@ const Setting kSettings[] = {
     {"host", [](const RunRecord& r) { return r.environment.hostname; }},
 };
 
+// Adds a row when `value` is not the same in every run, showing `shown` of each.
+template <typename Value, typename Shown>
+void add_if_different(std::vector<SettingDifference>& differences, std::string_view name,
+                      std::span<const RunRecord> runs, Value value, Shown shown) {
+  const std::string first = value(runs.front());
+  bool differs = false;
+  for (const RunRecord& r : runs.subspan(1)) differs = differs || value(r) != first;
+  if (!differs) return;
+  SettingDifference difference{QString::fromUtf8(name.data(), qsizetype(name.size())), {}};
+  for (const RunRecord& r : runs) difference.values.append(QString::fromStdString(shown(r)));
+  differences.push_back(std::move(difference));
+}
+
+void add_settings(std::vector<SettingDifference>& differences, std::span<const Setting> settings,
+                  std::span<const RunRecord> runs) {
+  for (const Setting& s : settings)
+    add_if_different(differences, s.name, runs, s.value,
+                     s.display != nullptr ? s.display : s.value);
+}
+
 }  // namespace
 
 std::vector<SettingDifference> differing_settings(std::span<const RunRecord> runs) {
   std::vector<SettingDifference> differences;
   if (runs.size() < 2) return differences;
-  for (const Setting& setting : kSettings) {
-    const std::string first = setting.value(runs.front());
-    bool differs = false;
-    for (const RunRecord& r : runs.subspan(1)) differs = differs || setting.value(r) != first;
-    if (!differs) continue;
-    SettingDifference difference{QString::fromUtf8(setting.name), {}};
-    const auto shown = setting.display != nullptr ? setting.display : setting.value;
-    for (const RunRecord& r : runs) difference.values.append(QString::fromStdString(shown(r)));
-    differences.push_back(std::move(difference));
+  add_settings(differences, kModelSettings, runs);
+  for (const RunField& field : run_fields()) {
+    add_if_different(
+        differences, field.label, runs,
+        [&](const RunRecord& r) { return field_text(field, r.config); },
+        [&](const RunRecord& r) { return field_display(field, r.config); });
   }
+  add_settings(differences, kEnvironmentSettings, runs);
   return differences;
 }
 

@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "engine/core/error.h"
+#include "engine/train/run_fields.h"
 #include "ui/settings.h"
 
 namespace mixlab::ui {
@@ -65,6 +66,7 @@ RunPanel::RunPanel(std::vector<DeviceInfo> devices, QWidget* parent)
     devices_.insert(devices_.begin(), cpu);
   }
   build();
+  bind_fields();
   load_settings();
   update_state();
 }
@@ -149,6 +151,7 @@ void RunPanel::build() {
   epochs_->setToolTip(tr("Passes over the training set"));
   steps_ = new QSpinBox;
   steps_->setRange(1, 100'000'000);
+  steps_->setValue(1000);  // shown while the run is limited by epochs
   steps_->setToolTip(tr("Training steps; the run passes over the data as often as it needs"));
   by_epochs_->setToolTip(epochs_->toolTip());
   by_steps_->setToolTip(steps_->toolTip());
@@ -287,110 +290,141 @@ void RunPanel::build() {
     connect(box, &QCheckBox::toggled, this, changed);
 }
 
+namespace {
+
+QString text_of(std::string_view text) {
+  return QString::fromUtf8(text.data(), qsizetype(text.size()));
+}
+
+}  // namespace
+
+// Each widget shows one field of the run-settings table; the fields without one (SGD's momentum,
+// Adam's betas and epsilon, evaluation, warm-up steps) are carried by FieldBindings.
+void RunPanel::bind_fields() {
+  fields_.bind("dataset", {{dataset_kind_, dataset_dir_, synthetic_samples_},
+                           [this] {
+                             // Unvalidated: a folder may not be chosen yet.
+                             const DatasetKind& k =
+                                 kDatasetKinds[std::max(0, dataset_kind_->currentIndex())];
+                             if (dataset_kind_->currentIndex() == kSyntheticKind)
+                               return QString::fromStdString(dataset_spec().to_string());
+                             return QString::fromLatin1(k.prefix) +
+                                    (k.folder ? dataset_dir_->text().trimmed() : QString());
+                           },
+                           [this](const QString& spec) { return show_dataset(spec); },
+                           {}});
+  fields_.bind("precision", {{precision_},
+                             [this] { return text_of(to_string(precision())); },
+                             [this](const QString& text) {
+                               const auto policy = parse_policy(text.toStdString());
+                               if (policy) set_precision(*policy);
+                               return policy.has_value();
+                             },
+                             {}});
+  fields_.bind("loss_scale",
+               {{loss_scale_mode_, loss_scale_value_},
+                [this] {
+                  // "auto" follows the precision; the rest is the engine's text.
+                  if (loss_scale_mode_->currentIndex() == kAuto) return QStringLiteral("auto");
+                  return QString::fromStdString(loss_scale_for(precision()).to_string());
+                },
+                [this](const QString& text) {
+                  if (text == QLatin1String("auto")) {
+                    loss_scale_mode_->setCurrentIndex(kAuto);
+                    return true;
+                  }
+                  const auto parsed = parse_loss_scale(text.toStdString());
+                  if (!parsed) return false;
+                  using Mode = LossScaleConfig::Mode;
+                  loss_scale_mode_->setCurrentIndex(parsed->mode == Mode::none      ? kNone
+                                                    : parsed->mode == Mode::dynamic ? kDynamic
+                                                                                    : kStatic);
+                  if (parsed->mode != Mode::none)
+                    loss_scale_value_->setValue(parsed->initial_scale);
+                  return true;
+                },
+                QStringLiteral("auto")});
+  fields_.bind("batch_size", FieldBindings::spin_box(batch_size_));
+  fields_.bind("optimizer", FieldBindings::combo_box(optimizer_));
+  fields_.bind("learning_rate", FieldBindings::spin_box(learning_rate_));
+  fields_.bind("epochs", FieldBindings::spin_box(epochs_));
+  // The step count shown; the panel remembers apart whether it limits the run (kLimitBySteps).
+  FieldBindings::Binding steps = FieldBindings::spin_box(steps_);
+  steps.widgets += {by_epochs_, by_steps_};
+  steps.show = [this, count = steps.show](const QString& text) {
+    if (text == QLatin1String("0")) {
+      by_epochs_->setChecked(true);
+      return true;
+    }
+    if (!count(text)) return false;
+    by_steps_->setChecked(true);
+    return true;
+  };
+  fields_.bind("steps", steps);
+  fields_.bind("seed", FieldBindings::spin_box(seed_));
+  fields_.bind("threads", FieldBindings::spin_box(threads_));
+  fields_.bind("tf32", FieldBindings::check_box(tf32_));
+  fields_.bind("cuda_graphs", FieldBindings::check_box(cuda_graphs_));
+  fields_.bind("data_on_device", FieldBindings::check_box(data_on_device_));
+  fields_.bind("layer_timing", FieldBindings::check_box(layer_timing_));
+}
+
 void RunPanel::load_settings() {
-  const QSignalBlocker blockers[] = {QSignalBlocker(dataset_kind_),
-                                     QSignalBlocker(dataset_dir_),
-                                     QSignalBlocker(precision_),
-                                     QSignalBlocker(loss_scale_mode_),
-                                     QSignalBlocker(loss_scale_value_),
-                                     QSignalBlocker(batch_size_),
-                                     QSignalBlocker(by_epochs_),
-                                     QSignalBlocker(by_steps_),
-                                     QSignalBlocker(epochs_),
-                                     QSignalBlocker(steps_),
-                                     QSignalBlocker(optimizer_),
-                                     QSignalBlocker(learning_rate_),
-                                     QSignalBlocker(seed_),
-                                     QSignalBlocker(threads_),
-                                     QSignalBlocker(device_),
-                                     QSignalBlocker(tf32_),
-                                     QSignalBlocker(cuda_graphs_),
-                                     QSignalBlocker(data_on_device_),
-                                     QSignalBlocker(layer_timing_)};
-  set_dataset(settings::kDataset.get());
-  if (const auto p = parse_policy(settings::kPrecision.get().toStdString())) set_precision(*p);
-  const QString scale = settings::kLossScale.get();
-  if (scale == QLatin1String("none")) {
-    loss_scale_mode_->setCurrentIndex(kNone);
-  } else if (scale.startsWith(QLatin1String("dynamic"))) {
-    loss_scale_mode_->setCurrentIndex(kDynamic);
-    if (const auto parsed = parse_loss_scale(scale.toStdString()))
-      loss_scale_value_->setValue(parsed->initial_scale);
-  } else if (const auto parsed = parse_loss_scale(scale.toStdString());
-             parsed && scale != QLatin1String("auto")) {
-    loss_scale_mode_->setCurrentIndex(kStatic);
-    loss_scale_value_->setValue(parsed->initial_scale);
-  } else {
-    loss_scale_mode_->setCurrentIndex(kAuto);
-  }
-  batch_size_->setValue(settings::kBatchSize.get());
+  fields_.load();
+  const QSignalBlocker blockers[] = {QSignalBlocker(by_epochs_), QSignalBlocker(by_steps_),
+                                     QSignalBlocker(device_)};
   (settings::kLimitBySteps.get() ? by_steps_ : by_epochs_)->setChecked(true);
-  epochs_->setValue(settings::kEpochs.get());
-  steps_->setValue(settings::kSteps.get());
-  optimizer_->setCurrentText(settings::kOptimizer.get());
-  const double lr = settings::kLearningRate.get();
-  const auto kind = parse_optimizer(optimizer_->currentText().toStdString());
-  learning_rate_->setValue(
-      lr > 0.0 ? lr : default_optimizer(kind.value_or(OptimizerKind::adam)).learning_rate);
-  seed_->setValue(settings::kSeed.get());
-  threads_->setValue(settings::kThreads.get());
   const QString device = settings::kDevice.get();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     const QString name = i == 0 ? QStringLiteral("cpu") : QStringLiteral("cuda:%1").arg(i - 1);
     if (name == device) device_->setCurrentIndex(static_cast<int>(i));
   }
-  tf32_->setChecked(settings::kTf32.get());
-  cuda_graphs_->setChecked(settings::kCudaGraphs.get());
-  data_on_device_->setChecked(settings::kDataOnDevice.get());
-  layer_timing_->setChecked(settings::kLayerTiming.get());
 }
 
 void RunPanel::save_settings() const {
-  // The dataset as its spec text, unvalidated: a folder may not be chosen yet.
-  const DatasetKind& kind = kDatasetKinds[std::max(0, dataset_kind_->currentIndex())];
-  settings::kDataset.set(QString::fromLatin1(kind.prefix) +
-                         (kind.folder ? dataset_dir_->text().trimmed() : QString()));
-  settings::kPrecision.set(QString::fromUtf8(to_string(precision()).data()));
-  switch (loss_scale_mode_->currentIndex()) {
-    case kNone:
-      settings::kLossScale.set(QStringLiteral("none"));
-      break;
-    case kStatic:
-      settings::kLossScale.set(QString::number(loss_scale_value_->value(), 'g', 17));
-      break;
-    case kDynamic:
-      settings::kLossScale.set(
-          QStringLiteral("dynamic:%1").arg(QString::number(loss_scale_value_->value(), 'g', 17)));
-      break;
-    default:
-      settings::kLossScale.set(QStringLiteral("auto"));
-  }
-  settings::kBatchSize.set(batch_size_->value());
+  fields_.save();
   settings::kLimitBySteps.set(by_steps_->isChecked());
-  settings::kEpochs.set(epochs_->value());
-  settings::kSteps.set(steps_->value());
-  settings::kOptimizer.set(optimizer_->currentText());
-  settings::kLearningRate.set(learning_rate_->value());
-  settings::kSeed.set(seed_->value());
-  settings::kThreads.set(threads_->value());
   settings::kDevice.set(QString::fromStdString(device()));
-  settings::kTf32.set(tf32_->isChecked());
-  settings::kCudaGraphs.set(cuda_graphs_->isChecked());
-  settings::kDataOnDevice.set(data_on_device_->isChecked());
-  settings::kLayerTiming.set(layer_timing_->isChecked());
+}
+
+QString RunPanel::field_text(const RunField& field) const {
+  return fields_.text(field);
+}
+
+bool RunPanel::set_field_text(const RunField& field, const QString& text) {
+  if (!fields_.show(field, text)) return false;
+  update_state();
+  save_settings();
+  return true;
 }
 
 void RunPanel::set_dataset(const QString& spec) {
+  if (!show_dataset(spec)) dataset_kind_->setCurrentIndex(0);
+}
+
+bool RunPanel::show_dataset(const QString& spec) {
   for (int i = 0; i < static_cast<int>(std::size(kDatasetKinds)); ++i) {
     const DatasetKind& k = kDatasetKinds[i];
-    if (k.folder ? spec.startsWith(QLatin1String(k.prefix))
-                 : spec.section(':', 0, 0) == QLatin1String(k.prefix)) {
-      dataset_kind_->setCurrentIndex(i);
-      if (k.folder) dataset_dir_->setText(spec.mid(int(std::strlen(k.prefix))));
-      return;
+    const QLatin1String prefix(k.prefix);
+    const bool matches = k.folder              ? spec.startsWith(prefix)
+                         : i == kSyntheticKind ? spec.section(':', 0, 0) == prefix
+                                               : spec == prefix;
+    if (!matches) continue;
+    // A synthetic set's shape and classes follow the model; its sample count is the spec's.
+    std::optional<std::int64_t> samples;
+    if (i == kSyntheticKind && spec.contains(':')) {
+      try {
+        samples = parse_dataset_spec(spec.toStdString()).train_size;
+      } catch (const ConfigError&) {
+        return false;
+      }
     }
+    dataset_kind_->setCurrentIndex(i);
+    if (k.folder) dataset_dir_->setText(spec.mid(int(std::strlen(k.prefix))));
+    if (samples) synthetic_samples_->setValue(int(*samples));
+    return true;
   }
-  dataset_kind_->setCurrentIndex(0);
+  return false;
 }
 
 void RunPanel::set_precision(Policy policy) {
@@ -485,30 +519,28 @@ LossScaleConfig RunPanel::loss_scale_for(Policy policy) const {
 }
 
 RunConfig RunPanel::config_with(Policy precision) const {
+  const DatasetSpec dataset = dataset_spec();  // says which folder to choose, before the fields
   RunConfig c;
-  c.precision = precision;
-  c.loss_scale = loss_scale_for(precision);
-  c.batch_size = batch_size_->value();
-  if (by_steps_->isChecked()) {
-    c.steps = steps_->value();
-  } else {
-    c.epochs = epochs_->value();
+  // Every field in table order, as the panel holds it, the precision asked for.
+  const RunField& precision_field = run_field("precision");
+  for (const RunField& field : run_fields()) {
+    const QString text =
+        &field == &precision_field ? text_of(to_string(precision)) : field_text(field);
+    mixlab::set_field_text(field, c, text.toStdString());
   }
-  const auto kind = parse_optimizer(optimizer_->currentText().toStdString());
-  c.optimizer = default_optimizer(kind.value_or(OptimizerKind::adam));
-  c.optimizer.learning_rate = learning_rate_->value();
-  c.seed = static_cast<std::uint64_t>(seed_->value());
+  c.dataset = dataset;
+  if (by_steps_->isChecked()) {
+    c.epochs = RunConfig{}.epochs;
+  } else {
+    c.steps = 0;
+  }
   // "All cores" leaves one to the GUI: a core drawing charts would stall every parallel region
   // of a run that counted on it.
-  c.threads =
-      threads_->value() > 0 ? threads_->value() : std::max(1, QThread::idealThreadCount() - 1);
-  c.dataset = dataset_spec();
+  if (c.threads == 0) c.threads = std::max(1, QThread::idealThreadCount() - 1);
   // The GPU options count on a GPU only (the checkboxes keep their state for the next GPU run).
-  const bool gpu = device_info().kind != "cpu";
-  c.tf32 = gpu && tf32_->isChecked();
-  c.cuda_graphs = gpu && cuda_graphs_->isChecked();
-  c.data_on_device = gpu && data_on_device_->isChecked();
-  c.layer_timing = gpu && layer_timing_->isChecked();
+  if (device_info().kind == "cpu") {
+    c.tf32 = c.cuda_graphs = c.data_on_device = c.layer_timing = false;
+  }
   return c;
 }
 

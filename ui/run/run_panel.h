@@ -1,8 +1,9 @@
 // The run panel: everything about a run except the model: dataset, precision policy, loss
 // scaling, batch size, epochs or steps, optimizer and learning rate, seed, threads, device and
 // the GPU options; and Start, Stop and "float32 vs mixed". A GPU device starts only when the CUDA
-// backend can train (else Start says why). It remembers the last settings (ui/settings.h) and flags
-// a policy the chosen device cannot run well.
+// backend can train (else Start says why). It remembers the last settings, every field of the
+// run-settings table (engine/train/run_fields.h) through FieldBindings, and flags a policy the
+// chosen device cannot run well.
 #pragma once
 
 #include <QAction>
@@ -14,6 +15,7 @@
 #include "engine/backend/backend.h"
 #include "engine/spec/shape_inference.h"
 #include "engine/train/run_types.h"
+#include "ui/run/field_bindings.h"
 
 class QButtonGroup;
 class QCheckBox;
@@ -36,7 +38,8 @@ class RunPanel : public QWidget {
   explicit RunPanel(std::vector<DeviceInfo> devices, QWidget* parent = nullptr);
 
   // The run as set up. Throws ConfigError naming the field for what the widgets cannot rule
-  // out (a dataset folder not chosen).
+  // out (a dataset folder not chosen). Fields the panel shows no widget for (SGD's momentum,
+  // Adam's betas, the warm-up steps) come as remembered or last set with set_field_text().
   RunConfig config() const;
   // The same run under another policy, for the float32-vs-mixed comparison: loss scaling as
   // Keras would pick it for that policy when set to auto.
@@ -69,6 +72,13 @@ class RunPanel : public QWidget {
   void set_steps(int steps);  // limits the run by steps
   void set_epochs(int epochs);
 
+  // A run setting as the panel holds it, in the table's text form: what it remembers. The
+  // steps are the step count shown, whether or not the run is limited by steps.
+  QString field_text(const RunField& field) const;
+  // Shows `text` as the field's value and remembers it (a run's settings to repeat; tests).
+  // False, changing nothing, when the field or its widget does not take it.
+  bool set_field_text(const RunField& field, const QString& text);
+
  signals:
   void start_requested();
   void stop_requested();
@@ -77,10 +87,12 @@ class RunPanel : public QWidget {
 
  private:
   void build();
+  void bind_fields();
   void load_settings();
   void save_settings() const;
   void update_state();
   void browse_dataset_folder();
+  bool show_dataset(const QString& spec);  // false: not a spec the dataset widgets show
   DatasetSpec dataset_spec() const;
   LossScaleConfig loss_scale_for(Policy policy) const;
 
@@ -120,6 +132,7 @@ class RunPanel : public QWidget {
   QAction* start_ = nullptr;
   QAction* stop_ = nullptr;
   QAction* compare_ = nullptr;
+  FieldBindings fields_;
 };
 
 }  // namespace mixlab::ui
