@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "engine/spec/layer_text.h"
+
 namespace mixlab::ui {
 namespace {
 
@@ -13,75 +15,14 @@ QString tr(const char* text) {
   return QCoreApplication::translate("LayerText", text);
 }
 
-QString number(double value) {
-  return QString::number(value, 'g', 6);
-}
-
 QString text_of(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
-}
-
-// "1/255" when scale is the reciprocal of a whole number (the usual pixel scaling), else "×0.5".
-QString scale_text(double scale) {
-  if (scale > 0.0 && scale < 1.0) {
-    const double inverse = 1.0 / scale;
-    const double rounded = std::round(inverse);
-    if (std::abs(inverse - rounded) < 1e-9 * rounded)
-      return QStringLiteral("1/%1").arg(static_cast<qint64>(rounded));
-  }
-  return QStringLiteral("×") + number(scale);
-}
-
-QString strides_text(Size2 strides) {
-  return strides.h == strides.w ? QString::number(strides.h) : format_size2(strides);
 }
 
 }  // namespace
 
 QString layer_summary(const LayerSpec& layer) {
-  QStringList parts;
-  switch (layer.type) {
-    case LayerType::Dense:
-      parts << QString::number(layer.units);
-      break;
-    case LayerType::Conv2D:
-      parts << QString::number(layer.filters) << format_size2(layer.kernel_size);
-      if (layer.strides != Size2{1, 1}) parts << tr("stride %1").arg(strides_text(layer.strides));
-      break;
-    case LayerType::MaxPooling2D:
-    case LayerType::AveragePooling2D:
-      parts << format_size2(layer.pool_size);
-      if (layer.strides != layer.pool_size)
-        parts << tr("stride %1").arg(strides_text(layer.strides));
-      break;
-    case LayerType::Dropout:
-      parts << number(layer.rate);
-      break;
-    case LayerType::Activation:
-      parts << text_of(to_string(layer.activation));
-      break;
-    case LayerType::Rescaling: {
-      QString text = scale_text(layer.scale);
-      if (layer.offset > 0) text += QStringLiteral(" + ") + number(layer.offset);
-      if (layer.offset < 0) text += QStringLiteral(" − ") + number(-layer.offset);
-      parts << text;
-      break;
-    }
-    case LayerType::Flatten:
-      break;
-  }
-  const bool spatial = layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
-                       layer.type == LayerType::AveragePooling2D;
-  if (spatial && layer.padding == Padding::same) parts << QStringLiteral("same");
-  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
-    if (layer.activation != ActivationFn::linear) parts << text_of(to_string(layer.activation));
-    if (!layer.use_bias) parts << tr("no bias");
-  }
-  if (layer.force_float32) parts << QStringLiteral("float32");
-
-  const QString type = text_of(to_string(layer.type));
-  if (parts.isEmpty()) return type;
-  return type + QLatin1Char(' ') + parts.join(QStringLiteral(", "));
+  return text_of(mixlab::layer_summary(layer));
 }
 
 QString layer_description(LayerType type) {
@@ -151,7 +92,7 @@ LayerSpec default_layer(LayerType type) {
 }
 
 QString format_size2(Size2 size) {
-  return QStringLiteral("%1x%2").arg(size.h).arg(size.w);
+  return text_of(mixlab::format_size2(size));
 }
 
 QString format_count(std::int64_t count) {

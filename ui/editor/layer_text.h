@@ -10,8 +10,7 @@
 
 namespace mixlab::ui {
 
-// "Dense 128, relu", "Conv2D 64, 4x4, stride 2, same", "MaxPooling2D 2x2", "Rescaling 1/255";
-// ", float32" when the layer keeps float32 under a mixed policy.
+// engine/spec/layer_text.h's summary: "Dense 128, relu", "Conv2D 64, 4x4, stride 2, same".
 QString layer_summary(const LayerSpec& layer);
 // What a layer type does, for tooltips.
 QString layer_description(LayerType type);

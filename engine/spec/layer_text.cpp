@@ -1,0 +1,97 @@
+#include "engine/spec/layer_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace mixlab {
+
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+// "1/255" when scale is the reciprocal of a whole number (the usual pixel scaling), else "×0.5".
+std::string scale_text(double scale) {
+  if (scale > 0.0 && scale < 1.0) {
+    const double inverse = 1.0 / scale;
+    const double rounded = std::round(inverse);
+    if (std::abs(inverse - rounded) < 1e-9 * rounded) {
+      return "1/" + std::to_string(static_cast<long long>(rounded));
+    }
+  }
+  return "×" + number(scale);
+}
+
+std::string strides_text(Size2 strides) {
+  return strides.h == strides.w ? std::to_string(strides.h) : format_size2(strides);
+}
+
+}  // namespace
+
+std::string format_size2(Size2 size) {
+  return std::to_string(size.h) + "x" + std::to_string(size.w);
+}
+
+std::string layer_summary(const LayerSpec& layer) {
+  std::vector<std::string> parts;
+  switch (layer.type) {
+    case LayerType::Dense:
+      parts.push_back(std::to_string(layer.units));
+      break;
+    case LayerType::Conv2D:
+      parts.push_back(std::to_string(layer.filters));
+      parts.push_back(format_size2(layer.kernel_size));
+      if (layer.strides != Size2{1, 1}) parts.push_back("stride " + strides_text(layer.strides));
+      break;
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      parts.push_back(format_size2(layer.pool_size));
+      if (layer.strides != layer.pool_size) {
+        parts.push_back("stride " + strides_text(layer.strides));
+      }
+      break;
+    case LayerType::Dropout:
+      parts.push_back(number(layer.rate));
+      break;
+    case LayerType::Activation:
+      parts.emplace_back(to_string(layer.activation));
+      break;
+    case LayerType::Rescaling: {
+      std::string text = scale_text(layer.scale);
+      if (layer.offset > 0) text += " + " + number(layer.offset);
+      if (layer.offset < 0) text += " − " + number(-layer.offset);
+      parts.push_back(text);
+      break;
+    }
+    case LayerType::Flatten:
+      break;
+  }
+  const bool spatial = layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
+                       layer.type == LayerType::AveragePooling2D;
+  if (spatial && layer.padding == Padding::same) parts.emplace_back("same");
+  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
+    if (layer.activation != ActivationFn::linear) parts.emplace_back(to_string(layer.activation));
+    if (!layer.use_bias) parts.emplace_back("no bias");
+  }
+  if (layer.force_float32) parts.emplace_back("float32");
+
+  std::string text(to_string(layer.type));
+  for (std::size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? " " : ", ") + parts[i];
+  return text;
+}
+
+std::string layer_title(const ModelSpec& spec, int index) {
+  if (index < 0 || index >= static_cast<int>(spec.layers.size())) {
+    return "layer " + std::to_string(index);
+  }
+  const LayerSpec& layer = spec.layers[static_cast<std::size_t>(index)];
+  std::string text = std::to_string(index) + " " + layer_summary(layer);
+  if (!layer.name.empty()) text += " (" + layer.name + ")";
+  return text;
+}
+
+}  // namespace mixlab
