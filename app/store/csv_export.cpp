@@ -252,6 +252,32 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
   }
 }
 
+void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids) {
+  const std::vector<RunRecord> records = records_of(store, run_ids);
+  RowBuffer row(out);
+  row.raw(
+         "run_id,run_name,precision,batch_size,device,layer,layer_title,steps,forward_ms,"
+         "backward_ms,forward_p95_ms,backward_p95_ms")
+      .end();
+  for (const RunRecord& r : records) {
+    for (const LayerTimeSummary& l : store.layer_times(r.id)) {
+      row.integer(r.id)
+          .text(r.name)
+          .text(to_string(r.config.precision))
+          .integer(r.config.batch_size)
+          .text(r.device)
+          .integer(l.layer)
+          .text(l.title)
+          .integer(l.steps)
+          .number(l.forward_ms)
+          .number(l.backward_ms)
+          .number(l.forward_p95_ms)
+          .number(l.backward_p95_ms);
+      row.end();
+    }
+  }
+}
+
 void write_file_atomically(const std::filesystem::path& file,
                            const std::function<void(std::ostream&)>& write) {
   std::filesystem::path tmp = file;

@@ -31,6 +31,11 @@ void write_long_steps_csv(std::ostream& out, RunStore& store,
 // note.
 void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
 
+// Per-layer times (RunStore::layer_times), one row per (run, layer): run_id, run_name,
+// precision, batch_size, device, layer, layer_title, steps, forward_ms, backward_ms (medians),
+// forward_p95_ms, backward_p95_ms. A run recorded without layer timing has no rows.
+void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
+
 // Writes FILE.tmp with `write` and renames it over FILE once complete, so that a failed export
 // never leaves half a file under the name asked for. Throws Error naming the file; an exception
 // from `write` removes FILE.tmp and propagates.

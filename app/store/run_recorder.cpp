@@ -20,6 +20,10 @@ void RunRecorder::on_epoch(const EpochMetrics& epoch) {
   writer_.epoch(run_id_, epoch);
 }
 
+void RunRecorder::on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) {
+  writer_.layer_times(run_id_, step, layers);
+}
+
 void RunRecorder::on_finish(const RunSummary& summary) {
   finished_ = true;
   writer_.finished(run_id_, summary, now_utc_ms());

@@ -21,8 +21,20 @@ namespace mixlab::store {
 
 // The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
 // a file as a MixLab run database (PRAGMA application_id, "MXLB").
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
+
+// A layer's times over a run's timed steps (RunConfig::layer_timing): medians and 95th
+// percentiles, the warm-up left out as the step-time summary leaves it out.
+struct LayerTimeSummary {
+  int layer = 0;
+  std::string title;  // as the editor names it: "2 Dense 128, relu" (engine/spec/layer_text.h)
+  std::int64_t steps = 0;
+  double forward_ms = 0.0;  // median
+  double backward_ms = 0.0;
+  double forward_p95_ms = 0.0;
+  double backward_p95_ms = 0.0;
+};
 
 struct StoreOptions {
   bool read_only = false;           // open for reading only; never changes the file
@@ -56,6 +68,8 @@ class RunStore {
                     std::int64_t total_steps, std::int64_t peak_memory_bytes);
   void insert_steps(std::int64_t run_id, std::span<const StepMetrics> steps);
   void insert_epoch(std::int64_t run_id, const EpochMetrics& epoch);
+  void insert_layer_times(std::int64_t run_id, std::int64_t step,
+                          std::span<const LayerTiming> layers);
   void finish_run(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
   // Marks `running` runs whose recording process has ended as `interrupted`, with figures from
   // the steps they kept. Returns how many it marked.
@@ -71,6 +85,8 @@ class RunStore {
   void for_each_step(std::int64_t run_id, const std::function<void(const StepMetrics&)>& visit);
   std::vector<EpochMetrics> epochs(std::int64_t run_id);
   std::int64_t step_count(std::int64_t run_id);
+  // Per-layer times, in layer order; empty for a run recorded without layer timing.
+  std::vector<LayerTimeSummary> layer_times(std::int64_t run_id);
 
   // --- editing (each throws StoreError for an unknown id) ---
   void rename(std::int64_t run_id, const std::string& name);

@@ -132,7 +132,20 @@ ALTER TABLE runs ADD COLUMN data_on_device INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN layer_timing INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}};
+// Version 3: per-layer forward and backward times of the steps of runs with
+// RunConfig::layer_timing (the CPU's clock or a GPU's events), one row per step and layer.
+constexpr std::string_view kVersion3 = R"sql(
+CREATE TABLE layer_times (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  layer INTEGER NOT NULL,
+  forward_ms REAL,
+  backward_ms REAL,
+  PRIMARY KEY (run_id, step, layer)
+) WITHOUT ROWID;
+)sql";
+
+constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

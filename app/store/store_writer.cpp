@@ -86,6 +86,11 @@ void StoreWriter::epoch(std::int64_t run_id, const EpochMetrics& epoch) {
   push_other(EpochRow{run_id, epoch});
 }
 
+void StoreWriter::layer_times(std::int64_t run_id, std::int64_t step,
+                              const std::vector<LayerTiming>& layers) {
+  push_other(LayerRows{run_id, step, layers});
+}
+
 void StoreWriter::finished(std::int64_t run_id, const RunSummary& summary,
                            std::int64_t finished_at_ms) {
   push_other(FinishRow{run_id, summary, finished_at_ms});
@@ -128,6 +133,8 @@ void StoreWriter::commit(RunStore& store, const Batch& batch) {
       store.mark_started(s->run_id, s->started_at_ms, s->env, s->total_steps, s->peak_memory_bytes);
     } else if (const auto* e = std::get_if<EpochRow>(&m)) {
       store.insert_epoch(e->run_id, e->epoch);
+    } else if (const auto* l = std::get_if<LayerRows>(&m)) {
+      store.insert_layer_times(l->run_id, l->step, l->layers);
     } else if (const auto* f = std::get_if<FinishRow>(&m)) {
       store.finish_run(f->run_id, f->summary, f->finished_at_ms);
     }

@@ -51,6 +51,7 @@ class StoreWriter {
                std::int64_t total_steps, std::int64_t peak_memory_bytes);
   void step(std::int64_t run_id, const StepMetrics& step);
   void epoch(std::int64_t run_id, const EpochMetrics& epoch);
+  void layer_times(std::int64_t run_id, std::int64_t step, const std::vector<LayerTiming>& layers);
   void finished(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
 
   // Waits until everything queued before it is committed. Throws the StoreError of a batch that
@@ -74,12 +75,17 @@ class StoreWriter {
     std::int64_t run_id;
     EpochMetrics epoch;
   };
+  struct LayerRows {
+    std::int64_t run_id;
+    std::int64_t step;
+    std::vector<LayerTiming> layers;
+  };
   struct FinishRow {
     std::int64_t run_id;
     RunSummary summary;
     std::int64_t finished_at_ms;
   };
-  using Message = std::variant<StartRow, EpochRow, FinishRow>;
+  using Message = std::variant<StartRow, EpochRow, LayerRows, FinishRow>;
   // Steps keep their own vector (the hot path). A batch commits in one transaction, so the
   // order of steps and other rows inside it does not matter; batches commit in queue order.
   struct Batch {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -268,9 +269,61 @@ TEST_F(TrainStore, GpuRunRecordsCuda0AndItsGpuOptions) {
   ASSERT_EQ(finish(show), 0) << testing::read_bytes(show.err);
   const std::string shown = testing::read_bytes(show.out);
   EXPECT_TRUE(contains(shown, "device:       cuda:0: Fake GPU")) << shown;
-  EXPECT_TRUE(contains(
-      shown, "GPU options:  TF32 matmuls, CUDA graphs, dataset on the GPU, per-layer timing"))
+  EXPECT_TRUE(contains(shown, "GPU options:  TF32 matmuls, CUDA graphs, dataset on the GPU\n"))
       << shown;
+  EXPECT_TRUE(contains(shown, "timing:       per layer\n")) << shown;
+}
+
+// Per-layer times reach the store and come back per layer, named as in the editor: in
+// `runs show` (text and JSON) and in the fourth CSV shape, `runs export --layers`.
+TEST_F(TrainStore, LayerTimesAreStoredShownAndExported) {
+  const auto db = dir_ / "runs.sqlite";
+  const Child c = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "6", "--device",
+                                            "cpu", "--layer-timing", "--json"}));
+  ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  const std::string id = std::to_string(j["run_id"].get<std::int64_t>());
+
+  RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
+  const auto layers = store.layer_times(std::stoll(id));
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].title, "0 Flatten");
+  EXPECT_EQ(layers[1].title, "1 Dense 4, softmax");
+  EXPECT_EQ(layers[1].steps, 3) << "6 steps, the first 3 (half, below the warm-up of 10) out";
+  EXPECT_GT(layers[1].forward_ms, 0.0);
+  EXPECT_GT(layers[1].backward_ms, 0.0);
+
+  const Child show = start_cli(dir_, {"runs", "show", id, "--db", db.string()});
+  ASSERT_EQ(finish(show), 0) << testing::read_bytes(show.err);
+  const std::string shown = testing::read_bytes(show.out);
+  EXPECT_TRUE(contains(shown, "layer times (median ms over 3 steps, warm-up left out):"))
+      << shown;
+  EXPECT_TRUE(contains(shown, "  1 Dense 4, softmax")) << shown;
+
+  const Child show_json = start_cli(dir_, {"runs", "show", id, "--json", "--db", db.string()});
+  ASSERT_EQ(finish(show_json), 0);
+  const auto shown_json = nlohmann::json::parse(testing::read_bytes(show_json.out));
+  ASSERT_EQ(shown_json["layer_times"].size(), 2u);
+  EXPECT_EQ(shown_json["layer_times"][1]["title"], "1 Dense 4, softmax");
+  EXPECT_EQ(shown_json["layer_times"][1]["forward_ms"].get<double>(), layers[1].forward_ms);
+
+  const Child csv = start_cli(dir_, {"runs", "export", id, "--layers", "--db", db.string()});
+  ASSERT_EQ(finish(csv), 0) << testing::read_bytes(csv.err);
+  const std::string text = testing::read_bytes(csv.out);
+  EXPECT_EQ(text.substr(0, text.find("\r\n")),
+            "run_id,run_name,precision,batch_size,device,layer,layer_title,steps,forward_ms,"
+            "backward_ms,forward_p95_ms,backward_p95_ms");
+  EXPECT_TRUE(contains(text, "\r\n" + id + ",tiny float32 b32,float32,32,cpu,1,\"1 Dense 4, "
+                             "softmax\",3,"))
+      << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;  // header and 2 layers
+
+  // A run without layer timing has no rows; two of the flags at once is a usage error.
+  const Child plain = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "2"}));
+  ASSERT_EQ(finish(plain), 0);
+  const Child both = start_cli(dir_, {"runs", "export", id, "--layers", "--summary", "--db",
+                                      db.string()});
+  EXPECT_EQ(finish(both), 2);
 }
 
 TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {

@@ -358,7 +358,7 @@ TEST(Migrations, Version1RunsGetTheGpuOptionsOff) {
               0);
   }
   RunStore store = RunStore::open(path);
-  EXPECT_EQ(store.connection().query_int("PRAGMA user_version"), 2);
+  EXPECT_EQ(store.connection().query_int("PRAGMA user_version"), kSchemaVersion);
   const auto runs = store.list_runs();
   ASSERT_EQ(runs.size(), 1u);
   const RunRecord old = store.run(runs[0].id);

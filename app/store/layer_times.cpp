@@ -1,0 +1,75 @@
+// The run store's per-layer times (schema version 3): rows per step and layer as the trainer
+// reports them, summarised per layer when read.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "app/store/run_store.h"
+#include "engine/spec/layer_text.h"
+#include "engine/train/stats.h"
+
+namespace mixlab::store {
+
+void RunStore::insert_layer_times(std::int64_t run_id, std::int64_t step,
+                                  std::span<const LayerTiming> layers) {
+  Statement st = db_.prepare(
+      "INSERT OR REPLACE INTO layer_times (run_id, step, layer, forward_ms, backward_ms) "
+      "VALUES (?, ?, ?, ?, ?)");
+  std::optional<Transaction> own;
+  if (sqlite3_get_autocommit(db_.get()) != 0) own.emplace(db_);
+  for (const LayerTiming& t : layers) {
+    st.bind(1, run_id).bind(2, step).bind(3, t.layer).bind(4, t.forward_ms).bind(5, t.backward_ms);
+    st.run();
+  }
+  if (own) own->commit();
+}
+
+std::vector<LayerTimeSummary> RunStore::layer_times(std::int64_t run_id) {
+  const RunRecord record = run(run_id);
+  std::vector<std::vector<double>> forward, backward;  // per layer, in step order
+  Statement st = db_.prepare(
+      "SELECT layer, forward_ms, backward_ms FROM layer_times WHERE run_id = ? "
+      "ORDER BY layer, step");
+  st.bind(1, run_id);
+  while (st.step()) {
+    const auto layer = static_cast<std::size_t>(std::max<std::int64_t>(0, st.column_int(0)));
+    if (forward.size() <= layer) {
+      forward.resize(layer + 1);
+      backward.resize(layer + 1);
+    }
+    forward[layer].push_back(st.column_double(1));
+    backward[layer].push_back(st.column_double(2));
+  }
+  std::optional<ModelSpec> spec;
+  try {
+    spec = parse_model_json(record.model_json);
+  } catch (const std::exception&) {
+    // A model the engine no longer reads: layers keep their numbers.
+  }
+  std::vector<LayerTimeSummary> out;
+  for (std::size_t i = 0; i < forward.size(); ++i) {
+    const std::size_t n = forward[i].size();
+    if (n == 0) continue;
+    // The warm-up steps are left out as the step-time summary leaves them out: the first
+    // min(warm-up, n / 2).
+    const auto skip = std::min<std::size_t>(
+        static_cast<std::size_t>(std::max(0, record.config.warmup_steps)), n / 2);
+    const std::vector<double> f(forward[i].begin() + static_cast<std::ptrdiff_t>(skip),
+                                forward[i].end());
+    const std::vector<double> b(backward[i].begin() + static_cast<std::ptrdiff_t>(skip),
+                                backward[i].end());
+    LayerTimeSummary s;
+    s.layer = static_cast<int>(i);
+    s.title = spec ? layer_title(*spec, s.layer) : "layer " + std::to_string(i);
+    s.steps = static_cast<std::int64_t>(f.size());
+    s.forward_ms = quantile(f, 0.5);
+    s.backward_ms = quantile(b, 0.5);
+    s.forward_p95_ms = quantile(f, 0.95);
+    s.backward_p95_ms = quantile(b, 0.95);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace mixlab::store
