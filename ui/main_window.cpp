@@ -26,10 +26,6 @@
 
 namespace mixlab::ui {
 
-namespace {
-constexpr int kDrainIntervalMs = 40;  // 25 updates a second: smooth, and cheap for the GUI
-}
-
 MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
     : QMainWindow(parent), db_path_(std::move(db_path)) {
   setObjectName(QStringLiteral("MainWindow"));
@@ -41,6 +37,8 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   history_ = new HistoryView(db_path_);
   compare_ = new CompareView(db_path_);
   controller_ = new app::RunController(db_path_, this);
+  feed_ = new app::RunFeed(controller_, this);
+  live_->follow(feed_);
 
   tabs_ = new QTabWidget;
   tabs_->addTab(editor_, tr("&Model"));
@@ -86,24 +84,21 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
     tabs_->setCurrentWidget(compare_);
   });
 
-  connect(controller_, &app::RunController::run_started, this, [this](const app::StartedRun& run) {
-    live_->begin_run(run);
+  connect(feed_, &app::RunFeed::run_started, this, [this](const app::StartedRun& run) {
     statusBar()->showMessage(tr("Run %1 started on %2").arg(run.run_id).arg(run.device_name));
   });
-  connect(
-      controller_, &app::RunController::run_finished, this,
-      [this](qint64 run_id, const RunSummary& summary) {
-        drain_metrics();  // the run's last steps before its end
-        live_->end_run(run_id, summary);
-        history_->reload();
-        const QString status = QString::fromUtf8(to_string(summary.status).data());
-        statusBar()->showMessage(summary.message.empty()
-                                     ? tr("Run %1 %2").arg(run_id).arg(status)
-                                     : tr("Run %1 %2: %3")
-                                           .arg(run_id)
-                                           .arg(status, QString::fromStdString(summary.message)));
-      });
-  connect(controller_, &app::RunController::queue_finished, this, [this](const QList<qint64>& ids) {
+  connect(feed_, &app::RunFeed::run_finished, this,
+          [this](qint64 run_id, const RunSummary& summary) {
+            history_->reload();
+            const QString status = QString::fromUtf8(to_string(summary.status).data());
+            statusBar()->showMessage(
+                summary.message.empty()
+                    ? tr("Run %1 %2").arg(run_id).arg(status)
+                    : tr("Run %1 %2: %3")
+                          .arg(run_id)
+                          .arg(status, QString::fromStdString(summary.message)));
+          });
+  connect(feed_, &app::RunFeed::queue_finished, this, [this](const QList<qint64>& ids) {
     run_panel_->set_running(false);
     if (compare_when_done_ && ids.size() == 2) {
       compare_->show_runs(ids);
@@ -111,11 +106,6 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
     }
     compare_when_done_ = false;
   });
-
-  drain_timer_ = new QTimer(this);
-  drain_timer_->setInterval(kDrainIntervalMs);
-  connect(drain_timer_, &QTimer::timeout, this, &MainWindow::drain_metrics);
-  drain_timer_->start();
 
   device_label_->setText(
       tr("Device: %1").arg(QString::fromStdString(run_panel_->device_info().name)));
@@ -233,10 +223,6 @@ bool MainWindow::start_precision_comparison() {
     live_->show_error(QString::fromStdString(e.what()));
     return false;
   }
-}
-
-void MainWindow::drain_metrics() {
-  for (const app::MetricsBatch& batch : controller_->take_metrics()) live_->add_metrics(batch);
 }
 
 void MainWindow::show_about() {

@@ -1,6 +1,6 @@
 // The main window only wires the panels together: the layer-stack editor, the run panel (a
-// dock), the live charts, the run history and the comparison; menus, shortcuts, the status bar
-// and the timer that drains the run controller's metrics into the live charts.
+// dock), the live charts, the run history and the comparison; menus, shortcuts and the status
+// bar. The live view takes the run controller's events from the feed itself.
 #pragma once
 
 #include <QList>
@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "app/run/run_controller.h"
+#include "app/run/run_feed.h"
 
 class QLabel;
 class QTabWidget;
@@ -41,6 +42,8 @@ class MainWindow : public QMainWindow {
   HistoryView* history_view() const { return history_; }
   CompareView* compare_view() const { return compare_; }
   app::RunController* controller() const { return controller_; }
+  // The controller's events in order, on the GUI thread (the live view, this window, tests).
+  app::RunFeed* feed() const { return feed_; }
   QTabWidget* tabs() const { return tabs_; }
 
   // Starts the run as set up; false (with the reason in the status bar) when it cannot.
@@ -54,7 +57,6 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
-  void drain_metrics();
   void update_validity();
   void update_title();
   void show_about();
@@ -70,8 +72,8 @@ class MainWindow : public QMainWindow {
   HistoryView* history_ = nullptr;
   CompareView* compare_ = nullptr;
   app::RunController* controller_ = nullptr;
+  app::RunFeed* feed_ = nullptr;
   QTabWidget* tabs_ = nullptr;
-  QTimer* drain_timer_ = nullptr;
   QLabel* device_label_ = nullptr;
   bool compare_when_done_ = false;
 };

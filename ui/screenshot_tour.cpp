@@ -10,6 +10,7 @@
 #include <QTimer>
 #include <memory>
 
+#include "engine/train/run_fields.h"
 #include "ui/charts/chart.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/history/compare_view.h"
@@ -130,12 +131,13 @@ void ScreenshotTour::start() {
   RunPanel* panel = window_->run_panel();
   panel->set_dataset(QStringLiteral("synthetic"));
   panel->set_steps(steps_);
+  panel->set_field_text(run_field("layer_timing"), QStringLiteral("true"));  // the layer chart
   window_->tabs()->setCurrentWidget(window_->editor());
   QApplication::processEvents();
   if (!save(window_, QStringLiteral("editor.png"))) return;
   // Both runs have ended and the window has heard (its handler, connected first, has drained
   // their last steps and opened the comparison): the Live tab shows the second run.
-  connect(window_->controller(), &app::RunController::queue_finished, this,
+  connect(window_->feed(), &app::RunFeed::queue_finished, this,
           [this] { QTimer::singleShot(0, this, &ScreenshotTour::shoot_live); });
   if (!window_->start_precision_comparison()) fail(tr("the comparison could not start"));
 }
@@ -146,7 +148,16 @@ void ScreenshotTour::shoot_live() {
   const QList<LineChart*> charts{live->step_time_chart(), live->throughput_chart(),
                                  live->loss_chart(), live->accuracy_chart(),
                                  live->loss_scale_chart()};
-  when_drawn([charts] { return undrawn_curves(charts); },
+  LayerTimeChart* layers = live->layer_chart();
+  when_drawn(
+      [charts, layers]() -> QString {
+        QString why = undrawn_curves(charts);
+        if (why.isEmpty() && layers->row_count() == 0)
+          why = tr("the per-layer chart holds no layers");
+        if (why.isEmpty() && layers->bar_pixel_count() < kMinCurvePixels)
+          why = tr("the per-layer chart draws no bars");
+        return why;
+      },
              [this] {
                if (save(window_, QStringLiteral("live.png"))) shoot_compare();
              });

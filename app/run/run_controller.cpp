@@ -7,16 +7,17 @@
 #include "engine/backend/backend.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/spec/layer_text.h"
 #include "engine/train/trainer.h"
 
 namespace mixlab::app {
 
-// The trainer's sink on the worker thread: appends to the locked buffer (no signal per step)
-// and announces the run's start with its figures as values.
+// The trainer's sink on the worker thread: appends every event of the run to the controller's
+// buffer, in the order the trainer reports them (no signal per step).
 class RunController::BufferSink final : public RunSink {
  public:
-  BufferSink(RunController& owner, std::int64_t run_id, QString name)
-      : owner_(owner), run_id_(run_id), name_(std::move(name)) {}
+  BufferSink(RunController& owner, std::int64_t run_id, QString name, const ModelSpec& spec)
+      : owner_(owner), run_id_(run_id), name_(std::move(name)), spec_(spec) {}
 
   void on_start(const RunInfo& info) override {
     StartedRun started;
@@ -27,28 +28,30 @@ class RunController::BufferSink final : public RunSink {
     started.steps_per_epoch = info.steps_per_epoch;
     started.memory_bytes = info.memory.total();
     for (const std::string& note : info.notes) started.notes << QString::fromStdString(note);
-    emit owner_.run_started(started);
+    for (std::size_t i = 0; i < spec_.layers.size(); ++i) {
+      started.layer_titles << QString::fromStdString(layer_title(spec_, static_cast<int>(i)));
+    }
+    owner_.push(std::move(started));
   }
-  void on_step(const StepMetrics& step) override {
-    std::lock_guard lock(owner_.buffer_mutex_);
-    owner_.batch_for(run_id_).steps.push_back(step);
-  }
+  void on_step(const StepMetrics& step) override { owner_.push_step(run_id_, step); }
   void on_epoch(const EpochMetrics& epoch) override {
-    std::lock_guard lock(owner_.buffer_mutex_);
-    owner_.batch_for(run_id_).epochs.push_back(epoch);
+    owner_.push(MetricsBatch{run_id_, {}, {epoch}});
+  }
+  void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
+    owner_.push(LayerTimes{run_id_, step, layers});
   }
 
  private:
   RunController& owner_;
   std::int64_t run_id_;
   QString name_;
+  const ModelSpec& spec_;
 };
 
 RunController::RunController(std::filesystem::path db_path, QObject* parent)
     : QObject(parent), db_path_(std::move(db_path)) {
   qRegisterMetaType<StartedRun>();
   qRegisterMetaType<RunSummary>();
-  qRegisterMetaType<QList<qint64>>();
 }
 
 RunController::~RunController() {
@@ -68,16 +71,35 @@ void RunController::stop() {
   cancel_.store(true);
 }
 
-std::vector<MetricsBatch> RunController::take_metrics() {
-  std::vector<MetricsBatch> taken;
+std::vector<RunEvent> RunController::take_events() {
+  std::vector<RunEvent> taken;
   std::lock_guard lock(buffer_mutex_);
   taken.swap(buffer_);
   return taken;
 }
 
-MetricsBatch& RunController::batch_for(std::int64_t run_id) {
-  if (buffer_.empty() || buffer_.back().run_id != run_id) buffer_.push_back({run_id, {}, {}});
-  return buffer_.back();
+void RunController::push(RunEvent event) {
+  bool was_empty = false;
+  {
+    std::lock_guard lock(buffer_mutex_);
+    was_empty = buffer_.empty();
+    buffer_.push_back(std::move(event));
+  }
+  if (was_empty) emit events_ready();  // queued to the GUI thread
+}
+
+void RunController::push_step(std::int64_t run_id, const StepMetrics& step) {
+  {
+    std::lock_guard lock(buffer_mutex_);
+    if (!buffer_.empty()) {
+      auto* last = std::get_if<MetricsBatch>(&buffer_.back());
+      if (last != nullptr && last->run_id == run_id && last->epochs.empty()) {
+        last->steps.push_back(step);
+        return;
+      }
+    }
+  }
+  push(MetricsBatch{run_id, {step}, {}});
 }
 
 void RunController::worker(std::vector<RunRequest> runs) {
@@ -88,7 +110,7 @@ void RunController::worker(std::vector<RunRequest> runs) {
     if (id != 0) ids.push_back(id);
   }
   busy_.store(false);
-  emit queue_finished(ids);
+  push(QueueFinished{ids});
 }
 
 std::int64_t RunController::run_one(const RunRequest& request) {
@@ -112,7 +134,7 @@ std::int64_t RunController::run_one(const RunRequest& request) {
   } catch (const std::exception& e) {
     // Without a store the run cannot be kept; the GUI still hears why.
     summary.message = std::string("the run could not be recorded: ") + e.what();
-    emit run_finished(0, summary);
+    push(RunFinished{0, summary});
     return 0;
   }
   const std::int64_t id = recorder->run_id();
@@ -122,7 +144,7 @@ std::int64_t RunController::run_one(const RunRequest& request) {
     // GPU run when the CUDA backend is available; this catches what changed since).
     const BackendChoice choice = make_backend(request.device, request.config.threads, false);
     const DatasetPair data = load_dataset(request.config.dataset);
-    BufferSink buffer(*this, id, name);
+    BufferSink buffer(*this, id, name, request.spec);
     store::FanoutSink sink{&buffer, &*recorder};
     summary = train(request.spec, request.config, data, *choice.backend, sink, cancel_);
   } catch (const std::exception& e) {
@@ -138,7 +160,7 @@ std::int64_t RunController::run_one(const RunRequest& request) {
     summary.message += std::string(summary.message.empty() ? "" : "; ") +
                        "the run was not fully recorded: " + e.what();
   }
-  emit run_finished(id, summary);
+  push(RunFinished{id, summary});
   return id;
 }
 

@@ -1,6 +1,7 @@
 // The run controller: runs training on a worker thread, one queued run after another, records
-// each in the run store (through the process's StoreWriter), and hands metrics to the GUI
-// through a locked buffer the GUI drains on its own timer (take_metrics). Signals carry values,
+// each in the run store (through the process's StoreWriter), and hands the GUI one ordered
+// stream of events (a run's start, steps, epochs, layer times, finish; the queue's end) through
+// a locked buffer the GUI drains on its own timer (take_events, RunFeed). Events are values,
 // never pointers into live engine state. Qt Core only: no widgets.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "app/store/store_writer.h"
@@ -32,9 +34,9 @@ struct RunRequest {
   std::vector<std::string> tags;
 };
 
-// What the worker produced since the last take_metrics().
+// Steps or epochs of one run, as the live view takes them.
 struct MetricsBatch {
-  std::int64_t run_id = 0;  // 0: no run has produced anything yet
+  std::int64_t run_id = 0;
   std::vector<StepMetrics> steps;
   std::vector<EpochMetrics> epochs;
   bool empty() const { return steps.empty() && epochs.empty(); }
@@ -48,8 +50,25 @@ struct StartedRun {
   std::int64_t total_steps = 0;
   std::int64_t steps_per_epoch = 0;
   std::int64_t memory_bytes = 0;
-  QStringList notes;  // what the run's options did on its device (RunInfo::notes)
+  QStringList notes;         // what the run's options did on its device (RunInfo::notes)
+  QStringList layer_titles;  // every layer as the editor names it (engine/spec/layer_text.h)
 };
+
+// One event of a run queue, in the order the worker produced it: a run's start, its steps
+// (consecutive ones in one event), epochs, per-layer times and finish, and the queue's end.
+struct RunFinished {
+  std::int64_t run_id = 0;  // 0: the run could not even be recorded
+  RunSummary summary;       // its status is the stored one; the message says why it ended
+};
+struct LayerTimes {
+  std::int64_t run_id = 0;
+  std::int64_t step = 0;
+  std::vector<LayerTiming> layers;
+};
+struct QueueFinished {
+  QList<qint64> run_ids;  // in order; a run that could not even be recorded has none
+};
+using RunEvent = std::variant<StartedRun, MetricsBatch, LayerTimes, RunFinished, QueueFinished>;
 
 class RunController : public QObject {
   Q_OBJECT
@@ -71,25 +90,23 @@ class RunController : public QObject {
   void stop();
   bool busy() const { return busy_.load(); }
 
-  // Takes what the worker produced since the last call, one batch per run in run order: the GUI
-  // thread calls it on a 30–50 ms timer. It holds the lock only to swap a vector out.
-  std::vector<MetricsBatch> take_metrics();
+  // Takes the events produced since the last call, in order: the GUI thread calls it (RunFeed)
+  // on a 30-50 ms timer after events_ready(). It holds the lock only to swap a vector out.
+  std::vector<RunEvent> take_events();
 
  signals:
-  void run_started(const mixlab::app::StartedRun& run);
-  // status is the stored one: finished, stopped, diverged or failed (with the message).
-  void run_finished(qint64 run_id, const mixlab::RunSummary& summary);
-  // Every run of one start() call has ended; ids in order (a run that could not even be
-  // recorded has none).
-  void queue_finished(const QList<qint64>& run_ids);
+  // Events wait in the buffer that was empty until now: emitted once until the next
+  // take_events(), not per event (a run of 10,000 steps a second emits a few).
+  void events_ready();
 
  private:
   class BufferSink;
   void worker(std::vector<RunRequest> runs);
   // Runs one request to its end; returns its run id (0 when it could not even be recorded).
   std::int64_t run_one(const RunRequest& request);
-  // The buffer's batch for `run_id`, appended when the last one is another run's (lock held).
-  MetricsBatch& batch_for(std::int64_t run_id);
+  // Appends an event (lock not held); steps of the run the last event holds join it.
+  void push(RunEvent event);
+  void push_step(std::int64_t run_id, const StepMetrics& step);
 
   std::filesystem::path db_path_;
   std::unique_ptr<store::StoreWriter> writer_;  // the worker's; opened on first use
@@ -98,7 +115,7 @@ class RunController : public QObject {
   std::atomic<bool> busy_{false};
 
   std::mutex buffer_mutex_;
-  std::vector<MetricsBatch> buffer_;  // guarded by buffer_mutex_
+  std::vector<RunEvent> buffer_;  // guarded by buffer_mutex_
 };
 
 }  // namespace mixlab::app

@@ -390,6 +390,23 @@ class ChartTest : public QObject {
     QVERIFY(read_all(dir.filePath(QStringLiteral("hidden.svg"))).contains("Hidden"));  // title
   }
 
+  void layer_time_chart_shows_one_stacked_bar_per_layer() {
+    QTemporaryDir dir;
+    mixlab::ui::LayerTimeChart chart(QStringLiteral("Per-layer time"));
+    QVERIFY(show_at(chart, 640, 400));
+    QCOMPARE(chart.bar_pixel_count(), 0);
+    chart.set_rows({{QStringLiteral("0 Dense 3000, relu"), 4.0, 7.5},
+                    {QStringLiteral("1 Dense 10"), 0.25, 0.5},
+                    {QStringLiteral("1 Dense 10"), 0.5, kNaN}});  // equal names stay apart
+    QCOMPARE(chart.row_count(), std::size_t{3});
+    QCoreApplication::processEvents();
+    QVERIFY(chart.bar_pixel_count() > 500);
+    check_saves_png_and_svg(chart, dir, QStringLiteral("layers"));
+    chart.set_rows({});
+    QCOMPARE(chart.row_count(), std::size_t{0});
+    QCOMPARE(chart.bar_pixel_count(), 0);
+  }
+
   void bar_chart_shows_bars_and_saves() {
     QTemporaryDir dir;
     BarChart chart(QStringLiteral("Median step time"), QStringLiteral("ms"));

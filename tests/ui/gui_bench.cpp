@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     last_tick_ns = now;
   });
   double run_s = 0.0;
-  QObject::connect(window.controller(), &mixlab::app::RunController::queue_finished, &app, [&] {
+  QObject::connect(window.feed(), &mixlab::app::RunFeed::queue_finished, &app, [&] {
     run_s = clock.nsecsElapsed() / 1e9;
     QTimer::singleShot(200, &app, &QApplication::quit);  // the last drain and redraw
   });

@@ -1,5 +1,6 @@
 // The live view with a GPU run's figures: the step's device time (CUDA events) plotted beside
-// its wall time, only for steps that have one, and the run's notes shown when it begins.
+// its wall time, only for steps that have one, and the run's notes shown when it begins; and
+// per-layer times as rolling medians per layer.
 #include <QLabel>
 #include <QTest>
 #include <cmath>
@@ -41,6 +42,32 @@ class LiveViewTest : public QObject {
     LineChart* chart = view.step_time_chart();
     QCOMPARE(chart->point_count(0), std::size_t{6});  // step ms
     QCOMPARE(chart->point_count(2), std::size_t{4});  // device ms: the measured steps only
+  }
+
+  void layerTimesShowEachLayersRollingMedianNamedAsInTheEditor() {
+    LiveView view;
+    view.resize(1200, 900);
+    view.show();
+    app::StartedRun run;
+    run.run_id = 3;
+    run.layer_titles = {QStringLiteral("0 Flatten"), QStringLiteral("1 Dense 4, softmax")};
+    view.begin_run(run);
+    for (int step = 0; step < 5; ++step) {
+      // Dense: forward 1, 2, 3, 4, 100 ms (median 3); backward twice that.
+      const double f = step < 4 ? step + 1.0 : 100.0;
+      view.add_layer_times({3, step, {{0, 0.0, 0.0}, {1, f, 2 * f}}});
+    }
+    view.add_layer_times({99, 0, {{1, 1000.0, 1000.0}}});  // another run's: ignored
+    LayerTimeChart* chart = view.layer_chart();
+    QTRY_COMPARE(chart->row_count(), std::size_t(2));  // the chart's refresh, not per step
+    QCOMPARE(chart->rows()[1].layer, QStringLiteral("1 Dense 4, softmax"));
+    QCOMPARE(chart->rows()[1].forward_ms, 3.0);
+    QCOMPARE(chart->rows()[1].backward_ms, 6.0);
+    view.end_run(3, RunSummary{});
+    QVERIFY(chart->bar_pixel_count() > 20);
+    // A new run starts empty.
+    view.begin_run(run);
+    QCOMPARE(chart->row_count(), std::size_t(0));
   }
 
   void cpuRunsPlotNoDeviceTime() {

@@ -34,18 +34,16 @@ class MainWindowTest : public QObject {
 
   store::RunStore store() { return store::RunStore::open(dir_->path() / "runs.sqlite"); }
 
-  // Starts runs with `start` and waits for the controller's queue to end, serving the event loop
-  // (drain timer, queued signals). The spy exists before the start: a fast queue may end before
+  // Starts runs with `start` and waits for the queue's end to reach the window through the
+  // feed, serving the event loop. The spy exists before the start: a fast queue may end before
   // `start` returns.
   template <typename Start>
   bool run_and_wait(Start start, int timeout_ms = 60000) {
-    QSignalSpy done(window_->controller(), &app::RunController::queue_finished);
+    QSignalSpy done(window_->feed(), &app::RunFeed::queue_finished);
     if (!start()) return false;
     if (done.isEmpty() && !done.wait(timeout_ms)) return false;
-    // The spy hears the worker; the window hears it through queued signals, the queue's end
-    // last, which makes Stop unavailable again.
-    QAction* stop = window_->run_panel()->stop_action();
-    return QTest::qWaitFor([stop] { return !stop->isEnabled(); }, timeout_ms);
+    // The queue's end comes last, after every run's steps and end: Stop is unavailable again.
+    return !window_->run_panel()->stop_action()->isEnabled();
   }
   bool start_and_wait() {
     return run_and_wait([this] { return window_->start_run(); });
@@ -88,7 +86,7 @@ class MainWindowTest : public QObject {
 
   void start_runs_to_a_finished_row_in_history_with_its_steps_charted() {
     window_->run_panel()->set_steps(60);
-    QSignalSpy finished(window_->controller(), &app::RunController::run_finished);
+    QSignalSpy finished(window_->feed(), &app::RunFeed::run_finished);
     QVERIFY(run_and_wait([this] {
       QTest::keyClick(window_.get(), Qt::Key_R, Qt::ControlModifier);  // Start's shortcut
       return true;
@@ -117,7 +115,7 @@ class MainWindowTest : public QObject {
     request.model_name = "tiny";
     request.config = window_->run_panel()->config();
     QVERIFY(run_and_wait([&] { return window_->controller()->start({request}); }));
-    QTRY_COMPARE(live->steps_shown(), std::size_t(300));  // the window's drain timer
+    QCOMPARE(live->steps_shown(), std::size_t(300));  // every step before the queue's end
     QVERIFY(!live->isVisible());
 
     window_->tabs()->setCurrentWidget(live);

@@ -72,12 +72,13 @@ class RunPanelTest : public QObject {
 
     device->setCurrentIndex(0);
     QCOMPARE(panel.device(), std::string("cpu"));
-    for (QCheckBox* box : options) QVERIFY(!box->isEnabled());
+    for (QCheckBox* box : options.mid(0, 3)) QVERIFY(!box->isEnabled());
+    QVERIFY(options[3]->isEnabled());  // the CPU times its layers too
     QVERIFY(panel.start_action()->isEnabled());
     options[0]->setChecked(true);
     options[3]->setChecked(true);
     QVERIFY(!panel.config().tf32);  // kept for a GPU run, not applied on the CPU
-    QVERIFY(!panel.config().layer_timing);
+    QVERIFY(panel.config().layer_timing);
 
     device->setCurrentIndex(1);
     QCOMPARE(panel.device(), std::string("cuda:0"));

@@ -101,4 +101,34 @@ class BarChart : public QWidget {
   std::unique_ptr<Impl> impl_;
 };
 
+// Per-layer times: one horizontal bar per layer (the first at the top), forward and backward
+// stacked, with a legend; for the live view and a run's details.
+class LayerTimeChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LayerTimeChart(const QString& title, QWidget* parent = nullptr);
+  ~LayerTimeChart() override;
+
+  struct Row {
+    QString layer;  // as the editor names it: "2 Dense 128, relu"
+    double forward_ms = 0.0;
+    double backward_ms = 0.0;
+  };
+  void set_rows(std::vector<Row> rows);
+  std::size_t row_count() const;
+  const std::vector<Row>& rows() const;
+  void set_title(const QString& title);
+  // Pixels of the forward bars' colour inside the plot area, as the chart paints now.
+  int bar_pixel_count();
+  bool save_image(const QString& path, QString* error = nullptr);
+
+ protected:
+  void changeEvent(QEvent* event) override;  // palette changes: dark or light chart theme
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace mixlab::ui

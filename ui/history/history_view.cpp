@@ -14,6 +14,7 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QUndoStack>
+#include <QSplitter>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <exception>
@@ -26,6 +27,7 @@
 #include "ui/history/history_filter.h"
 #include "ui/history/history_format.h"
 #include "ui/history/history_model.h"
+#include "ui/history/run_details.h"
 #include "ui/history/run_edit_command.h"
 #include "ui/settings.h"
 
@@ -135,6 +137,10 @@ void HistoryView::build_actions() {
               CsvKind::long_steps);
   make_export(Action::export_summary, tr("Summary of the selected runs…"),
               tr("One row per run: settings, environment and figures"), CsvKind::summary);
+  make_export(Action::export_layers, tr("Per-layer times of the selected runs…"),
+              tr("One row per run and layer: median forward and backward times (runs "
+                 "recorded with per-layer timing)"),
+              CsvKind::layers);
 
   QAction* undo = undo_stack_->createUndoAction(this, tr("Undo"));
   QAction* redo = undo_stack_->createRedoAction(this, tr("Redo"));
@@ -183,7 +189,8 @@ void HistoryView::build_layout() {
     toolbar->addAction(action(which));
   auto* export_menu = new QMenu(this);
   export_menu->addActions(
-      {action(Action::export_steps), action(Action::export_long), action(Action::export_summary)});
+      {action(Action::export_steps), action(Action::export_long), action(Action::export_summary),
+       action(Action::export_layers)});
   auto* export_button = new QToolButton(this);
   export_button->setText(tr("Export CSV"));
   export_button->setToolTip(tr("Save steps or summaries of the selected runs as CSV"));
@@ -219,6 +226,10 @@ void HistoryView::build_layout() {
   }
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &HistoryView::update_actions);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          &HistoryView::update_details);
+  details_ = new RunDetails(this);
+  details_->setObjectName(QStringLiteral("run_details"));
   connect(filter_, &QAbstractItemModel::rowsInserted, this, &HistoryView::update_count);
   connect(filter_, &QAbstractItemModel::rowsRemoved, this, &HistoryView::update_count);
   connect(filter_, &QAbstractItemModel::modelReset, this, &HistoryView::update_count);
@@ -234,7 +245,13 @@ void HistoryView::build_layout() {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(toolbar);
   layout->addLayout(filters);
-  layout->addWidget(table_, 1);
+  // The table over the selected run's details; the user moves the boundary.
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(table_);
+  split->addWidget(details_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  layout->addWidget(split, 1);
   layout->addWidget(error_label_);
   layout->addWidget(count_label_);
 }
@@ -314,12 +331,22 @@ void HistoryView::update_count() {
                                      : tr("%1 of %n run(s) shown", "", all).arg(shown));
 }
 
+void HistoryView::update_details() {
+  const QModelIndex current = table_->selectionModel()->currentIndex();
+  if (!current.isValid() || !open_store()) {
+    details_->clear();
+    return;
+  }
+  details_->show_run(*store_, current.data(int(HistoryModel::Role::RunId)).toLongLong());
+}
+
 void HistoryView::update_actions() {
   const qsizetype n = selected_run_ids().size();
   action(Action::rename)->setEnabled(n == 1);
   action(Action::export_steps)->setEnabled(n == 1);
   for (const Action which :
-       {Action::tag, Action::note, Action::remove, Action::export_long, Action::export_summary})
+       {Action::tag, Action::note, Action::remove, Action::export_long, Action::export_summary,
+        Action::export_layers})
     action(which)->setEnabled(n >= 1);
   action(Action::compare)->setEnabled(n >= 2);
 }
@@ -438,6 +465,9 @@ bool HistoryView::export_csv(const std::filesystem::path& file, CsvKind kind,
         case CsvKind::summary:
           store::write_summary_csv(out, *store_, ids);
           break;
+        case CsvKind::layers:
+          store::write_layers_csv(out, *store_, ids);
+          break;
       }
     });
   } catch (const std::exception& e) {
@@ -536,6 +566,9 @@ void HistoryView::ask_export(CsvKind kind) {
       break;
     case CsvKind::summary:
       suggested = QStringLiteral("runs-summary.csv");
+      break;
+    case CsvKind::layers:
+      suggested = QStringLiteral("runs-layers.csv");
       break;
   }
   QString file = prompts_.save_file(tr("Export CSV"), suggested, tr("CSV files (*.csv)"));

@@ -33,6 +33,7 @@ namespace mixlab::ui {
 
 class HistoryFilter;
 class HistoryModel;
+class RunDetails;
 class RunEditCommand;
 
 class HistoryView : public QWidget {
@@ -43,6 +44,7 @@ class HistoryView : public QWidget {
     steps,       // one run's steps (write_steps_csv)
     long_steps,  // several runs' steps, one row per run and step (write_long_steps_csv)
     summary,     // one row per run (write_summary_csv)
+    layers,      // per-layer times, one row per run and layer (write_layers_csv)
   };
   enum class Action {
     rename,
@@ -53,6 +55,7 @@ class HistoryView : public QWidget {
     export_steps,
     export_long,
     export_summary,
+    export_layers,
     undo,
     redo
   };
@@ -70,6 +73,7 @@ class HistoryView : public QWidget {
   HistoryModel* model() { return model_; }
   HistoryFilter* filter() { return filter_; }
   QTableView* table() { return table_; }
+  RunDetails* details() { return details_; }
   QUndoStack* undo_stack() { return undo_stack_; }
   QAction* action(Action which) const { return actions_[int(which)]; }
   void set_prompts(Prompts prompts) { prompts_ = std::move(prompts); }
@@ -96,6 +100,7 @@ class HistoryView : public QWidget {
   void build_layout();
   void restore_filters();
   void update_actions();
+  void update_details();
   void update_model_choices();
   void update_count();
   bool open_store();
@@ -117,6 +122,7 @@ class HistoryView : public QWidget {
   HistoryFilter* filter_ = nullptr;
   QUndoStack* undo_stack_ = nullptr;
   QTableView* table_ = nullptr;
+  RunDetails* details_ = nullptr;
   QLineEdit* search_ = nullptr;
   QComboBox* status_combo_ = nullptr;
   QComboBox* precision_combo_ = nullptr;

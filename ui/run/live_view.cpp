@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QProgressBar>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -59,6 +60,14 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   accuracy_ = new LineChart(tr("Accuracy"), tr("step"), tr("accuracy"));
   train_acc_ = accuracy_->add_series(tr("train"));
   test_acc_ = accuracy_->add_series(tr("test (per epoch)"), LineChart::Kind::markers);
+  layers_ = new LayerTimeChart(tr("Per-layer time"));
+  layers_->setToolTip(tr("Each layer's forward and backward time, median over the last %1 "
+                         "steps; turn on Per-layer timing in the Run panel")
+                          .arg(kMedianWindow));
+  layer_refresh_ = new QTimer(this);
+  layer_refresh_->setSingleShot(true);
+  layer_refresh_->setInterval(100);
+  connect(layer_refresh_, &QTimer::timeout, this, &LiveView::refresh_layer_chart);
   loss_scale_ = new LineChart(tr("Loss scale"), tr("step"), tr("scale"));
   loss_scale_->set_y_scale(LineChart::Scale::log10);
   scale_ = loss_scale_->add_series(tr("loss scale"));
@@ -78,7 +87,8 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   grid->addWidget(throughput_, 0, 1);
   grid->addWidget(loss_, 1, 0);
   grid->addWidget(accuracy_, 1, 1);
-  grid->addWidget(loss_scale_, 2, 0, 1, 2);
+  grid->addWidget(loss_scale_, 2, 0);
+  grid->addWidget(layers_, 2, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
   layout->addWidget(progress_);
@@ -102,17 +112,46 @@ void LiveView::begin_run(const app::StartedRun& run) {
   figures_->clear();
   message_->setVisible(!run.notes.isEmpty());
   message_->setText(run.notes.join(QStringLiteral("; ")));
-  std::vector<app::MetricsBatch> early;
-  early.swap(early_);
-  for (const app::MetricsBatch& b : early) add_metrics(b);
+  layer_titles_ = run.layer_titles;
+  layer_forward_ms_.assign(static_cast<std::size_t>(run.layer_titles.size()), {});
+  layer_backward_ms_.assign(static_cast<std::size_t>(run.layer_titles.size()), {});
+  layers_->set_rows({});
+}
+
+void LiveView::follow(app::RunFeed* feed) {
+  connect(feed, &app::RunFeed::run_started, this, &LiveView::begin_run);
+  connect(feed, &app::RunFeed::metrics, this, &LiveView::add_metrics);
+  connect(feed, &app::RunFeed::layer_times, this, &LiveView::add_layer_times);
+  connect(feed, &app::RunFeed::run_finished, this, &LiveView::end_run);
+}
+
+void LiveView::add_layer_times(const app::LayerTimes& times) {
+  if (times.run_id != run_id_) return;
+  for (const LayerTiming& t : times.layers) {
+    const auto i = static_cast<std::size_t>(t.layer);
+    if (t.layer < 0 || i >= layer_forward_ms_.size()) continue;
+    const auto keep = [](std::deque<double>& window, double ms) {
+      window.push_back(ms);
+      if (window.size() > kMedianWindow) window.pop_front();
+    };
+    keep(layer_forward_ms_[i], t.forward_ms);
+    keep(layer_backward_ms_[i], t.backward_ms);
+  }
+  if (!layer_refresh_->isActive()) layer_refresh_->start();
+}
+
+void LiveView::refresh_layer_chart() {
+  std::vector<LayerTimeChart::Row> rows;
+  for (std::size_t i = 0; i < layer_forward_ms_.size(); ++i) {
+    if (layer_forward_ms_[i].empty()) continue;
+    rows.push_back({layer_titles_.value(static_cast<qsizetype>(i)),
+                    median_of(layer_forward_ms_[i]), median_of(layer_backward_ms_[i])});
+  }
+  layers_->set_rows(std::move(rows));
 }
 
 void LiveView::add_metrics(const app::MetricsBatch& batch) {
-  if (batch.empty()) return;
-  if (batch.run_id != run_id_) {
-    early_.push_back(batch);
-    return;
-  }
+  if (batch.empty() || batch.run_id != run_id_) return;
   std::vector<QPointF> step_ms, median, device, samples, loss, acc, scale, skipped;
   for (const StepMetrics& s : batch.steps) {
     const double x = static_cast<double>(s.step);
@@ -168,15 +207,16 @@ void LiveView::add_metrics(const app::MetricsBatch& batch) {
 void LiveView::end_run(qint64 run_id, const RunSummary& summary) {
   if (run_id != run_id_) {
     // It ended before training began (its dataset, its store): its charts stay empty.
-    early_.clear();
     run_id_ = run_id;
     steps_ = 0;
     for (LineChart* c : {step_time_, throughput_, loss_, accuracy_, loss_scale_}) c->clear();
+    layers_->set_rows({});
     figures_->clear();
     progress_->setValue(0);
     title_->setText(run_id != 0 ? tr("Run %1 did not start").arg(run_id)
                                 : tr("The run did not start"));
   }
+  if (layer_refresh_->isActive()) refresh_layer_chart();  // the run's last layer times
   const QString status = QString::fromUtf8(to_string(summary.status).data());
   if (summary.status == RunStatus::finished) {
     const QLocale c = QLocale::c();

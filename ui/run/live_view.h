@@ -1,7 +1,7 @@
 // The live view of the run in progress: step time per step with its rolling median, samples/s,
-// train loss per step with the test loss per epoch, accuracy, and the loss scale on a log axis
-// with skipped steps marked; a line of current figures above them. The main window feeds it
-// the controller's metrics in bulk on its drain timer.
+// train loss per step with the test loss per epoch, accuracy, the loss scale on a log axis with
+// skipped steps marked, and per-layer times; a line of current figures above them. It follows a
+// RunFeed: a run's start, steps, epochs, layer times and end arrive in order, in bulk.
 #pragma once
 
 #include <QWidget>
@@ -9,12 +9,15 @@
 #include <vector>
 
 #include "app/run/run_controller.h"
+#include "app/run/run_feed.h"
 
 class QLabel;
 class QProgressBar;
+class QTimer;
 
 namespace mixlab::ui {
 
+class LayerTimeChart;
 class LineChart;
 
 class LiveView : public QWidget {
@@ -23,12 +26,17 @@ class LiveView : public QWidget {
  public:
   explicit LiveView(QWidget* parent = nullptr);
 
+  // Draws what `feed` hands on, from now on.
+  void follow(app::RunFeed* feed);
+
   // A new run: clears the charts.
   void begin_run(const app::StartedRun& run);
-  // Appends a batch of the current run's metrics to every chart at once. A batch of a run not
-  // yet begun waits for its begin_run(): the drain timer can see a run's first steps before
-  // the queued signal that announces it.
+  // Appends a batch of the current run's metrics to every chart at once (another run's are
+  // ignored: the feed announces each run before its steps).
   void add_metrics(const app::MetricsBatch& batch);
+  // One step's per-layer times: the layer chart shows each layer's median over the last steps
+  // (redrawn at most ten times a second).
+  void add_layer_times(const app::LayerTimes& times);
   // Shows how the run ended (its message when it failed).
   void end_run(qint64 run_id, const RunSummary& summary);
   // A run that could not start at all (no store): its message.
@@ -42,12 +50,13 @@ class LiveView : public QWidget {
   LineChart* loss_chart() const { return loss_; }
   LineChart* accuracy_chart() const { return accuracy_; }
   LineChart* loss_scale_chart() const { return loss_scale_; }
+  LayerTimeChart* layer_chart() const { return layers_; }
 
  private:
   void export_chart(LineChart* chart);
+  void refresh_layer_chart();
 
   qint64 run_id_ = 0;
-  std::vector<app::MetricsBatch> early_;  // batches of runs not begun yet
   std::int64_t total_steps_ = 0;
   std::size_t steps_ = 0;
   std::deque<double> window_ms_;  // the last steps' times, for the rolling median
@@ -63,6 +72,11 @@ class LiveView : public QWidget {
   LineChart* loss_ = nullptr;
   LineChart* accuracy_ = nullptr;
   LineChart* loss_scale_ = nullptr;
+  LayerTimeChart* layers_ = nullptr;
+  QTimer* layer_refresh_ = nullptr;
+  QStringList layer_titles_;
+  // The last steps' times per layer, for the rolling medians.
+  std::vector<std::deque<double>> layer_forward_ms_, layer_backward_ms_;
   // Series indices.
   int step_ms_ = 0, median_ms_ = 0, device_ms_ = 0, samples_ = 0, train_loss_ = 0, test_loss_ = 0,
       train_acc_ = 0, test_acc_ = 0, scale_ = 0, skipped_ = 0;

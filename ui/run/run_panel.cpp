@@ -220,8 +220,9 @@ void RunPanel::build() {
                                   "host-to-device copy per step"),
                                "data_on_device");
   layer_timing_ = gpu_option(tr("Per-layer timing"),
-                             tr("Time every layer's forward and backward on the GPU (slows "
-                                "the step a little)"),
+                             tr("Time every layer's forward and backward (a GPU's events or "
+                                "the CPU's clock): a per-layer chart on Live and in the "
+                                "history (a GPU step slows a little)"),
                              "layer_timing");
   auto* gpu_grid = new QGridLayout;
   gpu_grid->addWidget(tf32_, 0, 0);
@@ -537,10 +538,9 @@ RunConfig RunPanel::config_with(Policy precision) const {
   // "All cores" leaves one to the GUI: a core drawing charts would stall every parallel region
   // of a run that counted on it.
   if (c.threads == 0) c.threads = std::max(1, QThread::idealThreadCount() - 1);
-  // The GPU options count on a GPU only (the checkboxes keep their state for the next GPU run).
-  if (device_info().kind == "cpu") {
-    c.tf32 = c.cuda_graphs = c.data_on_device = c.layer_timing = false;
-  }
+  // The GPU options count on a GPU only (the checkboxes keep their state for the next GPU run);
+  // per-layer timing on both.
+  if (!device_info().is_gpu()) c.tf32 = c.cuda_graphs = c.data_on_device = false;
   return c;
 }
 
@@ -575,7 +575,7 @@ void RunPanel::update_state() {
   policy_warning_->setVisible(!support.reason.empty());
 
   const bool gpu = d.is_gpu();
-  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_}) box->setEnabled(gpu);
+  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_}) box->setEnabled(gpu);
 
   QString reason = blocked_reason_;
   if (reason.isEmpty() && support.level == Support::unsupported)
