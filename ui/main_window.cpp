@@ -70,6 +70,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   connect(document_, &ModelDocument::file_path_changed, this, &MainWindow::update_title);
   connect(document_actions_, &DocumentActions::error, this, show_error);
   connect(run_panel_, &RunPanel::precision_changed, document_, &ModelDocument::set_policy);
+  connect(run_panel_, &RunPanel::training_changed, editor_, &EditorWidget::set_training);
   connect(run_panel_, &RunPanel::start_requested, this, &MainWindow::start_run);
   connect(run_panel_, &RunPanel::stop_requested, controller_, &app::RunController::stop);
   connect(run_panel_, &RunPanel::compare_requested, this, &MainWindow::start_precision_comparison);
@@ -111,6 +112,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
       tr("Device: %1").arg(QString::fromStdString(run_panel_->device_info().name)));
   device_label_->setToolTip(QString::fromStdString(run_panel_->device_info().library_versions()));
   document_->set_policy(run_panel_->precision());
+  editor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
 
   if (!restoreGeometry(settings::kWindowGeometry.get())) resize(1400, 900);
   restoreState(settings::kWindowState.get());

@@ -1,4 +1,6 @@
-// mixlab-cli inspect MODEL [--precision P] [--json]: the layer table and totals.
+// mixlab-cli inspect MODEL [--precision P] [--batch-size N] [--optimizer O] [--json]: the layer
+// table and totals, and the memory training needs by part (the execution plan's, before any
+// backend compiles: engine/plan).
 #include <cstdio>
 #include <iostream>
 
@@ -7,6 +9,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
+#include "engine/plan/execution_plan.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab::cli {
@@ -17,17 +20,25 @@ int run_inspect(const std::vector<std::string>& argv) {
   std::vector<std::string> models;
   bool json = false;
   command.app().add_option("model", models, "a model file (JSON) or a built-in model");
-  const RunFieldOptions settings(command, {"precision"});
+  const RunFieldOptions settings(command, {"precision", "batch_size", "optimizer"});
   command.app().add_flag("--json", json, "one JSON object instead of the table");
   if (!command.parse(argv)) return kExitOk;
   if (models.size() != 1) {
-    throw UsageError("usage: mixlab-cli inspect MODEL.json|BUILTIN [--precision P] [--json]");
+    throw UsageError(
+        "usage: mixlab-cli inspect MODEL.json|BUILTIN [--precision P] [--batch-size N] "
+        "[--optimizer O] [--json]");
   }
   RunConfig config;
   settings.apply(config);
   const Policy policy = config.precision;
   const ModelSpec spec = load_model_argument(models[0]);
   const ShapeTable table = infer_shapes(spec, policy);
+  const MemoryPlan memory =
+      build_plan(spec, table, config.batch_size, config.optimizer).memory();
+  constexpr MemoryPurpose kParts[] = {MemoryPurpose::parameters,  MemoryPurpose::weight_copies,
+                                      MemoryPurpose::gradients,   MemoryPurpose::optimizer,
+                                      MemoryPurpose::activations, MemoryPurpose::workspace};
+  const std::string optimizer(to_string(config.optimizer.kind));
 
   if (json) {
     nlohmann::ordered_json out;
@@ -38,6 +49,15 @@ int run_inspect(const std::vector<std::string>& argv) {
     out["params_total"] = table.params_total;
     out["flops_total"] = table.flops_total;
     out["activation_bytes_total"] = table.activation_bytes_total;
+    nlohmann::ordered_json& m = out["training_memory"];
+    m["batch_size"] = config.batch_size;
+    m["optimizer"] = optimizer;
+    m["total_bytes"] = memory.total();
+    for (const MemoryPurpose p : kParts) {
+      std::string key(to_string(p));
+      for (char& c : key) c = c == ' ' ? '_' : c;
+      m[key + "_bytes"] = memory.bytes(p);
+    }
     auto& layers = out["layers"] = nlohmann::ordered_json::array();
     for (const LayerInfo& l : table.layers) {
       layers.push_back({{"index", l.index},
@@ -67,6 +87,17 @@ int run_inspect(const std::vector<std::string>& argv) {
   std::printf("total: %s parameters, %s forward FLOPs and %s of activations per sample\n",
               group_digits(table.params_total).c_str(), group_digits(table.flops_total).c_str(),
               format_bytes(table.activation_bytes_total).c_str());
+  std::printf("memory for training at batch %d under %s (%s): %s\n", config.batch_size,
+              std::string(to_string(policy)).c_str(), optimizer.c_str(),
+              format_bytes(memory.total()).c_str());
+  std::string parts;
+  for (const MemoryPurpose p : kParts) {
+    parts += (parts.empty() ? "  " : ", ") + std::string(to_string(p)) + " " +
+             format_bytes(memory.bytes(p));
+  }
+  std::printf("%s\n  (the plan's buffers; library workspaces and re-laid-out weights come on "
+              "top)\n",
+              parts.c_str());
   return kExitOk;
 }
 

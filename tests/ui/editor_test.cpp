@@ -17,6 +17,7 @@
 #include "engine/spec/shape_inference.h"
 #include "resources/builtin_models.h"
 #include "tests/ui/editor_test_support.h"
+#include "engine/plan/execution_plan.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/editor/layer_commands.h"
 #include "ui/editor/layer_palette.h"
@@ -352,7 +353,13 @@ class EditorTest : public QObject {
       QVERIFY(!model->headerData(column, Qt::Horizontal).toString().isEmpty());
       QVERIFY(!model->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty());
     }
-    QCOMPARE(editor.findChild<QLabel*>(QStringLiteral("totals"))->text(), totals_text(table));
+    // The table's totals, then the memory training needs (the plan's, at batch 32 with Adam
+    // until the Run panel says otherwise).
+    const MemoryPlan memory =
+        build_plan(doc.spec(), table, 32, default_optimizer(OptimizerKind::adam)).memory();
+    QCOMPARE(editor.findChild<QLabel*>(QStringLiteral("totals"))->text(),
+             totals_text(table) + QLatin1Char('\n') +
+                 training_memory_text(memory, 32, table.policy, OptimizerKind::adam));
   }
 
   void layer_summaries_use_keras_terms() {

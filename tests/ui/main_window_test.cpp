@@ -13,7 +13,9 @@
 #include "app/store/run_store.h"
 #include "tests/store/store_test_util.h"
 #include "ui/charts/chart.h"
+#include "engine/plan/execution_plan.h"
 #include "ui/editor/editor_widget.h"
+#include "ui/editor/layer_text.h"
 #include "ui/editor/model_document.h"
 #include "ui/history/compare_view.h"
 #include "ui/history/history_model.h"
@@ -134,6 +136,30 @@ class MainWindowTest : public QObject {
       QCOMPARE(chart->point_count(0), std::size_t(300));
       QVERIFY(chart->drawn_count(0) > 0);
     }
+  }
+
+  void the_editor_shows_the_memory_training_needs_at_the_panels_batch() {
+    // The execution plan's memory, before anything compiles: it follows the Run panel's batch
+    // size, precision and optimizer.
+    const auto expected = [this](int batch, Policy policy) {
+      const ModelSpec spec = window_->document()->spec();
+      const MemoryPlan m = build_plan(spec, infer_shapes(spec, policy), batch,
+                                      window_->run_panel()->optimizer())
+                               .memory();
+      return format_bytes(m.total());
+    };
+    window_->run_panel()->set_batch_size(16);
+    QString text = window_->editor()->totals_text();
+    QVERIFY2(text.contains(QStringLiteral("Training at batch 16, float32, adam: ") +
+                           expected(16, Policy::float32)),
+             qPrintable(text));
+    window_->run_panel()->set_batch_size(4096);
+    window_->run_panel()->set_precision(Policy::mixed_float16);
+    text = window_->editor()->totals_text();
+    QVERIFY2(text.contains(QStringLiteral("Training at batch 4096, mixed_float16, adam: ") +
+                           expected(4096, Policy::mixed_float16)),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("weight copies")), qPrintable(text));
   }
 
   void stop_mid_run_records_a_stopped_run() {

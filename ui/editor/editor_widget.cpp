@@ -1,5 +1,7 @@
 #include "ui/editor/editor_widget.h"
 
+#include "engine/plan/execution_plan.h"
+
 #include <QAction>
 #include <QHeaderView>
 #include <QLabel>
@@ -125,7 +127,9 @@ QWidget* EditorWidget::build_stack_area() {
   totals_->setObjectName(QStringLiteral("totals"));
   totals_->setToolTip(
       tr("Totals of the whole model, per sample; activations in the dtypes the "
-         "precision policy stores them in"));
+         "precision policy stores them in. Below: the memory training needs at the Run "
+         "panel's batch size and optimizer (the execution plan's buffers; library workspaces "
+         "come on top)"));
   totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   message_ = new QLabel;
   message_->setObjectName(QStringLiteral("validation_message"));
@@ -283,10 +287,29 @@ void EditorWidget::update_actions() {
   move_down_->setEnabled(selected >= 0 && selected + 1 < count);
 }
 
+void EditorWidget::set_training(int batch_size, const OptimizerConfig& optimizer) {
+  batch_size_ = batch_size;
+  optimizer_ = optimizer;
+  update_summary();
+}
+
+QString EditorWidget::totals_text() const {
+  return totals_->text();
+}
+
 void EditorWidget::update_summary() {
   const ModelDocument::Validation& v = doc_->validation();
   if (v.table) {
-    totals_->setText(totals_text(*v.table));
+    // The memory training needs, from the execution plan, before anything compiles.
+    QString memory;
+    try {
+      const MemoryPlan m =
+          build_plan(doc_->spec(), *v.table, batch_size_, optimizer_).memory();
+      memory = training_memory_text(m, batch_size_, v.table->policy, optimizer_.kind);
+    } catch (const std::exception& e) {
+      memory = QString::fromUtf8(e.what());
+    }
+    totals_->setText(ui::totals_text(*v.table) + QLatin1Char('\n') + memory);
   } else {
     totals_->setText(
         tr("Input %1").arg(QString::fromStdString(format_shape(doc_->spec().input_shape))));

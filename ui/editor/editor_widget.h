@@ -5,6 +5,7 @@
 #include <QList>
 #include <QWidget>
 
+#include "engine/ops/optimizer.h"
 #include "engine/spec/model_spec.h"
 
 class QAbstractItemView;
@@ -41,6 +42,10 @@ class EditorWidget : public QWidget {
   int current_layer() const;
   void select_layer(int index);
 
+  // The batch size and optimizer the memory for training is shown at (the run panel's).
+  void set_training(int batch_size, const OptimizerConfig& optimizer);
+  QString totals_text() const;
+
  private:
   enum class Placement { after_selection, before_selection };
 
@@ -61,6 +66,8 @@ class EditorWidget : public QWidget {
   PropertyPanel* properties_;
   QLabel* totals_ = nullptr;
   QLabel* message_ = nullptr;
+  int batch_size_ = 32;
+  OptimizerConfig optimizer_ = default_optimizer(OptimizerKind::adam);
 
   QAction* add_ = nullptr;
   QAction* insert_ = nullptr;

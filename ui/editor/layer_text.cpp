@@ -131,4 +131,19 @@ QString totals_text(const ShapeTable& table) {
            format_bytes(table.activation_bytes_total));
 }
 
+QString training_memory_text(const MemoryPlan& memory, int batch_size, Policy policy,
+                             OptimizerKind optimizer) {
+  QStringList parts;
+  for (const MemoryPurpose p :
+       {MemoryPurpose::parameters, MemoryPurpose::weight_copies, MemoryPurpose::gradients,
+        MemoryPurpose::optimizer, MemoryPurpose::activations, MemoryPurpose::workspace}) {
+    if (memory.bytes(p) > 0) parts << text_of(to_string(p)) + QLatin1Char(' ') +
+                                          format_bytes(memory.bytes(p));
+  }
+  return tr("Training at batch %1, %2, %3: %4 (%5)")
+      .arg(batch_size)
+      .arg(text_of(to_string(policy)), text_of(to_string(optimizer)), format_bytes(memory.total()),
+           parts.join(QStringLiteral(", ")));
+}
+
 }  // namespace mixlab::ui

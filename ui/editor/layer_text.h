@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "engine/spec/model_spec.h"
+#include "engine/ops/optimizer.h"
+#include "engine/plan/execution_plan.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab::ui {
@@ -26,5 +28,8 @@ QString format_bytes(std::int64_t bytes);  // "3.1 KiB"
 QString param_groups_text(const LayerInfo& info);
 // "Input 28x28x1 → 10 · 101,770 parameters · 203 k FLOPs · 3.1 KiB activations per sample".
 QString totals_text(const ShapeTable& table);
+// "Training at batch 32, float32, adam: 2.0 MiB (parameters 398 KiB, …, workspace 197 KiB)".
+QString training_memory_text(const MemoryPlan& memory, int batch_size, Policy policy,
+                             OptimizerKind optimizer);
 
 }  // namespace mixlab::ui

@@ -273,7 +273,10 @@ void RunPanel::build() {
   });
   connect(loss_scale_mode_, &QComboBox::currentIndexChanged, this, changed);
   connect(loss_scale_value_, &QDoubleSpinBox::valueChanged, this, changed);
-  connect(batch_size_, &QSpinBox::valueChanged, this, changed);
+  connect(batch_size_, &QSpinBox::valueChanged, this, [this, changed] {
+    changed();
+    emit training_changed(batch_size(), optimizer());
+  });
   connect(by_epochs_, &QRadioButton::toggled, this, changed);
   connect(epochs_, &QSpinBox::valueChanged, this, changed);
   connect(steps_, &QSpinBox::valueChanged, this, changed);
@@ -282,6 +285,7 @@ void RunPanel::build() {
     const auto kind = parse_optimizer(optimizer_->currentText().toStdString());
     learning_rate_->setValue(default_optimizer(kind.value_or(OptimizerKind::adam)).learning_rate);
     changed();
+    emit training_changed(batch_size(), optimizer());
   });
   connect(learning_rate_, &QDoubleSpinBox::valueChanged, this, changed);
   connect(seed_, &QSpinBox::valueChanged, this, changed);
@@ -542,6 +546,21 @@ RunConfig RunPanel::config_with(Policy precision) const {
   // per-layer timing on both.
   if (!device_info().is_gpu()) c.tf32 = c.cuda_graphs = c.data_on_device = false;
   return c;
+}
+
+int RunPanel::batch_size() const {
+  return batch_size_->value();
+}
+
+OptimizerConfig RunPanel::optimizer() const {
+  // The optimizer's fields in table order, as config_with() applies them.
+  RunConfig c;
+  for (const RunField& field : run_fields()) {
+    if (field.name == "optimizer" || field.json_path.starts_with("optimizer/")) {
+      mixlab::set_field_text(field, c, field_text(field).toStdString());
+    }
+  }
+  return c.optimizer;
 }
 
 RunConfig RunPanel::config() const {

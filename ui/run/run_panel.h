@@ -50,6 +50,9 @@ class RunPanel : public QWidget {
   std::string device() const;  // "cpu" or "cuda:N"
   const DeviceInfo& device_info() const;
   Policy precision() const;
+  int batch_size() const;
+  // The optimizer as the panel holds it (its kind, learning rate and remembered settings).
+  OptimizerConfig optimizer() const;
 
   // The synthetic dataset takes the model's input shape and as many classes as it has outputs
   // (2 for one sigmoid output).
@@ -84,6 +87,8 @@ class RunPanel : public QWidget {
   void stop_requested();
   void compare_requested();
   void precision_changed(mixlab::Policy policy);
+  // The batch size or the optimizer changed (the editor's memory for training follows).
+  void training_changed(int batch_size, const mixlab::OptimizerConfig& optimizer);
 
  private:
   void build();
