@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "app/store/run_owner.h"
 #include "app/store/schema.h"
 #include "engine/train/run_fields.h"
 #include "engine/train/stats.h"
@@ -21,63 +22,6 @@
 namespace mixlab::store {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// --- the process that records a run, to tell a run still running from an interrupted one ---
-
-struct Owner {
-  std::string host;
-  std::string boot_id;
-  std::int64_t pid = 0;
-  std::int64_t start_ticks = 0;  // the process's start time, in clock ticks since boot
-};
-
-std::string read_first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// Field 22 of /proc/PID/stat; 0 when the process does not exist.
-std::int64_t process_start_ticks(std::int64_t pid) {
-  const std::string stat = read_first_line(("/proc/" + std::to_string(pid) + "/stat").c_str());
-  const auto paren = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return std::strtoll(field.c_str(), nullptr, 10);
-  }
-  return 0;
-}
-
-Owner this_process() {
-  static const Owner owner = [] {
-    Owner o;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    o.host = host;
-    o.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
-    o.pid = getpid();
-    o.start_ticks = process_start_ticks(o.pid);
-    return o;
-  }();
-  return owner;
-}
-
-// False only when the owner has certainly ended: same host, and a different boot or no such
-// process (or another process reusing its pid). A run recorded on another host is left alone.
-bool owner_alive(const Owner& owner) {
-  const Owner self = this_process();
-  if (owner.host != self.host) return true;
-  if (owner.boot_id != self.boot_id) return false;
-  const std::int64_t ticks = process_start_ticks(owner.pid);
-  return ticks != 0 && ticks == owner.start_ticks;
-}
-
-}  // namespace
 
 std::string default_run_name(const RunRecord& r) {
   return r.model_name + " " + std::string(to_string(r.config.precision)) + " b" +
@@ -617,55 +561,6 @@ std::int64_t RunStore::step_count(std::int64_t run_id) {
   st.bind(1, run_id);
   st.step();
   return st.column_int(0);
-}
-
-void RunStore::require_run(std::int64_t run_id) {
-  Statement st = db_.prepare("SELECT 1 FROM runs WHERE id = ?");
-  st.bind(1, run_id);
-  if (!st.step()) throw StoreError("no run " + std::to_string(run_id) + " in " + path());
-}
-
-std::vector<std::string> RunStore::tags_of(std::int64_t run_id) {
-  Statement st = db_.prepare("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag");
-  st.bind(1, run_id);
-  std::vector<std::string> tags;
-  while (st.step()) tags.push_back(st.column_text(0));
-  return tags;
-}
-
-void RunStore::rename(std::int64_t run_id, const std::string& name) {
-  require_run(run_id);
-  if (name.empty()) throw StoreError("a run's name cannot be empty");
-  db_.prepare("UPDATE runs SET name = ? WHERE id = ?").bind(1, name).bind(2, run_id).run();
-}
-
-void RunStore::add_tags(std::int64_t run_id, const std::vector<std::string>& tags) {
-  require_run(run_id);
-  Transaction tx(db_);
-  Statement st = db_.prepare("INSERT OR IGNORE INTO run_tags (run_id, tag) VALUES (?, ?)");
-  for (const std::string& t : tags) {
-    if (t.empty()) throw StoreError("a tag cannot be empty");
-    st.bind(1, run_id).bind(2, t).run();
-  }
-  tx.commit();
-}
-
-void RunStore::remove_tags(std::int64_t run_id, const std::vector<std::string>& tags) {
-  require_run(run_id);
-  Transaction tx(db_);
-  Statement st = db_.prepare("DELETE FROM run_tags WHERE run_id = ? AND tag = ?");
-  for (const std::string& t : tags) st.bind(1, run_id).bind(2, t).run();
-  tx.commit();
-}
-
-void RunStore::set_note(std::int64_t run_id, const std::string& note) {
-  require_run(run_id);
-  db_.prepare("UPDATE runs SET note = ? WHERE id = ?").bind(1, note).bind(2, run_id).run();
-}
-
-void RunStore::delete_run(std::int64_t run_id) {
-  require_run(run_id);
-  db_.prepare("DELETE FROM runs WHERE id = ?").bind(1, run_id).run();
 }
 
 }  // namespace mixlab::store

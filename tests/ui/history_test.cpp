@@ -1,120 +1,13 @@
-// The run history and comparison views against a real run store in a temporary folder: rows and
-// columns, numeric sorting, filters, edits and their undo, deletion, CSV export byte for byte,
-// and the comparison's curves, speed ratios, differing settings and chart export.
-#include <QAction>
-#include <QBrush>
-#include <QComboBox>
-#include <QLabel>
-#include <QLineEdit>
-#include <QPushButton>
-#include <QSet>
-#include <QSignalSpy>
-#include <QTableView>
-#include <QTableWidget>
-#include <QTest>
-#include <QUndoStack>
-#include <cmath>
-#include <sstream>
-
-#include "app/store/csv_export.h"
-#include "app/store/run_store.h"
-#include "engine/train/run_fields.h"
-#include "tests/store/store_test_util.h"
-#include "ui/charts/chart.h"
-#include "ui/history/compare_view.h"
-#include "ui/history/history_filter.h"
-#include "ui/history/history_model.h"
-#include "ui/history/history_view.h"
-#include "ui/settings.h"
+// The run history view against a real run store in a temporary folder: rows and columns,
+// numeric sorting, filters, edits and their undo, deletion, and CSV export byte for byte (the
+// comparison's tests: compare_test.cpp).
+#include "tests/ui/history_fixture.h"
 
 using namespace mixlab;
 using namespace mixlab::ui;
-using store::RunRecord;
-using store::RunStore;
-using store::testing::sample_environment;
-using store::testing::sample_run;
-using store::testing::sample_step;
-using store::testing::TempDir;
+using namespace mixlab::ui::history_testing;
 
-namespace {
-
-struct Figures {
-  RunStatus status = RunStatus::finished;
-  std::string message;
-  double median_ms = kNotMeasured;
-  double samples_per_s = kNotMeasured;
-  double test_accuracy = kNotMeasured;
-  int steps = 0;
-};
-
-Figures finished(int steps, double median_ms, double samples_per_s = 1000.0,
-                 double test_accuracy = kNotMeasured) {
-  Figures f;
-  f.steps = steps;
-  f.median_ms = median_ms;
-  f.samples_per_s = samples_per_s;
-  f.test_accuracy = test_accuracy;
-  return f;
-}
-
-// A run without figures: still running, or failed before measuring.
-Figures ended(int steps, RunStatus status, std::string message = {}) {
-  Figures f;
-  f.steps = steps;
-  f.status = status;
-  f.message = std::move(message);
-  return f;
-}
-
-// Records a run as the recorder would: inserted, started, its steps, then finished (unless
-// it is still running).
-std::int64_t add_run(RunStore& store, RunRecord record, const Figures& f) {
-  const std::int64_t planned = record.total_steps;
-  const std::int64_t id = store.insert_run(std::move(record));
-  store.mark_started(id, 1000, sample_environment(), planned, 1 << 20);
-  std::vector<StepMetrics> steps;
-  for (int i = 0; i < f.steps; ++i) steps.push_back(sample_step(i));
-  store.insert_steps(id, steps);
-  if (f.status == RunStatus::running) return id;
-  RunSummary s;
-  s.status = f.status;
-  s.message = f.message;
-  s.steps = f.steps;
-  s.median_step_ms = f.median_ms;
-  s.p5_step_ms = f.median_ms * 0.8;
-  s.p95_step_ms = f.median_ms * 1.5;
-  s.samples_per_s = f.samples_per_s;
-  s.test_accuracy = f.test_accuracy;
-  store.finish_run(id, s, 2000);
-  return id;
-}
-
-// sample_run's settings, without its tags and note.
-RunRecord run_named(const std::string& name, Policy precision, std::int64_t created_offset_ms) {
-  RunRecord r = sample_run(name);
-  r.config.precision = precision;
-  r.created_at_ms += created_offset_ms;
-  r.tags.clear();
-  r.note.clear();
-  return r;
-}
-
-QList<qint64> ids_in_order(const QAbstractItemModel& model) {
-  QList<qint64> ids;
-  for (int row = 0; row < model.rowCount(); ++row)
-    ids.append(model.index(row, 0).data(int(HistoryModel::Role::RunId)).toLongLong());
-  return ids;
-}
-
-std::string csv_of(const std::function<void(std::ostream&)>& write) {
-  std::ostringstream out;
-  write(out);
-  return out.str();
-}
-
-}  // namespace
-
-class HistoryTest : public QObject {
+class HistoryTest : public QObject, public HistoryRuns {
   Q_OBJECT
 
  private slots:
@@ -137,20 +30,7 @@ class HistoryTest : public QObject {
   void compare_requested_with_the_selection();
   void csv_export_equals_the_store();
   void csv_export_through_the_menu();
-  void compare_curves();
-  void compare_speed_ratios();
-  void compare_differing_settings();
-  void compare_lists_every_run_setting_that_differs();
-  void compare_chart_export();
 
- private:
-  std::unique_ptr<TempDir> dir_;
-  std::filesystem::path db_;
-  std::int64_t fast_ = 0;     // mixed_float16, 2.5 ms, tags, a note
-  std::int64_t plain_ = 0;    // float32, 10 ms, a newline in its name
-  std::int64_t failed_ = 0;   // mixed_bfloat16, another model, failed, no figures
-  std::int64_t half_ = 0;     // float32, interrupted, 4 ms
-  std::int64_t running_ = 0;  // float32, still running
 };
 
 void HistoryTest::initTestCase() {
@@ -159,26 +39,7 @@ void HistoryTest::initTestCase() {
 }
 
 void HistoryTest::init() {
-  for (const auto* key : {&settings::kHistoryFilterText, &settings::kHistoryFilterStatus,
-                          &settings::kHistoryFilterPrecision, &settings::kHistoryFilterModel})
-    key->reset();
-  settings::kHistoryHeaderState.reset();
-  settings::kCompareByTime.reset();
-
-  dir_ = std::make_unique<TempDir>();
-  db_ = *dir_ / "runs.sqlite";
-  RunStore store = RunStore::open(db_);
-  fast_ = add_run(store, sample_run(), finished(30, 2.5, 38400.4, 0.875));
-  plain_ =
-      add_run(store, run_named("plain\nnewline", Policy::float32, 1000), finished(25, 10.0, 9600));
-  RunRecord failed = run_named("cnn, \"big\"", Policy::mixed_bfloat16, 2000);
-  failed.model_name = "cifar-cnn";
-  failed.note = "see the log";
-  failed_ = add_run(store, failed, ended(5, RunStatus::failed, "out of memory: 12 GiB"));
-  half_ = add_run(store, run_named("half done", Policy::float32, 3000), finished(12, 4.0, 24000));
-  store.connection().exec("UPDATE runs SET status = 'interrupted', message = 'killed' WHERE id = " +
-                          std::to_string(half_));
-  running_ = add_run(store, run_named("live", Policy::float32, 4000), ended(3, RunStatus::running));
+  record_runs();
 }
 
 void HistoryTest::cleanup() {
@@ -531,174 +392,6 @@ void HistoryTest::csv_export_through_the_menu() {
   view.action(HistoryView::Action::export_summary)->trigger();
   QCOMPARE(store::testing::read_bytes(*dir_ / "menu-runs-summary.csv"),
            csv_of([&](std::ostream& o) { store::write_summary_csv(o, store, ids); }));
-}
-
-// --- comparison -----------------------------------------------------------------------------
-
-void HistoryTest::compare_curves() {
-  CompareView view(db_);
-  QSignalSpy loaded(&view, &CompareView::curves_loaded);
-  view.show_runs({fast_, plain_, half_});
-  QVERIFY(view.loading());  // the steps come from the loader's thread
-  QVERIFY(loaded.wait(10000));
-  QVERIFY(!view.loading());
-  QCOMPARE(view.run_ids(), (QList<qint64>{fast_, plain_, half_}));
-  const std::size_t steps[] = {30, 25, 12};
-  for (int series = 0; series < 3; ++series) {
-    QCOMPARE(view.step_time_chart()->point_count(series), steps[series]);
-    QCOMPARE(view.loss_chart()->point_count(series), steps[series]);
-  }
-  QCOMPARE(view.median_chart()->bar_count(), std::size_t(3));
-  QCOMPARE(view.throughput_chart()->bar_count(), std::size_t(3));
-
-  QVERIFY(!view.x_by_time());
-  view.set_x_by_time(true);
-  QVERIFY(settings::kCompareByTime.get());
-  QVERIFY(loaded.wait(10000));
-  QCOMPARE(view.step_time_chart()->point_count(1), std::size_t(25));
-  CompareView again(db_);
-  QVERIFY(again.x_by_time());  // remembered
-
-  view.show_runs({plain_});
-  QVERIFY(loaded.wait(10000));
-  QCOMPARE(view.step_time_chart()->point_count(0), std::size_t(25));
-}
-
-void HistoryTest::compare_speed_ratios() {
-  CompareView view(db_);
-  view.show_runs({plain_, fast_, half_, failed_});
-  QCOMPARE(view.baseline(), plain_);
-  const auto ratios = [&] {
-    QList<double> values;
-    for (int row = 0; row < view.speed_table()->rowCount(); ++row)
-      values.append(
-          view.speed_table()->item(row, CompareView::SpeedRatio)->data(Qt::UserRole).toDouble());
-    return values;
-  };
-  QList<double> r = ratios();
-  QCOMPARE(r.size(), 4);
-  QCOMPARE(r[0], 1.0);
-  QCOMPARE(r[1], 10.0 / 2.5);
-  QCOMPARE(r[2], 10.0 / 4.0);
-  QVERIFY(std::isnan(r[3]));  // no figure
-  QCOMPARE(view.speed_table()->item(1, CompareView::SpeedRatio)->text(), QStringLiteral("4.00×"));
-  // The failed run has no figures, hence no bars (a zero bar would read as fastest).
-  QCOMPARE(view.median_chart()->bar_count(), std::size_t(3));
-  QCOMPARE(view.throughput_chart()->bar_count(), std::size_t(3));
-  view.set_baseline(fast_);
-  r = ratios();
-  QCOMPARE(r[0], 2.5 / 10.0);
-  QCOMPARE(r[1], 1.0);
-  QCOMPARE(r[2], 2.5 / 4.0);
-  auto* combo = view.findChild<QComboBox*>("compare_baseline");
-  QVERIFY(combo != nullptr);
-  combo->setCurrentIndex(2);  // half_
-  QCOMPARE(view.baseline(), half_);
-  QCOMPARE(ratios()[0], 4.0 / 10.0);
-}
-
-void HistoryTest::compare_differing_settings() {
-  CompareView view(db_);
-  const auto rows = [&] {
-    QStringList names;
-    QTableWidget* table = view.settings_table();
-    for (int row = 0; row < table->rowCount(); ++row)
-      names.append(table->verticalHeaderItem(row)->text());
-    return names;
-  };
-  view.show_runs({fast_, plain_});
-  QCOMPARE(rows(), QStringList{"precision"});
-  QCOMPARE(view.settings_table()->columnCount(), 2);
-  QCOMPARE(view.settings_table()->item(0, 0)->text(), QStringLiteral("mixed_float16"));
-  QCOMPARE(view.settings_table()->item(0, 1)->text(), QStringLiteral("float32"));
-  view.show_runs({fast_, failed_, plain_});
-  QCOMPARE(rows(), (QStringList{"model", "precision"}));
-  QCOMPARE(view.settings_table()->item(0, 1)->text(), QStringLiteral("cifar-cnn"));
-  {
-    RunStore store = RunStore::open(db_);
-    RunRecord other = run_named("other", Policy::float32, 5000);
-    other.config.batch_size = 1020;
-    other.config.optimizer = default_optimizer(OptimizerKind::adam);
-    other.config.dataset = parse_dataset_spec("synthetic:32x32x3:100:1000");
-    other.config.seed = 7;
-    other.device = "cpu";
-    const std::int64_t id = add_run(store, other, finished(2, 3.0));
-    view.show_runs({plain_, id});
-  }
-  // Adam's defaults against sample_run's SGD settings: each hyperparameter its own row.
-  QCOMPARE(rows(),
-           (QStringList{"dataset", "batch size", "optimizer", "learning rate", "seed", "momentum",
-                        "Nesterov momentum", "beta_1", "beta_2", "epsilon", "device"}));
-  // Equal settings: no rows, and the label says so.
-  view.show_runs({plain_, half_});
-  QCOMPARE(view.settings_table()->rowCount(), 0);
-  bool said = false;
-  for (const QLabel* label : view.findChildren<QLabel*>())
-    said = said || label->text().contains(QStringLiteral("all settings equal"));
-  QVERIFY(said);
-}
-
-// Every field of the run-settings table: two recorded runs that differ in it alone (and in what
-// it resets) show it under its label, each run's value as people read it.
-void HistoryTest::compare_lists_every_run_setting_that_differs() {
-  CompareView view(db_);
-  RunStore store = RunStore::open(db_);
-  RunRecord base = run_named("defaults", Policy::float32, 5000);
-  base.config = RunConfig{};
-  const std::int64_t base_id = add_run(store, base, finished(2, 3.0));
-  for (const RunField& field : run_fields()) {
-    RunRecord other = base;
-    other.name = std::string(field.name);
-    set_field_text(field, other.config, field.example);
-    view.show_runs({base_id, add_run(store, other, finished(2, 3.0))});
-    QTableWidget* table = view.settings_table();
-    const QString label = QString::fromUtf8(field.label.data(), qsizetype(field.label.size()));
-    int row = -1;
-    for (int i = 0; i < table->rowCount(); ++i) {
-      if (table->verticalHeaderItem(i)->text() == label) row = i;
-    }
-    QVERIFY2(row >= 0, qPrintable(label + QStringLiteral(" is not listed")));
-    QCOMPARE(table->item(row, 0)->text(),
-             QString::fromStdString(field_display(field, base.config)));
-    QCOMPARE(table->item(row, 1)->text(),
-             QString::fromStdString(field_display(field, other.config)));
-  }
-}
-
-void HistoryTest::compare_chart_export() {
-  CompareView view(db_);
-  QSignalSpy loaded(&view, &CompareView::curves_loaded);
-  view.resize(1200, 800);
-  view.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&view));
-  view.show_runs({fast_, plain_});
-  QVERIFY(loaded.wait(10000));
-  using Chart = CompareView::Chart;
-  for (const auto& [chart, name] :
-       {std::pair{Chart::step_time, "step.png"}, std::pair{Chart::loss, "loss.svg"},
-        std::pair{Chart::median_step, "median.svg"},
-        std::pair{Chart::throughput, "throughput.png"}}) {
-    const auto file = *dir_ / name;
-    QVERIFY(view.export_chart(chart, QString::fromStdString(file.string())));
-    QVERIFY(std::filesystem::file_size(file) > 0);
-  }
-  QVERIFY(store::testing::read_bytes(*dir_ / "loss.svg").find("<svg") != std::string::npos);
-  QVERIFY(store::testing::read_bytes(*dir_ / "step.png").substr(1, 3) == "PNG");
-
-  // Through the button, the file dialog answered.
-  Prompts prompts;
-  prompts.save_file = [&](const QString&, const QString& suggested, const QString&) {
-    return QString::fromStdString((*dir_ / "button-").string()) + suggested;
-  };
-  view.set_prompts(prompts);
-  auto* button = view.findChild<QPushButton*>("export_median-step-time");
-  QVERIFY(button != nullptr);
-  button->click();
-  QVERIFY(std::filesystem::file_size(*dir_ / "button-median-step-time.png") > 0);
-  QSignalSpy errors(&view, &CompareView::error);
-  QVERIFY(
-      !view.export_chart(Chart::loss, QString::fromStdString((*dir_ / "no" / "x.png").string())));
-  QCOMPARE(errors.count(), 1);
 }
 
 QTEST_MAIN(HistoryTest)
