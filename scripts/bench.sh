@@ -2,12 +2,17 @@
 # MixLab's step times beside PyTorch's (Debian's python3-torch) on the two PRODUCT.md models,
 # same batch, optimizer and thread count, in one run. Prints a table with the ratios last.
 # Usage: scripts/bench.sh [--threads N] [--steps N] [--warmup N] [--optimizer sgd|adam]
+#        scripts/bench.sh --doctor [--threads N] [--steps N] [--warmup N]
 #        (after a release build)
+# --doctor: the doctor's predicted step time against the measured one for the four built-in
+# models in float32 and the CPU's mixed policy, and MixLab's measured step against the roofline
+# bound (how close the engine runs to this machine's limit). Figures, not a test.
 set -eu
 cd "$(dirname "$0")/.."
-threads=2 steps=30 warmup=5 optimizer=""
+threads=2 steps=30 warmup=5 optimizer="" doctor=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --doctor) doctor=1; shift ;;
     --threads) threads=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
@@ -15,9 +20,12 @@ while [ $# -gt 0 ]; do
     *) echo "bench.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
-./scripts/install-deps.sh --bench
 cli=build/release/app/mixlab-cli
 [ -x "$cli" ] || { echo "bench.sh: build first: cmake --workflow --preset release" >&2; exit 2; }
+if [ -n "$doctor" ]; then
+  exec ./scripts/doctor-bench.sh "$cli" "$threads" "$steps" "$warmup"
+fi
+./scripts/install-deps.sh --bench
 opt_arg=""
 [ -n "$optimizer" ] && opt_arg="--optimizer $optimizer"
 tmp=$(mktemp -d)

@@ -18,6 +18,7 @@ class RunNotFoundError : public std::runtime_error {
 int run_inspect(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_doctor(const std::vector<std::string>& args);
 int run_devices(const std::vector<std::string>& args);
 int run_self_test(const std::vector<std::string>& args);
 

@@ -11,6 +11,7 @@
 #include "app/cli/version_info.h"
 #include "app/store/sqlite.h"
 #include "engine/core/error.h"
+#include "engine/doctor/device_profile.h"
 
 namespace {
 
@@ -26,6 +27,9 @@ constexpr const char* kHelp =
     "  inspect   the layer table of a model: mixlab-cli inspect MODEL [--precision P] [--json]\n"
     "  bench     step times of the reference models: mixlab-cli bench [--device D] [--threads N]\n"
     "            [--steps N]\n"
+    "  doctor    why mixed precision is slower or faster than float32, and what to change:\n"
+    "            mixlab-cli doctor MODEL [--device D | --profile NAME] [--batch-size N]\n"
+    "            [--measure] [--sweep batch=N,...] [--what-if] [--json]\n"
     "  devices   the devices this build can train on, and why the GPU backend cannot when not\n"
     "  self-test a short run on every backend and policy, a store round trip and a CSV export;\n"
     "            exits non-zero on any failure\n"
@@ -61,11 +65,12 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     if (command == "train") return run_train(args);
     if (command == "inspect") return run_inspect(args);
     if (command == "bench") return run_bench(args);
+    if (command == "doctor") return run_doctor(args);
     if (command == "devices") return run_devices(args);
     if (command == "self-test") return run_self_test(args);
     if (command == "runs") return run_runs(args);
     throw UsageError("unknown command '" + command +
-                     "' (train, inspect, bench, devices, runs, self-test)");
+                     "' (train, inspect, bench, doctor, devices, runs, self-test)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;
@@ -81,6 +86,9 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
   } catch (const store::StoreError& e) {
     std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
     return kExitRunFailed;
+  } catch (const doctor::ProfileError& e) {
+    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    return kExitBadInput;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;

@@ -123,6 +123,23 @@ class Backend {
 // The oneDNN backend; threads 0 means every core.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 
+// What this CPU does at a thread count, measured through oneDNN as the CPU backend runs it (the
+// doctor's profile of the local CPU): a few seconds.
+struct CpuCalibration {
+  std::string cpu;        // model name
+  int threads = 0;
+  CpuIsa isa = CpuIsa::baseline;
+  std::string onednn;     // "2.6.3 avx2": the library and the ISA it ran at
+  double f32_matmul_flops = 0.0;   // FLOP/s of a (512 x 1024) x (1024 x 1024) inner product
+  double bf16_matmul_flops = 0.0;  // the same in bfloat16; 0 without oneDNN bf16 kernels
+  double f32_small_matmul_flops = 0.0;  // at 32 rows (a small batch): the median of three widths
+  double f32_conv_flops = 0.0;     // FLOP/s of a 3x3, 64 -> 64 channel convolution, 32x16x16
+  double stream_bytes_per_s = 0.0; // an in-place a += s * b over 64 MiB arrays: bytes/s
+  double pooling_bytes_per_s = 0.0;  // 2x2 max pooling for training, 32x28x28x16: bytes in+out/s
+  double call_overhead_s = 0.0;    // a small layer's call beyond its work
+};
+CpuCalibration calibrate_cpu(int threads);
+
 // A backend for a device name: "cpu", "cuda" (the first GPU), "cuda:N", or "auto" (the first
 // GPU the CUDA backend can train on, else the CPU). Throws ConfigError for an unknown name, and
 // BackendError naming why for a GPU that cannot be used, unless `fallback` lets it run on the

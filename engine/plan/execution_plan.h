@@ -121,6 +121,15 @@ struct LoweringRules {
   bool elementwise_same_dtype = false;
 };
 
+// How each backend lowers, here so that the doctor's cost model plans as the backend would.
+// The CPU: its elementwise nodes convert as they read, and a Dense layer's activation is a node
+// of its own. CUDA: ReLU in cuBLASLt's epilogue; a cast before every elementwise kernel whose
+// input is in another dtype.
+inline constexpr LoweringRules kCpuLowering{.dense_fuses_relu = false,
+                                            .elementwise_same_dtype = false};
+inline constexpr LoweringRules kCudaLowering{.dense_fuses_relu = true,
+                                             .elementwise_same_dtype = true};
+
 struct ExecutionPlan {
   Policy policy = Policy::float32;
   int batch = 0;

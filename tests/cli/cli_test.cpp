@@ -22,67 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "app/store/csv_export.h"
+#include "tests/cli/cli_support.h"
 #include "app/store/run_store.h"
 #include "engine/backend/backend.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path make_temp_dir(const std::string& prefix) {
-  std::string dir = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (mkdtemp(dir.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + dir);
-  return dir;
-}
-
-// Every mixlab-cli these tests start (train records its runs) writes to a database of its own,
-// never the user's: MIXLAB_DB is set for the whole process, and children inherit it.
-class IsolatedRunStore : public ::testing::Environment {
- public:
-  void SetUp() override {
-    dir_ = make_temp_dir("mixlab-cli-db");
-    setenv("MIXLAB_DB", (dir_ / "runs.sqlite").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
- private:
-  fs::path dir_;
-};
-
-[[maybe_unused]] ::testing::Environment* const kIsolatedRunStore =
-    ::testing::AddGlobalTestEnvironment(new IsolatedRunStore);
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs mixlab-cli with the arguments (a shell word list) and collects stdout, stderr, exit code.
-// `env` is put before the command ("MIXLAB_DB=/tmp/x.sqlite").
-Result run_cli(const std::string& args, const std::string& env = "") {
-  const fs::path dir = fs::temp_directory_path() / ("mixlab-cli-test-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  const std::string cmd = env + " " + MIXLAB_CLI + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream o(out), e(err);
-  r.out.assign(std::istreambuf_iterator<char>(o), {});
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path p =
-      fs::temp_directory_path() / ("mixlab-cli-test-" + std::to_string(getpid()) + "-" + name);
-  std::ofstream(p) << text;
-  return p.string();
-}
+using namespace mixlab_cli_test;
 
 constexpr const char* kTinyModel =
     R"({"name": "tiny", "input": {"shape": [8, 8, 1]}, "layers": [

@@ -12,10 +12,7 @@
 
 namespace mixlab::cpu {
 
-// How the CPU lowers: its elementwise nodes convert as they read, and a Dense layer's activation
-// is a node of its own.
-inline constexpr LoweringRules kCpuLowering{.dense_fuses_relu = false,
-                                            .elementwise_same_dtype = false};
+using mixlab::kCpuLowering;  // how it lowers (engine/plan/execution_plan.h)
 
 class CpuExecutor final : public ModelExecutor, private OpAccess {
  public:

@@ -21,10 +21,7 @@
 
 namespace mixlab::cuda {
 
-// How the CUDA backend lowers: ReLU in cuBLASLt's epilogue; a cast before every elementwise
-// kernel whose input is in another dtype.
-inline constexpr LoweringRules kCudaLowering{.dense_fuses_relu = true,
-                                             .elementwise_same_dtype = true};
+using mixlab::kCudaLowering;  // how it lowers (engine/plan/execution_plan.h)
 
 class CudaExecutor final : public ModelExecutor, private OpAccess {
  public:

@@ -1,0 +1,208 @@
+// mixlab-cli doctor MODEL [--device D | --profile NAME] [--precision P] [--batch-size N]
+//   [--measure] [--sweep batch=...] [--what-if] [--json]: why a mixed policy is slower or faster
+// than float32 on a device, from the roofline cost model (engine/doctor) and, with --measure, from
+// an A/B run on this machine's device set beside the prediction. The verdict comes first.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "app/cli/common.h"
+#include "app/cli/doctor_output.h"
+#include "engine/doctor/local_profile.h"
+#include "engine/doctor/measure.h"
+#include "engine/doctor/report_json.h"
+
+namespace mixlab::cli {
+
+namespace {
+
+using doctor::Diagnosis;
+using doctor::DiagnosisInput;
+
+std::vector<int> parse_sweep(const std::string& text) {
+  const std::string prefix = "batch=";
+  if (text.rfind(prefix, 0) != 0) {
+    throw UsageError("--sweep takes batch=N,N,... (e.g. batch=32,64,128), not '" + text + "'");
+  }
+  std::vector<int> batches;
+  std::stringstream in(text.substr(prefix.size()));
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    batches.push_back(static_cast<int>(integer_option("--sweep batch", part, 1, 1 << 20)));
+  }
+  if (batches.empty()) throw UsageError("--sweep batch= names no batch size");
+  return batches;
+}
+
+}  // namespace
+
+int run_doctor(const std::vector<std::string>& argv) {
+  CommandLine command("mixlab-cli doctor",
+                      "Why mixed precision is slower or faster than float32 for a model on a "
+                      "device: a roofline prediction per layer and phase, findings with fixes, "
+                      "and (--measure) an A/B run set beside it.");
+  CLI::App& app = command.app();
+  std::vector<std::string> models;
+  std::string device_name = "auto", profile_name, profiles_file, sweep_text, steps_text,
+              warmup_text;
+  bool json = false, measure_flag = false, what_if = false, recalibrate = false,
+       list_profiles = false;
+  app.add_option("model", models, "a model file (JSON) or a built-in model");
+  command.add_option(app, "--device", device_name,
+                     "this machine's device to diagnose (and measure): cpu, cuda, cuda:N, auto")
+      ->type_name("DEVICE")
+      ->default_str(device_name);
+  command.add_option(app, "--profile", profile_name,
+                     "predict for a GPU you need not have: a profile name (--list-profiles)")
+      ->type_name("NAME");
+  command.add_option(app, "--profiles", profiles_file,
+                     "read GPU profiles from this file instead of the built-in ones")
+      ->type_name("FILE");
+  app.add_flag("--list-profiles", list_profiles, "list the GPU profiles and exit");
+  const RunFieldOptions settings(
+      command, {"precision", "batch_size", "optimizer", "threads", "tf32", "cuda_graphs",
+                "data_on_device"});
+  app.get_option("--precision")
+      ->description("the mixed policy set against float32 (default: the best the device runs)")
+      ->default_str("");
+  app.add_flag("--measure", measure_flag,
+               "also run both policies on the device and set measured beside predicted");
+  command.add_option(app, "--sweep", sweep_text,
+                     "predict (and with --measure, measure) the speed-up at each batch size")
+      ->type_name("batch=N,N,...");
+  app.add_flag("--what-if", what_if,
+               "apply the top suggestion, predict it and (on this machine) measure the gain");
+  command.add_option(app, "--steps", steps_text, "measured steps per policy (default 30)")
+      ->type_name("N");
+  command.add_option(app, "--warmup", warmup_text, "steps left out of the figures (default 5)")
+      ->type_name("N");
+  app.add_flag("--recalibrate", recalibrate, "measure this CPU's roofs again (cached otherwise)");
+  app.add_flag("--json", json, "one JSON object instead of the report");
+  if (!command.parse(argv)) return kExitOk;
+
+  std::vector<doctor::DeviceProfile> file_profiles;
+  std::span<const doctor::DeviceProfile> profiles = doctor::builtin_gpu_profiles();
+  if (!profiles_file.empty()) {
+    file_profiles = doctor::load_gpu_profiles(profiles_file);
+    profiles = file_profiles;
+  }
+  if (list_profiles) {
+    print_profiles(profiles, json);
+    return kExitOk;
+  }
+  if (models.size() != 1) {
+    throw UsageError("usage: mixlab-cli doctor MODEL [--device D | --profile NAME] "
+                     "[--precision P] [--batch-size N] [--measure] [--sweep batch=N,...] "
+                     "[--what-if] [--json]");
+  }
+  if (!profile_name.empty() && app.get_option("--device")->count() > 0) {
+    throw UsageError("--device and --profile both name the device: give one");
+  }
+  const bool predict_only = !profile_name.empty();
+  if (predict_only && measure_flag) {
+    throw UsageError("--measure runs on this machine's device; --profile '" + profile_name +
+                     "' can only be predicted");
+  }
+  RunConfig config;
+  settings.apply(config);
+  DiagnosisInput input;
+  input.spec = load_model_argument(models[0]);
+  input.batch = config.batch_size;
+  input.optimizer = config.optimizer;
+  input.options.tf32 = config.tf32;
+  input.options.cuda_graphs = config.cuda_graphs;
+  input.options.data_on_device = config.data_on_device;
+
+  std::unique_ptr<Backend> backend;
+  std::string device_used;
+  if (predict_only) {
+    input.device = doctor::find_profile(profiles, profile_name);
+  } else {
+    BackendChoice choice = make_backend(device_name, config.threads, true);
+    if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli doctor: %s\n", choice.note.c_str());
+    const DeviceInfo info = choice.backend->device();
+    device_used = choice.device;
+    if (info.is_gpu()) {
+      input.device = doctor::gpu_profile_from_device(info, 0, 0.0, 0.0);
+    } else {
+      bool calibrated = false;
+      if (!json) std::fprintf(stderr, "mixlab-cli doctor: measuring this CPU's roofs...\r");
+      input.device = doctor::local_cpu_profile(info.threads, doctor::default_cpu_profile_cache(),
+                                               recalibrate, &calibrated);
+      if (!json) std::fprintf(stderr, "%60s\r", "");
+      if (calibrated && !json) {
+        std::fprintf(stderr, "mixlab-cli doctor: measured this CPU's roofs (kept in %s)\n",
+                     doctor::default_cpu_profile_cache().c_str());
+      }
+    }
+    backend = std::move(choice.backend);
+  }
+  if (settings.given("precision")) {
+    if (config.precision == Policy::float32) {
+      throw UsageError("--precision names the mixed policy to set against float32: "
+                       "mixed_float16 or mixed_bfloat16");
+    }
+    input.mixed = config.precision;
+  } else {
+    input.mixed = comparison_mixed_policy(input.device.device_info());
+  }
+
+  doctor::MeasureOptions measure_options;
+  measure_options.threads = config.threads;
+  if (!steps_text.empty()) measure_options.steps = integer_option("--steps", steps_text, 2, 100000);
+  if (!warmup_text.empty()) {
+    measure_options.warmup = static_cast<int>(integer_option("--warmup", warmup_text, 0, 100000));
+  }
+  const std::atomic<bool> cancel{false};
+  const auto measure = [&](const DiagnosisInput& in) {
+    if (!json) std::fprintf(stderr, "mixlab-cli doctor: measuring batch %d...\n", in.batch);
+    return doctor::measure(in, *backend, measure_options, cancel);
+  };
+
+  std::optional<doctor::Measurement> measured;
+  if (measure_flag) measured = measure(input);
+  const Diagnosis diagnosis = doctor::diagnose(input, measured);
+  nlohmann::ordered_json out = doctor::to_json(diagnosis);
+  if (!json) print_diagnosis(diagnosis);
+
+  if (!sweep_text.empty()) {
+    std::vector<SweepRow> rows;
+    for (const int batch : parse_sweep(sweep_text)) {
+      DiagnosisInput at = input;
+      at.batch = batch;
+      SweepRow row;
+      row.batch = batch;
+      const std::optional<doctor::Measurement> m =
+          measure_flag ? std::optional(measure(at)) : std::nullopt;
+      row.diagnosis = doctor::diagnose(at, m);
+      rows.push_back(std::move(row));
+    }
+    out["sweep"] = sweep_json(rows);
+    if (!json) print_sweep(rows);
+  }
+
+  if (what_if) {
+    WhatIf w = what_if_of(diagnosis);
+    if (w.finding != nullptr && !predict_only) {
+      const DiagnosisInput changed = doctor::apply_change(input, w.finding->change);
+      const doctor::MeasuredRun before =
+          measured ? measured->mixed
+                   : doctor::measure_policy(input, input.mixed, *backend, measure_options, cancel);
+      const doctor::MeasuredRun after =
+          doctor::measure_policy(changed, input.mixed, *backend, measure_options, cancel);
+      w.measured_gain = (before.step_ms / input.batch) / (after.step_ms / changed.batch);
+      w.before_ms = before.step_ms;
+      w.after_ms = after.step_ms;
+    }
+    out["what_if"] = what_if_json(w, input);
+    if (!json) print_what_if(w, input, predict_only);
+  }
+  if (json) std::cout << out.dump(2) << "\n";
+  return kExitOk;
+}
+
+}  // namespace mixlab::cli

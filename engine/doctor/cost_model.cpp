@@ -1,0 +1,623 @@
+#include "engine/doctor/cost_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab::doctor {
+
+std::string_view to_string(CostPhase phase) {
+  switch (phase) {
+    case CostPhase::data: return "data";
+    case CostPhase::forward: return "forward";
+    case CostPhase::loss: return "loss";
+    case CostPhase::backward_data: return "backward data";
+    case CostPhase::backward_weights: return "backward weights";
+    case CostPhase::loss_scaling: return "loss scaling";
+    case CostPhase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view to_string(TimeKind kind) {
+  switch (kind) {
+    case TimeKind::matmul: return "matmul";
+    case TimeKind::convolution: return "convolution";
+    case TimeKind::elementwise: return "elementwise";
+    case TimeKind::casts: return "casts";
+    case TimeKind::optimizer: return "optimizer";
+    case TimeKind::loss_scaling: return "loss scaling";
+    case TimeKind::data: return "data";
+    case TimeKind::overhead: return "overhead";
+  }
+  return "?";
+}
+
+GemmQuantization quantize_gemm(const GemmShape& gemm, int tile_m, int tile_n, int sm_count) {
+  GemmQuantization q;
+  q.tile_m = tile_m;
+  q.tile_n = tile_n;
+  if (gemm.m <= 0 || gemm.n <= 0 || sm_count <= 0) return q;
+  const std::int64_t tm = (gemm.m + tile_m - 1) / tile_m;
+  const std::int64_t tn = (gemm.n + tile_n - 1) / tile_n;
+  q.tiles = tm * tn;
+  q.waves = (q.tiles + sm_count - 1) / sm_count;
+  q.tile_efficiency = static_cast<double>(gemm.m) * static_cast<double>(gemm.n) /
+                      (static_cast<double>(tm * tile_m) * static_cast<double>(tn * tile_n));
+  q.wave_efficiency = static_cast<double>(q.tiles) / static_cast<double>(q.waves * sm_count);
+  return q;
+}
+
+GemmQuantization quantize_gemm(const GemmShape& gemm, int sm_count) {
+  // A smaller tile reuses its operands less: it must waste clearly less to be chosen. The
+  // weights are this model's, not cuBLAS's heuristics (which are not published).
+  struct Tile {
+    int m, n;
+    double reuse;
+  };
+  constexpr std::array<Tile, 4> kTiles{{{256, 128, 1.0}, {128, 128, 0.95}, {128, 64, 0.85},
+                                        {64, 64, 0.7}}};
+  constexpr std::int64_t kMinSplitDepth = 512;
+  GemmQuantization best;
+  double best_score = -1.0;
+  for (const Tile& t : kTiles) {
+    GemmQuantization q = quantize_gemm(gemm, t.m, t.n, sm_count);
+    if (q.tiles > 0 && q.tiles < sm_count && gemm.k >= 2 * kMinSplitDepth) {
+      const std::int64_t split =
+          std::min<std::int64_t>(sm_count / q.tiles, gemm.k / kMinSplitDepth);
+      if (split > 1) {
+        q.split_k = static_cast<int>(split);
+        q.tiles *= split;
+        q.waves = (q.tiles + sm_count - 1) / sm_count;
+        q.wave_efficiency =
+            static_cast<double>(q.tiles) / static_cast<double>(q.waves * sm_count);
+      }
+    }
+    const double score = q.efficiency() * t.reuse;
+    if (score > best_score + 1e-12) {
+      best = q;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+std::int64_t storage_bytes(const DeviceProfile& device, DType dtype) {
+  if (dtype == DType::f32) return 4;
+  if (device.is_gpu()) return 2;
+  // The CPU backend keeps float16 as float32 everywhere, bfloat16 in 16 bits only where oneDNN
+  // has bf16 kernels (AVX-512 on).
+  return dtype == DType::bf16 && device.isa >= CpuIsa::avx512_core ? 2 : 4;
+}
+
+namespace {
+
+// Builds the items of one step.
+class Model {
+ public:
+  Model(const ExecutionPlan& plan, const DeviceProfile& device, const CostOptions& options)
+      : plan_(plan), device_(device), options_(options) {
+    overhead_s_ = device.launch_overhead_s * (device.is_gpu() && options.cuda_graphs ? 0.3 : 1.0);
+  }
+
+  std::vector<CostItem> items() {
+    data();
+    for (std::size_t n = 0; n < plan_.nodes.size(); ++n) node(static_cast<int>(n));
+    loss();
+    const int end = static_cast<int>(items_.size());
+    // Backward runs from the last node down: order the items as they run.
+    std::vector<CostItem> ordered;
+    for (CostItem& item : items_) {
+      if (item.phase != CostPhase::backward_data && item.phase != CostPhase::backward_weights) {
+        ordered.push_back(std::move(item));
+      }
+    }
+    for (int i = end - 1; i >= 0; --i) {
+      CostItem& item = items_[static_cast<std::size_t>(i)];
+      if (item.phase == CostPhase::backward_data || item.phase == CostPhase::backward_weights) {
+        ordered.push_back(std::move(item));
+      }
+    }
+    items_ = std::move(ordered);
+    loss_scaling();
+    optimizer();
+    return std::move(items_);
+  }
+
+ private:
+  bool gpu() const { return device_.is_gpu(); }
+  double elem(DType d) const { return static_cast<double>(storage_bytes(device_, d)); }
+  bool emulated(DType d) const { return d != DType::f32 && matmul_peak(device_, d, false) <= 0.0; }
+
+  // Adds `bytes` of elements of `dtype` to the item.
+  void move(CostItem& item, DType dtype, double elements) const {
+    if (elem(dtype) == 2) {
+      item.bytes_16 += 2 * elements;
+    } else {
+      item.bytes_f32 += 4 * elements;
+    }
+  }
+
+  CostItem& add(int node, CostPhase phase, TimeKind kind, DType dtype, std::string label) {
+    CostItem item;
+    item.node = node;
+    item.layer = node >= 0 ? plan_.nodes[static_cast<std::size_t>(node)].layer : -1;
+    item.phase = phase;
+    item.kind = kind;
+    item.dtype = dtype;
+    item.label = std::move(label);
+    item.launches = 1;
+    items_.push_back(std::move(item));
+    return items_.back();
+  }
+
+  // Finishes an item's times from its counts.
+  void time(CostItem& item, double peak, double bandwidth_efficiency = 1.0) const {
+    item.peak_flops = peak > 0 ? peak : device_.peak.float32;
+    item.compute_s = item.flops / item.peak_flops;
+    item.memory_s = item.bytes() / (device_.bandwidth_bytes_per_s * bandwidth_efficiency);
+    item.overhead_s = item.launches * overhead_s_;
+  }
+
+  // The roof of a GEMM of `dtype` with these dimensions; records emulation, alignment and
+  // quantization on the item.
+  double gemm_peak(CostItem& item, DType dtype) const {
+    double peak = matmul_peak(device_, dtype, options_.tf32);
+    if (peak <= 0.0) {
+      item.emulated = true;  // float32 math with 16-bit rounding (or no such path at all)
+      peak = device_.peak.float32;
+    }
+    if (gpu() && dtype != DType::f32 && device_.tensor_cores && !item.misaligned.empty()) {
+      // NVIDIA's guide: a 16-bit GEMM whose dimensions are not multiples of 8 cannot use the
+      // tensor cores' fast path; modelled as a quarter of their rate, never below float32's.
+      peak = std::max(device_.peak.float32, peak / 4.0);
+    }
+    if (item.kind == TimeKind::convolution) peak *= device_.convolution_efficiency;
+    if (device_.small_gemm_efficiency < 1.0) {
+      const double smallest = static_cast<double>(
+          std::min({item.shape.m, item.shape.n, item.shape.k}));
+      const double t = std::clamp(std::log2(smallest / 32.0) / 4.0, 0.0, 1.0);  // 32 -> 512
+      peak *= std::pow(device_.small_gemm_efficiency, 1.0 - t);
+    }
+    if (gpu() && device_.sm_count > 0) {
+      item.quantization = quantize_gemm(item.shape, device_.sm_count);
+      peak *= item.quantization.efficiency();
+    }
+    return peak;
+  }
+
+  // The first dimension (of those named) that is not a multiple of 8, for 16-bit math on a GPU.
+  void check_alignment(CostItem& item, DType dtype,
+                       std::initializer_list<std::pair<const char*, std::int64_t>> dims) const {
+    if (!gpu() || dtype == DType::f32) return;
+    for (const auto& [name, value] : dims) {
+      if (value % kTensorCoreMultiple16Bit != 0) {
+        item.misaligned = name;
+        item.misaligned_value = value;
+        return;
+      }
+    }
+  }
+
+  // The CPU rounds what an emulated 16-bit node writes in a pass of its own.
+  void rounding(int node, CostPhase phase, DType dtype, double elements, const std::string& what) {
+    if (gpu() || !emulated(dtype) || elements <= 0) return;
+    CostItem& r = add(node, phase, TimeKind::casts, dtype,
+                      what + " " + std::string(to_string(dtype)) + " rounding (emulated)");
+    r.bytes_f32 = 8 * elements;
+    r.flops = elements;
+    r.launches = 0;
+    time(r, 0);
+  }
+
+  void data() {
+    const double elements = static_cast<double>(plan_.batch) * num_elements(plan_.input_shape);
+    if (gpu() && !options_.data_on_device) {
+      CostItem& c = add(-1, CostPhase::data, TimeKind::data, DType::f32, "input batch copy to the GPU");
+      c.bytes_f32 = 4 * elements + 4 * plan_.batch;
+      c.launches = 2;
+      c.peak_flops = device_.peak.float32;
+      c.memory_s = c.bytes() / device_.host_link_bytes_per_s;
+      c.overhead_s = c.launches * overhead_s_;
+      return;
+    }
+    CostItem& g = add(-1, CostPhase::data, TimeKind::data, DType::f32,
+                      gpu() ? "input batch gathered on the GPU" : "input batch gathered");
+    g.bytes_f32 = 8 * elements + 8 * plan_.batch;
+    g.launches = gpu() ? 1 : 0;
+    time(g, 0);
+  }
+
+  void node(int n) {
+    const PlanNode& node = plan_.nodes[static_cast<std::size_t>(n)];
+    const double in = static_cast<double>(plan_.in_elements(n));
+    const double out = static_cast<double>(plan_.out_elements(n));
+    const DType d = node.out_dtype;
+    const bool backward = n > plan_.first_param_node && plan_.first_param_node >= 0;
+    const bool backward_weights = plan_.first_param_node >= 0 && n >= plan_.first_param_node;
+    const std::string& label = node.label;
+    switch (node.op) {
+      case PlanOp::dense:
+        dense(n, node, backward);
+        break;
+      case PlanOp::conv2d:
+        conv(n, node, backward);
+        break;
+      case PlanOp::pooling: {
+        const LayerInfo* unused = nullptr;
+        (void)unused;
+        const double window = in / std::max(out, 1.0);  // about the window's elements
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d, label + " forward");
+        move(f, node.in_dtype, in);
+        move(f, d, out);
+        f.flops = in;
+        time(f, 0, device_.pooling_efficiency);
+        rounding(n, CostPhase::forward, d, out, label);
+        if (backward) {
+          CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                            label + " backward");
+          b.bytes_f32 = 4 * out + 4 * in;  // the gradient in, the gradient out
+          move(b, node.in_dtype, in);      // the input, for the max's position
+          b.flops = in + window;
+          time(b, 0, device_.pooling_efficiency);
+        }
+        break;
+      }
+      case PlanOp::flatten:
+        break;
+      case PlanOp::cast: {
+        CostItem& c = add(n, CostPhase::forward, TimeKind::casts, d, label);
+        move(c, node.in_dtype, in);
+        move(c, d, out);
+        c.flops = out;
+        if (!gpu() && elem(node.in_dtype) == elem(d)) {
+          // Between float32 and emulated 16 bits the CPU rounds in place.
+          c.label += " (rounding)";
+        }
+        time(c, 0);
+        break;
+      }
+      case PlanOp::activation:
+      case PlanOp::rescaling:
+      case PlanOp::dropout: {
+        double flops_per = 1.0;
+        if (node.op == PlanOp::activation) {
+          if (node.activation == ActivationFn::softmax) flops_per = 3.0;
+          if (node.activation == ActivationFn::gelu) flops_per = 8.0;
+          if (node.activation == ActivationFn::sigmoid || node.activation == ActivationFn::tanh)
+            flops_per = 4.0;
+        }
+        if (node.op == PlanOp::dropout) flops_per = 6.0;  // the counter hash and the select
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d, label + " " +
+                              std::string(to_string(node.op)));
+        move(f, node.in_dtype, in);
+        move(f, d, out);
+        f.flops = flops_per * out;
+        time(f, 0);
+        rounding(n, CostPhase::forward, d, out, label);
+        // The softmax before the cross-entropy is differentiated with the loss.
+        const bool with_loss = n + 1 == static_cast<int>(plan_.nodes.size()) &&
+                               (plan_.head == LossHead::softmax_crossentropy ||
+                                plan_.head == LossHead::sigmoid_binary);
+        if (backward && !with_loss) {
+          CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                            label + " " + std::string(to_string(node.op)) + " backward");
+          b.bytes_f32 = 8 * out;  // the gradient in and out
+          if (node.op == PlanOp::activation) move(b, d, out);  // the output it differentiates
+          b.flops = flops_per * out;
+          time(b, 0);
+        }
+        break;
+      }
+    }
+    (void)backward_weights;
+  }
+
+  void dense(int n, const PlanNode& node, bool backward) {
+    const std::int64_t in = node.in_shape.back();
+    const std::int64_t units = node.out_shape.back();
+    const std::int64_t rows = plan_.in_elements(n) / in;
+    const DType d = node.out_dtype;
+    const bool bias = node.params.size() > 1;
+    const double m = static_cast<double>(rows), k = static_cast<double>(in),
+                 u = static_cast<double>(units);
+    const std::string& label = node.label;
+    // Forward: (rows x in) x (in x units).
+    {
+      CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d, label + " forward");
+      f.gemm = true;
+      f.shape = {rows, units, in};
+      check_alignment(f, d, {{"batch", rows}, {"input features", in}, {"units", units}});
+      f.flops = 2 * m * k * u + (bias ? m * u : 0) + (node.activation != ActivationFn::linear ? m * u : 0);
+      move(f, d, m * k);
+      move(f, d, k * u);
+      move(f, d, m * u);
+      if (bias) f.bytes_f32 += 4 * u;
+      time(f, gemm_peak(f, d));
+      rounding(n, CostPhase::forward, d, m * u, label);
+    }
+    const double grad = gpu() ? elem(d) : elem(d);  // the incoming gradient, as the GEMM reads it
+    if (gpu() && d != DType::f32) {
+      // The float32 activation gradient is cast to the layer's dtype for the tensor cores.
+      CostItem& c = add(n, CostPhase::backward_weights, TimeKind::casts, d,
+                        label + " gradient cast");
+      c.bytes_f32 = 4 * m * u;
+      c.bytes_16 = 2 * m * u;
+      c.flops = m * u;
+      time(c, 0);
+    }
+    if (node.activation == ActivationFn::relu) {
+      // The fused ReLU's gradient (GPU), before the GEMMs.
+      CostItem& r = add(n, CostPhase::backward_weights, TimeKind::elementwise, d,
+                        label + " relu backward");
+      r.bytes_f32 = 8 * m * u;
+      move(r, d, m * u);
+      r.flops = m * u;
+      time(r, 0);
+    }
+    // Weights: (in x rows) x (rows x units), into the float32 gradient; the bias's sum with it.
+    {
+      CostItem& w = add(n, CostPhase::backward_weights, TimeKind::matmul, d,
+                        label + " backward weights");
+      w.gemm = true;
+      w.shape = {in, units, rows};
+      check_alignment(w, d, {{"batch", rows}, {"input features", in}, {"units", units}});
+      w.flops = 2 * m * k * u + (bias ? m * u : 0);
+      move(w, d, m * k);
+      w.bytes_f32 += 4 * k * u + (bias ? 4 * u : 0);
+      if (grad == 2) w.bytes_16 += 2 * m * u; else w.bytes_f32 += 4 * m * u;
+      w.launches = gpu() && bias ? 2 : 1;
+      time(w, gemm_peak(w, d));
+      rounding(n, CostPhase::backward_weights, d, k * u + (bias ? u : 0), label + " gradient");
+    }
+    if (backward) {
+      // Data: (rows x units) x (units x in), into the float32 activation gradient.
+      CostItem& b = add(n, CostPhase::backward_data, TimeKind::matmul, d,
+                        label + " backward data");
+      b.gemm = true;
+      b.shape = {rows, in, units};
+      check_alignment(b, d, {{"batch", rows}, {"units", units}, {"input features", in}});
+      b.flops = 2 * m * k * u;
+      move(b, d, k * u);
+      if (grad == 2) b.bytes_16 += 2 * m * u; else b.bytes_f32 += 4 * m * u;
+      b.bytes_f32 += 4 * m * k;
+      time(b, gemm_peak(b, d));
+      rounding(n, CostPhase::backward_data, d, m * k, label + " input gradient");
+    }
+  }
+
+  void conv(int n, const PlanNode& node, bool backward) {
+    // (H, W, C) -> (P, Q, K) with an R x S kernel; implicit GEMMs (NVIDIA's convolution guide):
+    // forward (B*P*Q) x (C*R*S) x K, data (B*H*W) x (K*R*S) x C, weights K x (B*P*Q) x (C*R*S).
+    const std::int64_t b = plan_.batch;
+    const std::int64_t h = node.in_shape[0], w = node.in_shape[1], c = node.in_shape[2];
+    const std::int64_t p = node.out_shape[0], q = node.out_shape[1], f = node.out_shape[2];
+    const PlanSlot& kernel = plan_.params[static_cast<std::size_t>(node.params.front())];
+    const std::int64_t r = kernel.keras_shape[0], s = kernel.keras_shape[1];
+    const bool bias = node.params.size() > 1;
+    const DType d = node.out_dtype;
+    const double in = static_cast<double>(b * h * w * c), out = static_cast<double>(b * p * q * f),
+                 weights = static_cast<double>(r * s * c * f);
+    const double macs = static_cast<double>(b * p * q) * static_cast<double>(c * r * s) *
+                        static_cast<double>(f);
+    const std::string& label = node.label;
+    {
+      CostItem& fw = add(n, CostPhase::forward, TimeKind::convolution, d, label + " forward");
+      fw.gemm = true;
+      fw.shape = {b * p * q, f, c * r * s};
+      check_alignment(fw, d, {{"input channels", c}, {"filters", f}});
+      fw.flops = 2 * macs + (bias ? out : 0);
+      move(fw, d, in);
+      move(fw, d, weights);
+      move(fw, d, out);
+      time(fw, gemm_peak(fw, d));
+      rounding(n, CostPhase::forward, d, out, label);
+    }
+    const double grad = elem(d);
+    if (gpu() && d != DType::f32) {
+      CostItem& cast = add(n, CostPhase::backward_weights, TimeKind::casts, d,
+                           label + " gradient cast");
+      cast.bytes_f32 = 4 * out;
+      cast.bytes_16 = 2 * out;
+      cast.flops = out;
+      time(cast, 0);
+    }
+    {
+      CostItem& wg = add(n, CostPhase::backward_weights, TimeKind::convolution, d,
+                         label + " backward weights");
+      wg.gemm = true;
+      wg.shape = {f, c * r * s, b * p * q};
+      check_alignment(wg, d, {{"input channels", c}, {"filters", f}});
+      wg.flops = 2 * macs + (bias ? out : 0);
+      move(wg, d, in);
+      if (grad == 2) wg.bytes_16 += 2 * out; else wg.bytes_f32 += 4 * out;
+      wg.bytes_f32 += 4 * weights + (bias ? 4.0 * static_cast<double>(f) : 0.0);
+      wg.launches = gpu() && bias ? 2 : 1;
+      time(wg, gemm_peak(wg, d));
+      rounding(n, CostPhase::backward_weights, d, weights + (bias ? f : 0), label + " gradient");
+    }
+    if (backward) {
+      CostItem& dg = add(n, CostPhase::backward_data, TimeKind::convolution, d,
+                         label + " backward data");
+      dg.gemm = true;
+      dg.shape = {b * h * w, c, f * r * s};
+      check_alignment(dg, d, {{"input channels", c}, {"filters", f}});
+      dg.flops = 2 * macs;
+      move(dg, d, weights);
+      if (grad == 2) dg.bytes_16 += 2 * out; else dg.bytes_f32 += 4 * out;
+      dg.bytes_f32 += 4 * in;
+      time(dg, gemm_peak(dg, d));
+      rounding(n, CostPhase::backward_data, d, in, label + " input gradient");
+    }
+  }
+
+  void loss() {
+    const double rows = static_cast<double>(plan_.batch) * static_cast<double>(plan_.classes);
+    CostItem& l = add(-1, CostPhase::loss, TimeKind::elementwise, DType::f32,
+                      "loss and its gradient");
+    l.bytes_f32 = 4 * rows * 3 + 4 * plan_.batch;
+    l.flops = 6 * rows;
+    l.launches = gpu() ? 2 : 1;
+    time(l, 0);
+  }
+
+  double param_floats() const {
+    double total = 0;
+    for (const PlanSlot& slot : plan_.params) total += static_cast<double>(slot.count);
+    return total;
+  }
+
+  void loss_scaling() {
+    if (plan_.policy != Policy::mixed_float16 || !options_.loss_scaling) return;
+    const double p = param_floats();
+    if (p == 0) return;
+    CostItem& s = add(-1, CostPhase::loss_scaling, TimeKind::loss_scaling, DType::f32,
+                      gpu() ? "unscale and finite check of the gradients"
+                            : "finite check (in the optimizer's pass)");
+    if (gpu()) {
+      s.bytes_f32 = 8 * p;  // the float32 gradients read and written
+      s.flops = 2 * p;
+      s.launches = 2;  // and the scale's state machine
+    } else {
+      s.launches = 0;  // the CPU checks while it updates: no pass of its own
+    }
+    time(s, 0);
+  }
+
+  void optimizer() {
+    const double p = param_floats();
+    if (p == 0) return;
+    CostItem& o = add(-1, CostPhase::optimizer, TimeKind::optimizer, DType::f32,
+                      std::string(to_string(optimizer_kind_)) + " update");
+    // Master read and written, gradient read, state read and written.
+    o.bytes_f32 = (12.0 + 8.0 * plan_.optimizer_states) * p;
+    o.flops = (plan_.optimizer_states == 2 ? 12.0 : 3.0) * p;
+    if (plan_.copy_dtype != DType::f32) {
+      move(o, plan_.copy_dtype, p);  // the 16-bit copies the layers read
+      // The CPU writes them to arrays of their own: each cache line is read before it is written.
+      if (!gpu()) move(o, plan_.copy_dtype, p);
+      o.label += " and " + std::string(to_string(plan_.copy_dtype)) + " weight copies";
+    }
+    o.launches = gpu() ? 1 : static_cast<int>(plan_.params.size());
+    time(o, 0);
+  }
+
+ public:
+  OptimizerKind optimizer_kind_ = OptimizerKind::sgd;
+
+ private:
+  const ExecutionPlan& plan_;
+  const DeviceProfile& device_;
+  const CostOptions& options_;
+  double overhead_s_ = 0.0;
+  std::vector<CostItem> items_;
+};
+
+}  // namespace
+
+double StepCost::step_s() const {
+  double data = 0.0, rest = 0.0;
+  for (const CostItem& item : items) {
+    (item.phase == CostPhase::data ? data : rest) += item.time_s();
+  }
+  return data_overlapped ? rest + std::max(0.0, data - rest) : rest + data;
+}
+
+double StepCost::seconds(TimeKind kind) const {
+  double total = 0.0;
+  for (const CostItem& item : items) {
+    if (kind == TimeKind::overhead) {
+      total += item.overhead_s;
+    } else if (item.kind == kind) {
+      total += item.time_s() - item.overhead_s;
+    }
+  }
+  return total;
+}
+
+double StepCost::seconds(CostPhase phase) const {
+  double total = 0.0;
+  for (const CostItem& item : items) {
+    if (item.phase == phase) total += item.time_s();
+  }
+  return total;
+}
+
+double StepCost::layer_seconds(int layer, bool backward) const {
+  double total = 0.0;
+  for (const CostItem& item : items) {
+    if (item.layer != layer) continue;
+    const bool is_backward =
+        item.phase == CostPhase::backward_data || item.phase == CostPhase::backward_weights;
+    if (is_backward == backward) total += item.time_s();
+  }
+  return total;
+}
+
+double StepCost::kernel_s() const {
+  double total = 0.0;
+  for (const CostItem& item : items) total += item.time_s() - item.overhead_s;
+  return total;
+}
+
+double StepCost::overhead_s() const { return seconds(TimeKind::overhead); }
+
+int StepCost::launches() const {
+  int total = 0;
+  for (const CostItem& item : items) total += item.launches;
+  return total;
+}
+
+double StepCost::bytes() const {
+  double total = 0.0;
+  for (const CostItem& item : items) total += item.bytes();
+  return total;
+}
+
+double StepCost::flops() const {
+  double total = 0.0;
+  for (const CostItem& item : items) total += item.flops;
+  return total;
+}
+
+StepCost predict_step(const ModelSpec& spec, Policy policy, int batch,
+                      const OptimizerConfig& optimizer, const DeviceProfile& device,
+                      const CostOptions& options) {
+  if (batch < 1) {
+    throw ConfigError("batch size " + std::to_string(batch) + ": it must be at least 1");
+  }
+  if (device.bandwidth_bytes_per_s <= 0 || device.peak.float32 <= 0) {
+    throw ConfigError("device profile '" + device.name + "' has no bandwidth or float32 peak");
+  }
+  const ShapeTable table = infer_shapes(spec, policy);
+  const ExecutionPlan plan = build_plan(spec, table, policy, batch, optimizer,
+                                        device.is_gpu() ? kCudaLowering : kCpuLowering);
+  Model model(plan, device, options);
+  model.optimizer_kind_ = optimizer.kind;
+  StepCost cost;
+  cost.policy = policy;
+  cost.batch = batch;
+  cost.support = policy_support(device.device_info(), policy);
+  cost.items = model.items();
+  cost.memory = plan.memory();
+  cost.device_memory_bytes = device.is_gpu() ? device.memory_bytes : 0;
+  cost.params = table.params_total;
+  cost.data_overlapped = device.is_gpu();
+  return cost;
+}
+
+double roofline_bound_s(const ModelSpec& spec, Policy policy, int batch,
+                        const OptimizerConfig& optimizer, const DeviceProfile& device,
+                        const CostOptions& options) {
+  DeviceProfile bare = device;
+  bare.small_gemm_efficiency = 1.0;
+  bare.convolution_efficiency = 1.0;
+  bare.pooling_efficiency = 1.0;
+  bare.launch_overhead_s = 0.0;
+  return predict_step(spec, policy, batch, optimizer, bare, options).step_s();
+}
+
+}  // namespace mixlab::doctor

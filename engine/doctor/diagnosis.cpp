@@ -1,0 +1,164 @@
+#include "engine/doctor/diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/doctor/doctor_text.h"
+
+namespace mixlab::doctor {
+
+std::string_view to_string(Severity severity) {
+  switch (severity) {
+    case Severity::info: return "info";
+    case Severity::low: return "low";
+    case Severity::medium: return "medium";
+    case Severity::high: return "high";
+  }
+  return "?";
+}
+
+std::string speedup_words(double speedup) {
+  if (!std::isfinite(speedup) || speedup <= 0) return "of unknown speed";
+  if (std::abs(speedup - 1.0) < 0.005) return "as fast as";
+  char text[48];
+  if (speedup < 1.0) {
+    std::snprintf(text, sizeof text, "%.2fx slower than", 1.0 / speedup);
+  } else {
+    std::snprintf(text, sizeof text, "%.2fx faster than", speedup);
+  }
+  return text;
+}
+
+std::string_view to_string(SuggestedChange::Field field) {
+  using F = SuggestedChange::Field;
+  switch (field) {
+    case F::none: return "none";
+    case F::batch_size: return "batch_size";
+    case F::units: return "units";
+    case F::filters: return "filters";
+    case F::input_channels: return "input_channels";
+    case F::cuda_graphs: return "cuda_graphs";
+    case F::data_on_device: return "data_on_device";
+  }
+  return "?";
+}
+
+DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& change) {
+  using F = SuggestedChange::Field;
+  DiagnosisInput out = input;
+  const auto layer = [&](LayerType type) -> LayerSpec& {
+    if (change.layer < 0 || change.layer >= static_cast<int>(out.spec.layers.size()) ||
+        out.spec.layers[static_cast<std::size_t>(change.layer)].type != type) {
+      throw ConfigError("layer " + std::to_string(change.layer) + " is not a " +
+                        std::string(mixlab::to_string(type)) + " layer: cannot change its " +
+                        std::string(to_string(change.field)));
+    }
+    return out.spec.layers[static_cast<std::size_t>(change.layer)];
+  };
+  switch (change.field) {
+    case F::none: break;
+    case F::batch_size: out.batch = static_cast<int>(change.value); break;
+    case F::units: layer(LayerType::Dense).units = static_cast<int>(change.value); break;
+    case F::filters: layer(LayerType::Conv2D).filters = static_cast<int>(change.value); break;
+    case F::input_channels:
+      if (out.spec.input_shape.empty()) throw ConfigError("the model has no input shape");
+      out.spec.input_shape.back() = change.value;
+      break;
+    case F::cuda_graphs: out.options.cuda_graphs = change.value != 0; break;
+    case F::data_on_device: out.options.data_on_device = change.value != 0; break;
+  }
+  return out;
+}
+
+std::string describe(const SuggestedChange& change) {
+  using F = SuggestedChange::Field;
+  const std::string v = std::to_string(change.value);
+  switch (change.field) {
+    case F::none: return "no change";
+    case F::batch_size: return "batch size " + v;
+    case F::units: return "layer " + std::to_string(change.layer) + " units " + v;
+    case F::filters: return "layer " + std::to_string(change.layer) + " filters " + v;
+    case F::input_channels: return "input channels " + v;
+    case F::cuda_graphs: return change.value != 0 ? "CUDA graphs on" : "CUDA graphs off";
+    case F::data_on_device: return change.value != 0 ? "dataset on the device" : "dataset on the host";
+  }
+  return "?";
+}
+
+namespace {
+
+// "on an RTX 2060", "on this CPU (AMD EPYC ..., 2 threads)".
+std::string on_device(const DeviceProfile& dev) {
+  if (!dev.is_gpu()) {
+    return "on this CPU (" + dev.name + ", " + std::to_string(dev.threads) + " threads)";
+  }
+  const char first = dev.name.empty() ? 'x' : dev.name.front();
+  const bool vowel_sound = first == 'A' || first == 'H' || first == 'L' || first == 'R';
+  return std::string(vowel_sound ? "on an " : "on a ") + dev.name;
+}
+
+std::string verdict(const Diagnosis& d) {
+  const std::string policy(to_string(d.input.mixed));
+  const std::string where = on_device(d.input.device);
+  const std::string batch = " at batch " + std::to_string(d.input.batch);
+  if (d.mixed.support.level == Support::unsupported) {
+    return policy + " cannot run " + where + ": " + d.mixed.support.reason + ".";
+  }
+  std::string text = policy + " is predicted " + speedup_words(d.predicted_speedup()) +
+                     " float32 " + where + " for this model" + batch;
+  // The most severe finding that explains it, and its fix.
+  const Finding* top = nullptr;
+  for (const Finding& f : d.findings) {
+    if (f.severity >= Severity::medium) {
+      top = &f;
+      break;
+    }
+  }
+  if (top != nullptr) {
+    text += ": " + top->message + ".";
+    if (!top->suggestion.empty()) {
+      std::string s = top->suggestion;
+      s.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(s.front())));
+      text += " " + s;
+      if (top->predicted_gain > 1.0) text += " (predicted " + ratio(top->predicted_gain) + ")";
+      text += ".";
+    }
+  } else {
+    text += ".";
+  }
+  if (d.measured) {
+    char ms[96];
+    std::snprintf(ms, sizeof ms, " (median step %.2f ms against %.2f ms).",
+                  d.measured->mixed.step_ms, d.measured->float32.step_ms);
+    text += " Measured: " + speedup_words(d.measured->speedup()) + " float32" + ms;
+  }
+  return text;
+}
+
+}  // namespace
+
+Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>& measured) {
+  Diagnosis d;
+  d.input = input;
+  d.float32 = predict_step(input.spec, Policy::float32, input.batch, input.optimizer,
+                           input.device, input.options);
+  d.mixed = predict_step(input.spec, input.mixed, input.batch, input.optimizer, input.device,
+                         input.options);
+  d.measured = measured;
+  using Rule = std::vector<Finding> (*)(const Diagnosis&);
+  for (const Rule rule : {rules::memory_fit, rules::capability, rules::weight_bound,
+                          rules::input_bound, rules::overhead_bound, rules::memory_bound,
+                          rules::alignment, rules::quantization, rules::loss_scaling,
+                          rules::measured_vs_predicted}) {
+    for (Finding& f : rule(d)) d.findings.push_back(std::move(f));
+  }
+  std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.predicted_gain > b.predicted_gain;
+  });
+  d.verdict = verdict(d);
+  return d;
+}
+
+}  // namespace mixlab::doctor

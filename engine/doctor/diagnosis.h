@@ -1,0 +1,128 @@
+// The doctor's diagnosis: the cost model run for float32 and a mixed policy on one device, the
+// rules that explain the difference (each naming layers, figures, a cause, a fix and the gain
+// the model predicts for it), measurement set beside prediction where there is one, and the
+// verdict in plain words, first. Qt-free; mixlab-cli doctor and the Doctor tab present it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/doctor/cost_model.h"
+
+namespace mixlab::doctor {
+
+enum class Severity : std::uint8_t { info, low, medium, high };
+std::string_view to_string(Severity severity);
+
+// A change the doctor can make itself (mixlab-cli doctor --what-if): a field of the run or of a
+// layer, and its new value.
+struct SuggestedChange {
+  enum class Field : std::uint8_t {
+    none,
+    batch_size,
+    units,           // of `layer` (Dense)
+    filters,         // of `layer` (Conv2D)
+    input_channels,  // the model input's last dimension
+    cuda_graphs,
+    data_on_device,
+  };
+  Field field = Field::none;
+  int layer = -1;
+  std::int64_t value = 0;
+  explicit operator bool() const { return field != Field::none; }
+};
+std::string_view to_string(SuggestedChange::Field field);
+
+struct Finding {
+  std::string id;  // "alignment", "weight-bound", ...: what kind of finding (the rule)
+  Severity severity = Severity::info;
+  std::vector<int> layers;  // 0-based Keras layer indices it concerns
+  std::string message;      // one sentence, with the figures
+  std::string suggestion;   // the change to make; empty when there is none
+  // The speed-up the model predicts for the suggestion (1.25: 25% faster per sample);
+  // 0 where it is not predicted.
+  double predicted_gain = 0.0;
+  std::map<std::string, double> figures;  // the figures behind it, by name
+  SuggestedChange change;  // the suggestion as a change, where it is one
+};
+
+// One policy's measured run (a warm-up left out).
+struct MeasuredRun {
+  Policy policy = Policy::float32;
+  std::int64_t steps = 0;
+  double step_ms = 0.0;  // median
+  double data_wait_ms = 0.0;
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+  double optimizer_ms = 0.0;
+  std::int64_t skipped_steps = 0;
+  double initial_loss_scale = 1.0;
+  double final_loss_scale = 1.0;
+  int scale_halvings = 0;           // steps after which the scale dropped
+  bool first_step_skipped = false;  // overflow at the initial scale
+  // Median forward and backward ms per Keras layer (empty: not timed).
+  std::vector<double> layer_forward_ms, layer_backward_ms;
+  std::string run_id;  // in the run store, when recorded
+};
+
+struct Measurement {
+  MeasuredRun float32;
+  MeasuredRun mixed;
+  double speedup() const { return float32.step_ms / mixed.step_ms; }
+};
+
+struct DiagnosisInput {
+  ModelSpec spec;
+  DeviceProfile device;
+  int batch = 32;
+  Policy mixed = Policy::mixed_float16;  // set against float32
+  OptimizerConfig optimizer;
+  CostOptions options;
+};
+
+struct Diagnosis {
+  DiagnosisInput input;
+  StepCost float32;
+  StepCost mixed;
+  std::optional<Measurement> measured;
+  std::vector<Finding> findings;  // most severe first, then by predicted gain
+  std::string verdict;
+
+  // float32's predicted step time over the mixed policy's: below 1, mixed is slower.
+  double predicted_speedup() const { return float32.step_s() / mixed.step_s(); }
+};
+
+struct DiagnosisInput;
+// The input with the change made. Throws ConfigError for a change that does not fit the model
+// (units of a layer that is not a Dense).
+DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& change);
+// "batch size 1024", "layer 3 units 4096", "CUDA graphs on".
+std::string describe(const SuggestedChange& change);
+
+// Predicts, runs every rule and writes the verdict. Throws ConfigError (batch below 1) and
+// SpecError (an invalid model) naming the problem.
+Diagnosis diagnose(const DiagnosisInput& input,
+                   const std::optional<Measurement>& measured = std::nullopt);
+
+// "1.23x slower" / "1.23x faster" / "as fast" for a speed-up (new over old time's inverse).
+std::string speedup_words(double speedup);
+
+// The rules, each on its own (diagnose() runs them all): tests build one case that fires each.
+namespace rules {
+std::vector<Finding> capability(const Diagnosis& d);
+std::vector<Finding> alignment(const Diagnosis& d);
+std::vector<Finding> quantization(const Diagnosis& d);
+std::vector<Finding> memory_bound(const Diagnosis& d);
+std::vector<Finding> weight_bound(const Diagnosis& d);
+std::vector<Finding> overhead_bound(const Diagnosis& d);
+std::vector<Finding> input_bound(const Diagnosis& d);
+std::vector<Finding> loss_scaling(const Diagnosis& d);
+std::vector<Finding> memory_fit(const Diagnosis& d);
+std::vector<Finding> measured_vs_predicted(const Diagnosis& d);
+}  // namespace rules
+
+}  // namespace mixlab::doctor

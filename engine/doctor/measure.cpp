@@ -1,0 +1,142 @@
+#include "engine/doctor/measure.h"
+
+#include <algorithm>
+
+#include "engine/data/dataset.h"
+#include "engine/spec/shape_inference.h"
+#include "engine/train/stats.h"
+#include "engine/train/trainer.h"
+
+namespace mixlab::doctor {
+
+namespace {
+
+double median_after(const std::vector<double>& v, std::int64_t warmup) {
+  const auto skip = std::min<std::int64_t>(warmup, static_cast<std::int64_t>(v.size()));
+  if (static_cast<std::int64_t>(v.size()) <= skip) return 0.0;
+  return quantile(std::vector<double>(v.begin() + skip, v.end()), 0.5);
+}
+
+// Keeps every step's parts and layer times for their medians.
+class MeasureSink final : public RunSink {
+ public:
+  explicit MeasureSink(const MeasureOptions& options, const RunConfig& config)
+      : options_(options), config_(config) {}
+  void on_start(const RunInfo& info) override { info_ = info; }
+  void on_step(const StepMetrics& s) override {
+    if (steps.empty()) {
+      initial_scale = s.loss_scale;
+      first_skipped = s.skipped;
+    } else if (s.loss_scale < last_scale) {
+      ++halvings;
+    }
+    last_scale = s.loss_scale;
+    steps.push_back(s);
+  }
+  void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
+    (void)step;
+    for (const LayerTiming& t : layers) {
+      const auto i = static_cast<std::size_t>(t.layer);
+      if (forward.size() <= i) {
+        forward.resize(i + 1);
+        backward.resize(i + 1);
+      }
+      forward[i].push_back(t.forward_ms);
+      backward[i].push_back(t.backward_ms);
+    }
+  }
+  void on_finish(const RunSummary& summary) override {
+    if (options_.on_run) options_.on_run(config_, info_, summary);
+  }
+
+  std::vector<StepMetrics> steps;
+  std::vector<std::vector<double>> forward, backward;
+  double initial_scale = 1.0, last_scale = 1.0;
+  int halvings = 0;
+  bool first_skipped = false;
+
+ private:
+  const MeasureOptions& options_;
+  const RunConfig& config_;
+  RunInfo info_;
+};
+
+}  // namespace
+
+RunConfig measure_config(const DiagnosisInput& input, Policy policy,
+                         const MeasureOptions& options) {
+  const ShapeTable table = infer_shapes(input.spec);
+  RunConfig config;
+  config.precision = policy;
+  if (input.options.loss_scaling) config.loss_scale = LossScaleConfig::keras_default(policy);
+  config.batch_size = input.batch;
+  config.steps = options.steps;
+  // Eight batches of distinct samples (as mixlab-cli bench), passed over as often as needed.
+  constexpr std::int64_t kBatches = 8;
+  config.epochs = static_cast<int>((options.steps + kBatches - 1) / kBatches);
+  config.optimizer = input.optimizer;
+  config.seed = options.seed;
+  config.threads = options.threads;
+  config.evaluate = false;
+  config.warmup_steps = options.warmup;
+  config.tf32 = input.options.tf32;
+  config.cuda_graphs = input.options.cuda_graphs;
+  config.data_on_device = input.options.data_on_device;
+  config.layer_timing = options.layer_timing;
+  DatasetSpec& ds = config.dataset;
+  ds.kind = DatasetSpec::Kind::synthetic;
+  ds.shape = table.input_shape;
+  ds.classes = static_cast<int>(num_elements(table.output_shape));
+  ds.train_size = kBatches * input.batch;
+  return config;
+}
+
+MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& backend,
+                           const MeasureOptions& options, const std::atomic<bool>& cancel) {
+  const RunConfig config = measure_config(input, policy, options);
+  const DatasetPair data = load_dataset(config.dataset);
+  MeasureSink sink(options, config);
+  const RunSummary s = train(input.spec, config, data, backend, sink, cancel);
+  if (s.status != RunStatus::finished) {
+    throw BackendError(std::string(to_string(policy)) + " at batch " +
+                       std::to_string(input.batch) + " " + std::string(to_string(s.status)) +
+                       ": " + s.message);
+  }
+  MeasuredRun m;
+  m.policy = policy;
+  const std::int64_t warm = s.warmup_steps;
+  std::vector<double> step, wait, fwd, bwd, opt;
+  for (const StepMetrics& st : sink.steps) {
+    step.push_back(st.step_ms);
+    wait.push_back(st.data_wait_ms);
+    fwd.push_back(st.forward_ms);
+    bwd.push_back(st.backward_ms);
+    opt.push_back(st.optimizer_ms);
+  }
+  m.steps = s.steps;
+  m.step_ms = s.median_step_ms;
+  m.data_wait_ms = median_after(wait, warm);
+  m.forward_ms = median_after(fwd, warm);
+  m.backward_ms = median_after(bwd, warm);
+  m.optimizer_ms = median_after(opt, warm);
+  m.skipped_steps = s.skipped_steps;
+  m.initial_loss_scale = sink.initial_scale;
+  m.final_loss_scale = s.final_loss_scale;
+  m.scale_halvings = sink.halvings;
+  m.first_step_skipped = sink.first_skipped;
+  for (std::size_t i = 0; i < sink.forward.size(); ++i) {
+    m.layer_forward_ms.push_back(median_after(sink.forward[i], warm));
+    m.layer_backward_ms.push_back(median_after(sink.backward[i], warm));
+  }
+  return m;
+}
+
+Measurement measure(const DiagnosisInput& input, Backend& backend, const MeasureOptions& options,
+                    const std::atomic<bool>& cancel) {
+  Measurement m;
+  m.float32 = measure_policy(input, Policy::float32, backend, options, cancel);
+  m.mixed = measure_policy(input, input.mixed, backend, options, cancel);
+  return m;
+}
+
+}  // namespace mixlab::doctor

@@ -1,0 +1,38 @@
+// The doctor's measurement: float32 against a mixed policy on a device, same model, batch, seed
+// and synthetic data shaped like the model's input, each policy's per-layer and per-phase times
+// with the warm-up left out (mixed_float16 with Keras's dynamic loss scaling).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "engine/backend/backend.h"
+#include "engine/doctor/diagnosis.h"
+#include "engine/train/run_types.h"
+
+namespace mixlab::doctor {
+
+struct MeasureOptions {
+  std::int64_t steps = 30;
+  int warmup = 5;
+  std::uint64_t seed = 42;
+  int threads = 0;
+  bool layer_timing = true;
+  // Called as each policy's run ends, with its summary (the CLI records the runs).
+  std::function<void(const RunConfig&, const RunInfo&, const RunSummary&)> on_run;
+};
+
+// The RunConfig a measured policy runs with (what on_run receives).
+RunConfig measure_config(const DiagnosisInput& input, Policy policy, const MeasureOptions& options);
+
+// One policy's measured run. Throws BackendError naming the policy when the run fails.
+MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& backend,
+                           const MeasureOptions& options, const std::atomic<bool>& cancel);
+
+// float32, then the input's mixed policy.
+Measurement measure(const DiagnosisInput& input, Backend& backend, const MeasureOptions& options,
+                    const std::atomic<bool>& cancel);
+
+}  // namespace mixlab::doctor

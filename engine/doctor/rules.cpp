@@ -1,0 +1,524 @@
+// The doctor's rules. Each looks at a diagnosis's predictions (and measurement, where there is
+// one) and returns its findings; thresholds and their sources are beside each.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "engine/doctor/diagnosis.h"
+#include "engine/doctor/doctor_text.h"
+#include "engine/spec/layer_text.h"
+#include "engine/spec/shape_inference.h"
+
+namespace mixlab::doctor::rules {
+
+namespace {
+
+using Field = SuggestedChange::Field;
+
+// A policy's step predicted after a change to the input.
+StepCost repredict(const Diagnosis& d, Policy policy, const SuggestedChange& change) {
+  const DiagnosisInput in = apply_change(d.input, change);
+  return predict_step(in.spec, policy, in.batch, in.optimizer, in.device, in.options);
+}
+
+// Samples per second after over before.
+double per_sample_gain(const StepCost& before, const StepCost& after) {
+  return (before.step_s() / before.batch) / (after.step_s() / after.batch);
+}
+
+std::string title(const Diagnosis& d, int layer) { return layer_title(d.input.spec, layer); }
+std::string policy_name(const Diagnosis& d) { return std::string(to_string(d.input.mixed)); }
+
+std::int64_t nearest_multiple(std::int64_t value, std::int64_t multiple) {
+  const std::int64_t down = value / multiple * multiple;
+  const std::int64_t up = down + multiple;
+  return down >= multiple && value - down < up - value ? down : up;
+}
+
+// Whether layer `li` is the one whose units are the model's outputs (they cannot change).
+bool output_layer(const Diagnosis& d, int li) {
+  const auto& layers = d.input.spec.layers;
+  for (std::size_t j = static_cast<std::size_t>(li) + 1; j < layers.size(); ++j) {
+    if (layers[j].type == LayerType::Dense || layers[j].type == LayerType::Conv2D) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// float16 tensor cores need compute capability 7.0 and the GTX 16xx have none; bfloat16 needs
+// 8.0; FP8 8.9 (NVIDIA's CUDA programming guide, compute capabilities). On the CPU, bf16 is
+// native only with AVX512-BF16 or AMX, float16 always emulated (Intel's ISA references; oneDNN).
+// The engine's one rule (policy_support) judges; this says what it means for speed.
+std::vector<Finding> capability(const Diagnosis& d) {
+  const PolicySupport& s = d.mixed.support;
+  const DeviceProfile& dev = d.input.device;
+  if (s.level == Support::native && s.reason.empty()) return {};
+  Finding f;
+  f.id = "capability";
+  f.message = s.reason.empty() ? policy_name(d) + " cannot run on " + dev.name : s.reason;
+  f.figures["compute_capability"] = compute_capability_value(dev.device_info());
+  if (s.level == Support::unsupported) {
+    f.severity = Severity::high;
+    const Policy other = d.input.mixed == Policy::mixed_bfloat16 ? Policy::mixed_float16
+                                                                 : Policy::mixed_bfloat16;
+    f.suggestion = policy_support(dev.device_info(), other).level == Support::native
+                       ? "use " + std::string(to_string(other)) + ", or stay in float32"
+                       : "stay in float32";
+  } else {
+    f.severity = s.level == Support::emulated ? Severity::medium : Severity::high;
+    f.suggestion = dev.is_gpu() ? "stay in float32 on this GPU"
+                                : "stay in float32 on this CPU; run mixed precision here to see "
+                                  "its numerics (overflow, loss scaling), not its speed";
+  }
+  return {f};
+}
+
+// NVIDIA's "Deep Learning Performance" guide (Matrix Multiplication Background; Optimizing
+// Linear/Fully-Connected Layers; Convolutional Layers): 16-bit GEMM dimensions should be
+// multiples of 8 (FP8: 16) for the tensor cores; for convolutions the channel counts.
+std::vector<Finding> alignment(const Diagnosis& d) {
+  struct Key {
+    std::string dim;
+    std::int64_t value;
+    int layer;  // -1 for the batch (every layer)
+    bool operator<(const Key& o) const {
+      return std::tie(dim, value, layer) < std::tie(o.dim, o.value, o.layer);
+    }
+  };
+  std::map<Key, std::set<int>> misses;
+  for (const CostItem& item : d.mixed.items) {
+    if (item.misaligned.empty()) continue;
+    const int layer = item.misaligned == "batch" ? -1 : item.layer;
+    misses[{item.misaligned, item.misaligned_value, layer}].insert(item.layer);
+  }
+  std::vector<Finding> out;
+  const std::string tc = "for " + policy_name(d) + "'s tensor cores";
+  for (const auto& [key, layers] : misses) {
+    Finding f;
+    f.id = "alignment";
+    f.layers.assign(layers.begin(), layers.end());
+    const std::int64_t aligned = nearest_multiple(key.value, kTensorCoreMultiple16Bit);
+    f.figures["value"] = static_cast<double>(key.value);
+    f.figures["aligned_value"] = static_cast<double>(aligned);
+    f.severity = Severity::low;
+    if (key.dim == "batch") {
+      const SuggestedChange change{Field::batch_size, -1, aligned};
+      const StepCost after = repredict(d, d.input.mixed, change);
+      f.predicted_gain = per_sample_gain(d.mixed, after);
+      f.message = "the batch size " + std::to_string(key.value) + " is not a multiple of " +
+                  std::to_string(kTensorCoreMultiple16Bit) + " " + tc + ": every Dense GEMM (" +
+                  std::to_string(layers.size()) + " layers) runs on slower kernels";
+      f.suggestion = "use batch " + std::to_string(aligned);
+      f.change = change;
+    } else if (key.dim == "units" || key.dim == "filters") {
+      const int li = key.layer;
+      const bool fixed = key.dim == "units" && output_layer(d, li);
+      f.message = title(d, li) + ": " + key.dim + " " + std::to_string(key.value) +
+                  " is not a multiple of 8 " + tc;
+      if (fixed) {
+        f.severity = Severity::info;
+        f.message += "; it is the model's output size, which the data fixes";
+      } else {
+        const SuggestedChange change{key.dim == "units" ? Field::units : Field::filters, li, aligned};
+        const StepCost after = repredict(d, d.input.mixed, change);
+        f.predicted_gain = d.mixed.step_s() / after.step_s();
+        f.suggestion = "make it " + std::to_string(aligned) + " " + key.dim;
+        f.change = change;
+      }
+    } else if (key.dim == "input channels") {
+      const int li = key.layer;
+      f.message = title(d, li) + ": its input has " + std::to_string(key.value) +
+                  " channels, not a multiple of 8 " + tc;
+      if (li == 0 || d.input.spec.input_shape.size() == 3) {
+        const SuggestedChange change{Field::input_channels, -1, aligned};
+        const StepCost after = repredict(d, d.input.mixed, change);
+        f.predicted_gain = d.mixed.step_s() / after.step_s();
+        f.suggestion = "pad the input to " + std::to_string(aligned) +
+                       " channels (zeros), or leave it: the first layer is a small part";
+        f.change = change;
+      }
+    } else {  // input features: the previous Dense's units carry the finding
+      const int li = key.layer;
+      if (li > 0 && d.input.spec.layers[static_cast<std::size_t>(li) - 1].type == LayerType::Dense)
+        continue;
+      f.message = title(d, li) + ": " + std::to_string(key.value) +
+                  " input features, not a multiple of 8 " + tc;
+    }
+    if (f.predicted_gain >= 1.05) f.severity = Severity::medium;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Tile and wave quantization (NVIDIA's guide, "Matrix Multiplication Background"): under 80% of
+// the computed tiles useful, the GEMM wastes a fifth of the GPU. Only GEMMs that take 5% of the
+// step or more are worth a change.
+std::vector<Finding> quantization(const Diagnosis& d) {
+  const DeviceProfile& dev = d.input.device;
+  if (!dev.is_gpu() || dev.sm_count <= 0) return {};
+  const double step = d.mixed.step_s();
+  std::vector<Finding> out;
+  std::set<int> done;
+  for (const CostItem& item : d.mixed.items) {
+    if (!item.gemm || item.quantization.efficiency() >= 0.8 || item.time_s() < 0.05 * step ||
+        done.count(item.layer) > 0) {
+      continue;
+    }
+    done.insert(item.layer);
+    const GemmQuantization& q = item.quantization;
+    Finding f;
+    f.id = "quantization";
+    f.severity = Severity::low;
+    f.layers = {item.layer};
+    f.figures["tile_efficiency"] = q.tile_efficiency;
+    f.figures["wave_efficiency"] = q.wave_efficiency;
+    f.figures["tiles"] = static_cast<double>(q.tiles);
+    f.figures["waves"] = static_cast<double>(q.waves);
+    f.message = item.label + ": a " + std::to_string(item.shape.m) + "x" +
+                std::to_string(item.shape.n) + " output in " + std::to_string(q.tile_m) + "x" +
+                std::to_string(q.tile_n) + " tiles fills " + percent(q.efficiency()) + " of " +
+                dev.name + "'s " + std::to_string(dev.sm_count) + " SMs over " +
+                std::to_string(q.waves) + (q.waves == 1 ? " wave" : " waves") + " (tiles " +
+                percent(q.tile_efficiency) + ", waves " + percent(q.wave_efficiency) + ")";
+    // A batch that fills the waves, where the GEMM's rows are the batch.
+    const bool rows_are_batch = item.shape.m == d.input.batch;
+    if (rows_are_batch) {
+      int best = 0;
+      for (int delta = 8; delta <= d.input.batch && best == 0; delta += 8) {
+        for (const int b : {d.input.batch + delta, d.input.batch - delta}) {
+          const int candidate = b / 8 * 8;
+          if (candidate < 8) continue;
+          GemmShape s = item.shape;
+          s.m = candidate;
+          if (quantize_gemm(s, dev.sm_count).efficiency() >= 0.9) {
+            best = candidate;
+            break;
+          }
+        }
+      }
+      if (best > 0) {
+        const SuggestedChange change{Field::batch_size, -1, best};
+        const StepCost after = repredict(d, d.input.mixed, change);
+        f.predicted_gain = per_sample_gain(d.mixed, after);
+        f.suggestion = "use batch " + std::to_string(best);
+        f.change = change;
+      }
+    }
+    if (f.predicted_gain >= 1.05) f.severity = Severity::medium;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The roofline (Williams, Waterman and Patterson, 2009): a GEMM whose FLOPs per byte are under
+// the device's ridge point (peak / bandwidth) waits on memory; halving its bytes is all that
+// 16 bits can give it, not the tensor cores' multiple.
+std::vector<Finding> memory_bound(const Diagnosis& d) {
+  const DeviceProfile& dev = d.input.device;
+  const double step = d.mixed.step_s();
+  std::vector<const CostItem*> bound;
+  double bound_s = 0;
+  for (const CostItem& item : d.mixed.items) {
+    if (item.gemm && item.memory_bound() && item.time_s() >= 0.05 * step) {
+      bound.push_back(&item);
+      bound_s += item.time_s();
+    }
+  }
+  if (bound.empty()) return {};
+  std::sort(bound.begin(), bound.end(),
+            [](const CostItem* a, const CostItem* b) { return a->time_s() > b->time_s(); });
+  const CostItem& top = *bound.front();
+  const double peak16 = matmul_peak(dev, compute_dtype(d.input.mixed), false);
+  const double ridge = peak16 / dev.bandwidth_bytes_per_s;
+  const double tensor_ratio = peak16 / dev.peak.float32;
+  Finding f;
+  f.id = "memory-bound";
+  f.severity = bound_s >= 0.3 * step ? Severity::medium : Severity::low;
+  std::set<int> layers;
+  for (const CostItem* item : bound) layers.insert(item->layer);
+  f.layers.assign(layers.begin(), layers.end());
+  f.figures["intensity_flop_per_byte"] = top.intensity();
+  f.figures["ridge_flop_per_byte"] = ridge;
+  f.figures["share_of_step"] = bound_s / step;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f", top.intensity());
+  std::string message = top.label + " does " + text + " FLOPs per byte, under " + dev.name +
+                        "'s ridge point of ";
+  std::snprintf(text, sizeof text, "%.0f", ridge);
+  message += std::string(text) + " in 16 bits";
+  if (bound.size() > 1) message += " (" + std::to_string(bound.size()) + " GEMMs like it)";
+  message += ": they wait on memory (" + percent(bound_s / step) +
+             " of the step), so mixed precision gains them at most the 2x of halved bytes, not "
+             "the tensor cores' " + ratio(tensor_ratio);
+  f.message = message;
+  if (top.shape.m == d.input.batch || top.shape.k == d.input.batch) {
+    const int bigger = std::min(8192, d.input.batch * 4);
+    const SuggestedChange change{Field::batch_size, -1, bigger};
+    const StepCost after = repredict(d, d.input.mixed, change);
+    f.predicted_gain = per_sample_gain(d.mixed, after);
+    f.suggestion = "a larger batch (" + std::to_string(bigger) +
+                   ") does more work per weight read";
+    f.change = change;
+  }
+  return {f};
+}
+
+// The threshold: when the optimizer's master-weight traffic, loss scaling and the casts
+// move more than half of a mixed step's bytes, 16-bit math cannot pay for them.
+std::vector<Finding> weight_bound(const Diagnosis& d) {
+  if (d.input.mixed == Policy::float32 || d.mixed.params == 0) return {};
+  // The optimizer's pass, loss scaling's and the casts: what the master weights cost a step.
+  double weight_bytes = 0.0, weight_s = 0.0;
+  for (const CostItem& item : d.mixed.items) {
+    if (item.kind == TimeKind::optimizer || item.kind == TimeKind::casts ||
+        item.kind == TimeKind::loss_scaling) {
+      weight_bytes += item.bytes();
+      weight_s += item.time_s();
+    }
+  }
+  const double share = weight_bytes / d.mixed.bytes();
+  if (share <= 0.5) return {};
+  // As severe as the time that traffic takes: half the step or more is what makes mixed slower.
+  const double time_share = weight_s / d.mixed.step_s();
+  Finding f;
+  f.id = "weight-bound";
+  f.severity = time_share >= 0.5 ? Severity::high
+               : time_share >= 0.2 ? Severity::medium
+                                   : Severity::low;
+  f.figures["time_share"] = time_share;
+  f.figures["weight_bytes"] = weight_bytes;
+  f.figures["step_bytes"] = d.mixed.bytes();
+  f.figures["params"] = static_cast<double>(d.mixed.params);
+  f.message = "the step moves " + megabytes(weight_bytes) + " of its " +
+              megabytes(d.mixed.bytes()) + " (" + percent(share) + ") to read, update and write " +
+              count(static_cast<double>(d.mixed.params)) +
+              " float32 master weights and cast them to 16 bits, every step whatever the batch: "
+              "mixed precision is expected to be no faster here";
+  // The smallest batch (doubling, up to 8192) at which mixed is predicted clearly faster.
+  f.suggestion = "stay in float32";
+  for (int batch = d.input.batch * 2; batch <= 8192; batch *= 2) {
+    const SuggestedChange change{Field::batch_size, -1, batch};
+    const StepCost at = repredict(d, d.input.mixed, change);
+    const StepCost at32 = repredict(d, Policy::float32, change);
+    if (at32.step_s() / at.step_s() >= 1.1) {
+      f.predicted_gain = per_sample_gain(d.mixed, at);
+      f.figures["batch_where_mixed_wins"] = batch;
+      f.suggestion = "train at batch " + std::to_string(batch) + " or more (mixed then " +
+                     speedup_words(at32.step_s() / at.step_s()) + " float32), or stay in float32";
+      f.change = change;
+      break;
+    }
+  }
+  return {f};
+}
+
+// When launches cost more than the kernels they launch (the step's kernel time is under the
+// launch overhead times the launch count), the GPU idles between kernels (what Nsight Systems
+// shows as gaps): replay the step as a CUDA graph, or give each kernel more work.
+std::vector<Finding> overhead_bound(const Diagnosis& d) {
+  const StepCost& c = d.mixed;
+  if (c.overhead_s() <= c.kernel_s()) return {};
+  Finding f;
+  f.id = "overhead-bound";
+  f.severity = Severity::medium;
+  f.figures["launches"] = c.launches();
+  f.figures["overhead_ms"] = c.overhead_s() * 1e3;
+  f.figures["kernel_ms"] = c.kernel_s() * 1e3;
+  const DeviceProfile& dev = d.input.device;
+  f.message = "the step's " + std::to_string(c.launches()) +
+              (dev.is_gpu() ? " kernel launches cost " : " library calls cost ") +
+              millis(c.overhead_s()) + ", more than the " + millis(c.kernel_s()) +
+              " of work they start";
+  if (dev.is_gpu() && !d.input.options.cuda_graphs) {
+    const SuggestedChange change{Field::cuda_graphs, -1, 1};
+    const StepCost after = repredict(d, d.input.mixed, change);
+    f.predicted_gain = c.step_s() / after.step_s();
+    f.suggestion = "replay the step as a CUDA graph (--cuda-graphs), or a larger batch";
+    f.change = change;
+  } else {
+    const int bigger = std::min(8192, d.input.batch * 4);
+    const SuggestedChange change{Field::batch_size, -1, bigger};
+    const StepCost after = repredict(d, d.input.mixed, change);
+    f.predicted_gain = per_sample_gain(c, after);
+    f.suggestion = "a larger batch (" + std::to_string(bigger) + ")";
+    f.change = change;
+  }
+  return {f};
+}
+
+// TensorBoard's input-pipeline analysis: a step waiting on input 5% of its time or more is
+// moderately input-bound, 20% or more highly. Predicted too where a GPU's batch copy outlasts
+// the step it overlaps.
+std::vector<Finding> input_bound(const Diagnosis& d) {
+  std::vector<Finding> out;
+  const DeviceProfile& dev = d.input.device;
+  const auto suggest = [&](Finding& f) {
+    if (dev.is_gpu() && !d.input.options.data_on_device) {
+      const SuggestedChange change{Field::data_on_device, -1, 1};
+      const StepCost after = repredict(d, d.input.mixed, change);
+      f.predicted_gain = d.mixed.step_s() / after.step_s();
+      f.suggestion = "keep the dataset on the GPU (--data-on-device)";
+      f.change = change;
+    } else {
+      f.suggestion = "load batches ahead (more loader threads), or keep the data in memory";
+    }
+  };
+  if (d.measured) {
+    for (const MeasuredRun* run : {&d.measured->float32, &d.measured->mixed}) {
+      if (run->step_ms <= 0) continue;
+      const double share = run->data_wait_ms / run->step_ms;
+      if (share < 0.05) continue;
+      Finding f;
+      f.id = "input-bound";
+      f.severity = share >= 0.2 ? Severity::high : Severity::medium;
+      f.figures["data_wait_share"] = share;
+      f.message = std::string(to_string(run->policy)) + " waited for its input " +
+                  percent(share) + " of each step (measured, median " +
+                  millis(run->data_wait_ms / 1e3) + ")";
+      suggest(f);
+      out.push_back(std::move(f));
+      break;
+    }
+  }
+  if (out.empty() && d.mixed.data_overlapped) {
+    const double data = d.mixed.seconds(CostPhase::data);
+    double rest = 0.0;  // the step's own work, which the copy overlaps
+    for (const CostItem& item : d.mixed.items) {
+      if (item.phase != CostPhase::data) rest += item.time_s();
+    }
+    if (data > rest) {
+      Finding f;
+      f.id = "input-bound";
+      f.severity = data > 1.25 * rest ? Severity::high : Severity::medium;
+      f.figures["copy_ms"] = data * 1e3;
+      f.figures["step_kernels_ms"] = rest * 1e3;
+      f.message = "copying each batch to the GPU (" + millis(data) + ") takes longer than the "
+                  "step it overlaps (" + millis(rest) + ")";
+      suggest(f);
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+// Keras's mixed-precision guide: keep the model's output softmax (or sigmoid) in float32; with
+// float16, dynamic loss scaling (LossScaleOptimizer) halves the scale on every overflow and
+// skips that step. Over 1% of steps skipped, a scale that keeps halving, or an overflow at the
+// very first step mean the initial scale is too high for this model.
+std::vector<Finding> loss_scaling(const Diagnosis& d) {
+  std::vector<Finding> out;
+  if (d.input.mixed != Policy::float32) {
+    const ShapeTable table = infer_shapes(d.input.spec, d.input.mixed);
+    const auto& layers = d.input.spec.layers;
+    if (!layers.empty()) {
+      const int last = static_cast<int>(layers.size()) - 1;
+      const LayerSpec& l = layers.back();
+      const bool squashes =
+          l.activation == ActivationFn::softmax || l.activation == ActivationFn::sigmoid;
+      if (squashes && table.layers.back().compute != DType::f32) {
+        Finding f;
+        f.id = "output-precision";
+        f.severity = Severity::medium;
+        f.layers = {last};
+        f.message = title(d, last) + " computes the model's output " +
+                    std::string(to_string(l.activation)) + " in " +
+                    std::string(to_string(table.layers.back().compute)) +
+                    ": its probabilities and the loss lose precision";
+        f.suggestion = "give it \"dtype\": \"float32\" (Keras's advice for the output layer)";
+        out.push_back(std::move(f));
+      }
+    }
+  }
+  if (!d.measured) return out;
+  const MeasuredRun& m = d.measured->mixed;
+  if (m.steps <= 0) return out;
+  const double skipped = static_cast<double>(m.skipped_steps) / static_cast<double>(m.steps);
+  if (skipped > 0.01 || m.scale_halvings >= 3 || m.first_step_skipped) {
+    Finding f;
+    f.id = "loss-scaling";
+    f.severity = skipped > 0.05 ? Severity::high : Severity::medium;
+    f.figures["skipped_share"] = skipped;
+    f.figures["halvings"] = m.scale_halvings;
+    f.figures["final_scale"] = m.final_loss_scale;
+    f.message = std::to_string(m.skipped_steps) + " of " + std::to_string(m.steps) + " steps (" +
+                percent(skipped) + ") were skipped on overflow; the scale went from " +
+                count(m.initial_loss_scale) + " to " + count(m.final_loss_scale) +
+                (m.first_step_skipped ? ", overflowing at the very first step" : "");
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%g", std::max(1.0, m.final_loss_scale));
+    f.suggestion = std::string("start the loss scale lower (") + scale +
+                   ", where this run settled)";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Training memory from the plan against the device's (a GPU's; the CPU has the host's).
+std::vector<Finding> memory_fit(const Diagnosis& d) {
+  std::vector<Finding> out;
+  for (const StepCost* c : {&d.float32, &d.mixed}) {
+    if (c->fits()) continue;
+    Finding f;
+    f.id = "does-not-fit";
+    f.severity = Severity::high;
+    f.figures["needed_bytes"] = static_cast<double>(c->memory.total());
+    f.figures["device_bytes"] = static_cast<double>(c->device_memory_bytes);
+    f.message = std::string(to_string(c->policy)) + " needs " + megabytes(c->memory.total()) +
+                " to train at batch " + std::to_string(c->batch) + "; " + d.input.device.name +
+                " has " + megabytes(static_cast<double>(c->device_memory_bytes));
+    for (int batch = c->batch / 2; batch >= 1; batch /= 2) {
+      const SuggestedChange change{Field::batch_size, -1, batch};
+      const StepCost at = repredict(d, c->policy, change);
+      if (at.fits()) {
+        f.suggestion = "train at batch " + std::to_string(batch) + " or less";
+        f.change = change;
+        break;
+      }
+    }
+    if (f.suggestion.empty()) f.suggestion = "the parameters alone do not fit: a smaller model";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Where a measured layer ran more than 2x its roofline prediction, the limit is the library's
+// kernel (its choice, or its version), not the hardware.
+std::vector<Finding> measured_vs_predicted(const Diagnosis& d) {
+  if (!d.measured) return {};
+  std::vector<Finding> out;
+  for (const auto& [run, cost] : {std::pair{&d.measured->float32, &d.float32},
+                                  std::pair{&d.measured->mixed, &d.mixed}}) {
+    const std::size_t n = std::min(run->layer_forward_ms.size(), run->layer_backward_ms.size());
+    int worst = -1;
+    double worst_ratio = 2.0, worst_ms = 0;
+    for (std::size_t li = 0; li < n; ++li) {
+      const double measured = run->layer_forward_ms[li] + run->layer_backward_ms[li];
+      const double predicted = (cost->layer_seconds(static_cast<int>(li), false) +
+                                cost->layer_seconds(static_cast<int>(li), true)) * 1e3;
+      if (predicted <= 0 || measured < 0.05 * run->step_ms) continue;
+      if (measured / predicted > worst_ratio) {
+        worst = static_cast<int>(li);
+        worst_ratio = measured / predicted;
+        worst_ms = measured;
+      }
+    }
+    if (worst < 0) continue;
+    Finding f;
+    f.id = "library-limit";
+    f.severity = Severity::low;
+    f.layers = {worst};
+    f.figures["measured_ms"] = worst_ms;
+    f.figures["ratio"] = worst_ratio;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1fx", worst_ratio);
+    f.message = title(d, worst) + " ran " + text + " slower than its roofline in " +
+                std::string(to_string(run->policy)) +
+                ": the library's kernel choice, not the hardware, is the limit here";
+    f.suggestion = "try another library version, or a layer shape its kernels favour";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace mixlab::doctor::rules

@@ -1,0 +1,133 @@
+// mixlab-cli doctor as a user runs it: the verdict first, the --json contract, profiles by the
+// names people type, named errors for bad input, and measurement on this machine's CPU.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using namespace mixlab_cli_test;
+using nlohmann::json;
+
+json parse(const Result& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+TEST(Doctor, PredictsForAProfileWithTheVerdictFirst) {
+  const Result r = run_cli("doctor cifar10-mlp --profile 'RTX 2060' --optimizer sgd");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("mixed_float16 is predicted ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("slower than float32 on an RTX 2060"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("findings:"), std::string::npos);
+  EXPECT_NE(r.out.find("weight-bound"), std::string::npos);
+  EXPECT_NE(r.out.find("1 Dense 3000, relu"), std::string::npos);
+}
+
+TEST(Doctor, JsonHasTheContractFields) {
+  const json j = parse(run_cli("doctor cifar10-mlp --profile rtx-2060 --optimizer sgd --json"));
+  EXPECT_EQ(j["device"]["name"], "RTX 2060");
+  EXPECT_EQ(j["batch_size"], 32);
+  EXPECT_EQ(j["mixed_policy"], "mixed_float16");
+  EXPECT_TRUE(j["verdict"].is_string());
+  EXPECT_TRUE(j["predicted_step_ms"]["float32"].is_number());
+  EXPECT_TRUE(j["predicted_step_ms"]["mixed_float16"].is_number());
+  EXPECT_LT(j["predicted_speedup"].get<double>(), 1.0);
+  ASSERT_FALSE(j["findings"].empty());
+  for (const json& f : j["findings"]) {
+    for (const char* key : {"id", "severity", "layers", "message", "suggestion",
+                            "predicted_gain"}) {
+      EXPECT_TRUE(f.contains(key)) << key;
+    }
+  }
+  EXPECT_FALSE(j.contains("measured_step_ms"));
+}
+
+TEST(Doctor, PrecisionNamesTheMixedPolicy) {
+  const json j =
+      parse(run_cli("doctor cifar10-mlp --profile 'A100 80GB' --precision mixed_bfloat16 --json"));
+  EXPECT_EQ(j["mixed_policy"], "mixed_bfloat16");
+  EXPECT_TRUE(j["predicted_step_ms"].contains("mixed_bfloat16"));
+  const Result f32 = run_cli("doctor cifar10-mlp --profile T4 --precision float32");
+  EXPECT_EQ(f32.exit_code, 2);
+  EXPECT_NE(f32.err.find("--precision"), std::string::npos) << f32.err;
+  // bfloat16 on a T4 (Turing) cannot run: said first.
+  const Result t4 = run_cli("doctor cifar10-mlp --profile T4 --precision mixed_bfloat16");
+  EXPECT_EQ(t4.exit_code, 0) << t4.err;
+  EXPECT_EQ(t4.out.rfind("mixed_bfloat16 cannot run on a T4", 0), 0u) << t4.out;
+}
+
+TEST(Doctor, BadInputIsNamed) {
+  const Result unknown = run_cli("doctor cifar10-mlp --profile 'RTX 9999'");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown device profile 'RTX 9999'"), std::string::npos)
+      << unknown.err;
+  EXPECT_NE(unknown.err.find("RTX 2060 SUPER"), std::string::npos) << unknown.err;
+  const Result zero = run_cli("doctor cifar10-mlp --profile T4 --batch-size 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--batch-size"), std::string::npos) << zero.err;
+  const Result measure = run_cli("doctor cifar10-mlp --profile T4 --measure");
+  EXPECT_EQ(measure.exit_code, 2);
+  EXPECT_NE(measure.err.find("--measure"), std::string::npos) << measure.err;
+  const Result sweep = run_cli("doctor cifar10-mlp --profile T4 --sweep 32,64");
+  EXPECT_EQ(sweep.exit_code, 2);
+  EXPECT_NE(sweep.err.find("batch="), std::string::npos) << sweep.err;
+  const std::string broken = write_temp("profiles.json", R"({"format": "mixlab-gpu-profiles-1",
+      "documents": {}, "profiles": [{"name": "Mine", "compute_capability": "8.0"}]})");
+  const Result file = run_cli("doctor cifar10-mlp --profiles " + broken + " --profile Mine");
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_NE(file.err.find("profile 'Mine': field 'tensor_cores': is missing"), std::string::npos)
+      << file.err;
+}
+
+TEST(Doctor, ListsTheProfiles) {
+  const Result r = run_cli("doctor --list-profiles");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"GTX 1660 Ti", "RTX 2060 SUPER", "A100 40GB", "H200"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+}
+
+TEST(Doctor, SweepsBatchSizes) {
+  const json j =
+      parse(run_cli("doctor cifar10-mlp --profile 'RTX 2060' --optimizer sgd "
+                    "--sweep batch=32,256,1024 --json"));
+  ASSERT_EQ(j["sweep"].size(), 3u);
+  EXPECT_EQ(j["sweep"][2]["batch_size"], 1024);
+  // The weights' traffic is amortised over larger batches: mixed gains with the batch.
+  EXPECT_GT(j["sweep"][2]["predicted_speedup"].get<double>(),
+            j["sweep"][0]["predicted_speedup"].get<double>());
+}
+
+TEST(Doctor, WhatIfPredictsTheTopSuggestion) {
+  const json j = parse(run_cli(
+      "doctor cifar100-convnet --profile 'RTX 2060 SUPER' --batch-size 1020 --what-if --json"));
+  ASSERT_TRUE(j["what_if"].is_object()) << j.dump(2);
+  EXPECT_GT(j["what_if"]["predicted_gain"].get<double>(), 1.0);
+  EXPECT_TRUE(j["what_if"]["measured_gain"].is_null());  // a profile: nothing to measure on
+}
+
+TEST(Doctor, MeasuresOnThisCpuBesideThePrediction) {
+  const std::string cache = make_temp_dir("mixlab-doctor-cache").string();
+  const std::string model = write_temp("doctor-model.json", R"({"name": "small",
+      "input": {"shape": [8, 8, 1]}, "layers": [{"type": "Flatten"},
+      {"type": "Dense", "units": 64, "activation": "relu"}, {"type": "Dense", "units": 4},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  const json j = parse(run_cli("doctor " + model +
+                                   " --device cpu --threads 1 --measure --steps 6 --warmup 2 "
+                                   "--what-if --json",
+                               "XDG_CACHE_HOME=" + cache));
+  EXPECT_EQ(j["device"]["kind"], "cpu");
+  EXPECT_TRUE(j["device"]["measured"].get<bool>());
+  EXPECT_GT(j["measured_step_ms"]["float32"].get<double>(), 0.0);
+  EXPECT_TRUE(j["measured_speedup"].is_number());
+  EXPECT_TRUE(j["layers"][1]["measured"]["float32"]["forward_ms"].is_number());
+  EXPECT_TRUE(std::filesystem::exists(cache + "/mixlab/cpu-profiles.json"));
+  std::filesystem::remove_all(cache);
+}
+
+}  // namespace

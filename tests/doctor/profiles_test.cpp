@@ -1,0 +1,149 @@
+// The doctor's device profiles: the shipped GPU figures with their documents, finding a profile
+// by the names users type, and named errors for a broken profile file.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/doctor/device_profile.h"
+
+namespace mixlab::doctor {
+namespace {
+
+TEST(Profiles, EveryAskedForGpuIsThereWithEveryFigureSourced) {
+  const auto profiles = builtin_gpu_profiles();
+  for (const char* name : {"GTX 1660 Ti", "RTX 2060", "RTX 2060 SUPER", "T4", "RTX 3060",
+                           "RTX 3090", "A100 40GB", "A100 80GB", "RTX 4090", "L4", "H100 SXM",
+                           "H200"}) {
+    const DeviceProfile& p = find_profile(profiles, name);
+    EXPECT_EQ(p.name, name);
+    EXPECT_GT(p.sm_count, 0) << name;
+    EXPECT_GT(p.bandwidth_bytes_per_s, 1e11) << name;
+    EXPECT_GT(p.peak.float32, 1e12) << name;
+    EXPECT_GE(p.peak.float16_acc32, p.peak.float32) << name;
+    for (const char* field : {"compute_capability", "sm_count", "boost_clock_mhz", "memory_bytes",
+                              "memory_bandwidth_gb_s", "l2_bytes", "peak_tflops"}) {
+      ASSERT_TRUE(p.sources.count(field)) << name << " " << field;
+      EXPECT_FALSE(p.sources.at(field).empty()) << name << " " << field;
+    }
+  }
+}
+
+TEST(Profiles, CapabilitiesFollowTheArchitecture) {
+  const auto profiles = builtin_gpu_profiles();
+  const DeviceProfile& gtx = find_profile(profiles, "GTX 1660 Ti");
+  EXPECT_FALSE(gtx.tensor_cores);
+  const DeviceProfile& turing = find_profile(profiles, "RTX 2060");
+  EXPECT_TRUE(turing.tensor_cores);
+  EXPECT_EQ(turing.peak.bfloat16, 0.0);  // no bf16 before Ampere
+  EXPECT_EQ(turing.peak.tf32, 0.0);
+  // GeForce: float16 with float32 accumulation at half the float16-accumulation rate.
+  EXPECT_NEAR(turing.peak.float16_acc32 * 2, turing.peak.float16_acc16, 1e11);
+  EXPECT_GT(find_profile(profiles, "A100 40GB").peak.bfloat16, 0.0);
+  EXPECT_EQ(find_profile(profiles, "A100 40GB").peak.fp8, 0.0);  // FP8 from 8.9 on
+  EXPECT_GT(find_profile(profiles, "L4").peak.fp8, 0.0);
+  EXPECT_GT(find_profile(profiles, "H200").bandwidth_bytes_per_s,
+            find_profile(profiles, "H100 SXM").bandwidth_bytes_per_s);
+}
+
+TEST(Profiles, NamesAreFoundAsUsersTypeThem) {
+  const auto profiles = builtin_gpu_profiles();
+  for (const char* typed : {"RTX 2060", "rtx 2060", "rtx-2060", "rtx2060", "RTX_2060",
+                            "GeForce RTX 2060"}) {
+    EXPECT_EQ(find_profile(profiles, typed).name, "RTX 2060") << typed;
+  }
+  EXPECT_EQ(find_profile(profiles, "rtx-2060-super").name, "RTX 2060 SUPER");
+  EXPECT_EQ(find_profile(profiles, "tesla t4").name, "T4");
+}
+
+TEST(Profiles, AnUnknownNameListsEveryProfile) {
+  try {
+    find_profile(builtin_gpu_profiles(), "RTX 9999");
+    FAIL() << "no error";
+  } catch (const ProfileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown device profile 'RTX 9999'"), std::string::npos) << what;
+    EXPECT_NE(what.find("RTX 2060 SUPER"), std::string::npos) << what;
+    EXPECT_NE(what.find("H200"), std::string::npos) << what;
+  }
+}
+
+constexpr const char* kOneProfile = R"({
+  "format": "mixlab-gpu-profiles-1",
+  "documents": {"doc": "A datasheet"},
+  "profiles": [{
+    "name": "Test GPU", "compute_capability": "8.0", "tensor_cores": true, "sm_count": 10,
+    "boost_clock_mhz": 1000, "memory_bytes": 1000000000, "memory_bandwidth_gb_s": 100,
+    "l2_bytes": 1000000,
+    "peak_tflops": {"float32": 1, "tf32": 2, "float16_acc32": 4, "float16_acc16": 4,
+                    "bfloat16": 4, "fp8": null},
+    "sources": {"compute_capability": "doc", "sm_count": "doc", "boost_clock_mhz": "doc",
+                "memory_bytes": "doc", "memory_bandwidth_gb_s": "doc", "l2_bytes": "doc",
+                "peak_tflops": "doc"}}]})";
+
+std::string without(std::string text, const std::string& part) {
+  const auto at = text.find(part);
+  EXPECT_NE(at, std::string::npos) << part;
+  return text.erase(at, part.size());
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_gpu_profiles(text, "my-profiles.json");
+  } catch (const ProfileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Profiles, AFileIsReadWithItsUnits) {
+  const auto profiles = parse_gpu_profiles(kOneProfile, "my-profiles.json");
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_DOUBLE_EQ(profiles[0].peak.float16_acc32, 4e12);
+  EXPECT_DOUBLE_EQ(profiles[0].bandwidth_bytes_per_s, 100e9);
+  EXPECT_EQ(profiles[0].peak.fp8, 0.0);
+  EXPECT_EQ(profiles[0].sources.at("sm_count"), "A datasheet");
+}
+
+TEST(Profiles, AMissingFieldIsNamedWithTheFileAndProfile) {
+  const std::string e = error_of(without(kOneProfile, R"("sm_count": 10,)"));
+  EXPECT_NE(e.find("my-profiles.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("profile 'Test GPU'"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'sm_count': is missing"), std::string::npos) << e;
+}
+
+TEST(Profiles, AMissingPeakAndAnUnknownDocumentAreNamed) {
+  EXPECT_NE(error_of(without(kOneProfile, R"("float32": 1, )")).find("field 'float32'"),
+            std::string::npos);
+  std::string unknown_doc = kOneProfile;
+  unknown_doc.replace(unknown_doc.find(R"("l2_bytes": "doc")"), 17, R"("l2_bytes": "nope")");
+  const std::string e = error_of(unknown_doc);
+  EXPECT_NE(e.find("sources.l2_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("'nope'"), std::string::npos) << e;
+  EXPECT_NE(error_of("{not json").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(R"({"format": "other"})").find("field 'format'"), std::string::npos);
+}
+
+TEST(Profiles, AMissingFileIsNamed) {
+  try {
+    load_gpu_profiles("/nonexistent/profiles.json");
+    FAIL() << "no error";
+  } catch (const ProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/profiles.json"), std::string::npos);
+  }
+}
+
+TEST(Profiles, APresentGpuTakesItsPublishedProfile) {
+  const DeviceInfo h200 = gpu_device_info("NVIDIA H200", 9, 0, 140LL << 30);
+  const DeviceProfile p = gpu_profile_from_device(h200, 132, 1980, 0);
+  EXPECT_EQ(p.name, "NVIDIA H200");
+  EXPECT_EQ(p.memory_bytes, 140LL << 30);
+  EXPECT_EQ(p.peak.bfloat16, find_profile(builtin_gpu_profiles(), "H200").peak.bfloat16);
+  // An unprofiled GPU is estimated from its properties, and says so.
+  const DeviceInfo other = gpu_device_info("NVIDIA Future 1", 9, 0, 80LL << 30);
+  const DeviceProfile e = gpu_profile_from_device(other, 100, 2000, 3e12);
+  EXPECT_DOUBLE_EQ(e.peak.float32, 2.0 * 128 * 100 * 2000e6);
+  EXPECT_NE(e.sources.at("peak_tflops").find("estimated"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mixlab::doctor

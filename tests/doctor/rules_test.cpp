@@ -1,0 +1,304 @@
+// The doctor's rules: for each, a case built to fire it and a clean case where it stays silent;
+// the verdict's first words.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/doctor/diagnosis.h"
+#include "engine/doctor/report_json.h"
+#include "tests/doctor/doctor_test_support.h"
+
+namespace mixlab::doctor {
+namespace {
+
+using test::model;
+
+const DeviceProfile& gpu(const char* name) { return find_profile(builtin_gpu_profiles(), name); }
+
+DiagnosisInput input(const ModelSpec& spec, const DeviceProfile& device, int batch, Policy mixed,
+                     OptimizerKind optimizer = OptimizerKind::sgd) {
+  DiagnosisInput in;
+  in.spec = spec;
+  in.device = device;
+  in.batch = batch;
+  in.mixed = mixed;
+  in.optimizer = default_optimizer(optimizer);
+  return in;
+}
+
+Diagnosis diagnosis(const DiagnosisInput& in, const std::optional<Measurement>& m = {}) {
+  return diagnose(in, m);
+}
+
+std::vector<Finding> run(std::vector<Finding> (*rule)(const Diagnosis&), const Diagnosis& d) {
+  return rule(d);
+}
+
+// Wide and aligned: every GEMM compute-bound and well tiled on an H100 at batch 4096.
+const ModelSpec& wide() {
+  static const ModelSpec spec = model(R"({"name": "wide", "input": {"shape": [4096]}, "layers": [
+      {"type": "Dense", "units": 4096, "activation": "relu"},
+      {"type": "Dense", "units": 4096, "activation": "relu"},
+      {"type": "Dense", "units": 16},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  return spec;
+}
+
+const ModelSpec& cifar10_mlp() {
+  static const ModelSpec spec = model(R"({"name": "cifar10-mlp", "input": {"shape": [32, 32, 3]},
+    "loss": "sparse_categorical_crossentropy", "layers": [
+      {"type": "Flatten"}, {"type": "Dense", "units": 3000, "activation": "relu"},
+      {"type": "Dense", "units": 1000, "activation": "relu"}, {"type": "Dense", "units": 10},
+      {"type": "Activation", "activation": "sigmoid", "dtype": "float32"}]})");
+  return spec;
+}
+
+TEST(Rules, CapabilityFiresForBfloat16OnTuringAndNoTensorCores) {
+  const auto unsupported = run(rules::capability, diagnosis(input(wide(), gpu("RTX 2060"), 4096,
+                                                                  Policy::mixed_bfloat16)));
+  ASSERT_EQ(unsupported.size(), 1u);
+  EXPECT_EQ(unsupported[0].severity, Severity::high);
+  EXPECT_NE(unsupported[0].message.find("8.0"), std::string::npos) << unsupported[0].message;
+  EXPECT_NE(unsupported[0].suggestion.find("mixed_float16"), std::string::npos);
+  const auto no_tc = run(rules::capability, diagnosis(input(wide(), gpu("GTX 1660 Ti"), 4096,
+                                                             Policy::mixed_float16)));
+  ASSERT_EQ(no_tc.size(), 1u);
+  EXPECT_NE(no_tc[0].message.find("no tensor cores"), std::string::npos);
+  const auto cpu = run(rules::capability, diagnosis(input(wide(), test::round_cpu(), 32,
+                                                           Policy::mixed_bfloat16)));
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(cpu[0].severity, Severity::medium);
+  EXPECT_TRUE(run(rules::capability,
+                  diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16)))
+                  .empty());
+}
+
+TEST(Rules, AlignmentNamesTheBatchAndItsAlignedValue) {
+  const Diagnosis d = diagnosis(input(wide(), gpu("A100 40GB"), 1020, Policy::mixed_float16));
+  const auto f = run(rules::alignment, d);
+  ASSERT_FALSE(f.empty());
+  const auto batch = std::find_if(f.begin(), f.end(), [](const Finding& x) {
+    return x.change.field == SuggestedChange::Field::batch_size;
+  });
+  ASSERT_NE(batch, f.end());
+  EXPECT_EQ(batch->figures.at("value"), 1020);
+  EXPECT_EQ(batch->figures.at("aligned_value"), 1024);
+  EXPECT_EQ(batch->change.value, 1024);
+  EXPECT_GT(batch->predicted_gain, 1.0);
+  EXPECT_EQ(batch->layers, (std::vector<int>{0, 1, 2}));
+  EXPECT_NE(batch->message.find("1020"), std::string::npos);
+  EXPECT_TRUE(run(rules::alignment,
+                  diagnosis(input(wide(), gpu("A100 40GB"), 1024, Policy::mixed_float16)))
+                  .empty());
+}
+
+TEST(Rules, AlignmentNamesALayerWidthButNotTheOutputSize) {
+  const ModelSpec spec = model(R"({"name": "odd", "input": {"shape": [4096]}, "layers": [
+      {"type": "Dense", "units": 1001, "activation": "relu"}, {"type": "Dense", "units": 10}]})");
+  DiagnosisInput in = input(spec, gpu("A100 40GB"), 1024, Policy::mixed_float16);
+  in.options.data_on_device = true;  // else the batch copy outlasts the step, whatever the width
+  const auto f = run(rules::alignment, diagnosis(in));
+  ASSERT_EQ(f.size(), 2u);  // the 1001 units, and the 10 outputs (the next layer's 1001 inputs
+                            // are the same finding)
+  const bool first_is_units = f[0].layers == std::vector<int>{0};
+  const Finding& units = first_is_units ? f[0] : f[1];
+  const Finding& output = first_is_units ? f[1] : f[0];
+  EXPECT_EQ(units.change.field, SuggestedChange::Field::units);
+  EXPECT_EQ(units.change.layer, 0);
+  EXPECT_EQ(units.change.value, 1000);
+  EXPECT_GT(units.predicted_gain, 1.0);
+  EXPECT_EQ(output.layers, std::vector<int>{1});
+  EXPECT_EQ(output.severity, Severity::info);
+  EXPECT_FALSE(output.change);
+}
+
+TEST(Rules, QuantizationFiresForAHalfEmptyWave) {
+  // 384 x 1024 outputs in 256x128 tiles: 16 tiles (32 split) on an H100's 132 SMs.
+  const ModelSpec spec = model(R"({"name": "q", "input": {"shape": [1024]}, "layers": [
+      {"type": "Dense", "units": 1024}, {"type": "Dense", "units": 16}]})");
+  const auto f =
+      run(rules::quantization, diagnosis(input(spec, gpu("H100 SXM"), 384, Policy::mixed_float16)));
+  ASSERT_FALSE(f.empty());
+  EXPECT_LT(f[0].figures.at("wave_efficiency"), 0.8);
+  EXPECT_TRUE(run(rules::quantization,
+                  diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_float16)))
+                  .empty());
+}
+
+TEST(Rules, MemoryBoundFiresForSmallBatchGemms) {
+  const auto f = run(rules::memory_bound,
+                     diagnosis(input(cifar10_mlp(), gpu("H100 SXM"), 32, Policy::mixed_bfloat16)));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_LT(f[0].figures.at("intensity_flop_per_byte"), f[0].figures.at("ridge_flop_per_byte"));
+  EXPECT_TRUE(run(rules::memory_bound,
+                  diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16)))
+                  .empty());
+}
+
+TEST(Rules, WeightBoundFiresForTheBatch32MlpWithItsNumbers) {
+  const Diagnosis d = diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16));
+  const auto f = run(rules::weight_bound, d);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_GT(f[0].figures.at("weight_bytes"), 0.5 * f[0].figures.at("step_bytes"));
+  EXPECT_NEAR(f[0].figures.at("params"), 12'230'010, 1);
+  EXPECT_EQ(f[0].change.field, SuggestedChange::Field::batch_size);
+  EXPECT_GT(f[0].change.value, 32);
+  EXPECT_TRUE(run(rules::weight_bound,
+                  diagnosis(input(wide(), gpu("RTX 2060"), 4096, Policy::mixed_float16)))
+                  .empty());
+}
+
+TEST(Rules, OverheadBoundSuggestsCudaGraphs) {
+  const ModelSpec tiny = model(R"({"name": "tiny", "input": {"shape": [16]}, "layers": [
+      {"type": "Dense", "units": 16, "activation": "relu"}, {"type": "Dense", "units": 8}]})");
+  const auto f =
+      run(rules::overhead_bound, diagnosis(input(tiny, gpu("H100 SXM"), 8, Policy::mixed_float16)));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].change.field, SuggestedChange::Field::cuda_graphs);
+  EXPECT_GT(f[0].predicted_gain, 1.0);
+  EXPECT_TRUE(run(rules::overhead_bound,
+                  diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_float16)))
+                  .empty());
+}
+
+Measurement measured(double step_ms, double wait_ms, std::int64_t skipped = 0) {
+  Measurement m;
+  m.float32.policy = Policy::float32;
+  m.mixed.policy = Policy::mixed_float16;
+  for (MeasuredRun* r : {&m.float32, &m.mixed}) {
+    r->steps = 100;
+    r->step_ms = step_ms;
+    r->data_wait_ms = wait_ms;
+  }
+  m.mixed.skipped_steps = skipped;
+  m.mixed.initial_loss_scale = 32768;
+  m.mixed.final_loss_scale = skipped > 0 ? 4096 : 32768;
+  m.mixed.scale_halvings = skipped > 0 ? 3 : 0;
+  return m;
+}
+
+TEST(Rules, InputBoundUsesTensorBoardsThresholds) {
+  DeviceProfile fast_link = gpu("H100 SXM");
+  fast_link.host_link_bytes_per_s = 1e15;  // no copy predicted to show: only the measured wait
+  const DiagnosisInput in = input(wide(), fast_link, 4096, Policy::mixed_float16);
+  const auto high = run(rules::input_bound, diagnosis(in, measured(10, 2.5)));
+  ASSERT_EQ(high.size(), 1u);
+  EXPECT_EQ(high[0].severity, Severity::high);
+  const auto moderate = run(rules::input_bound, diagnosis(in, measured(10, 0.6)));
+  ASSERT_EQ(moderate.size(), 1u);
+  EXPECT_EQ(moderate[0].severity, Severity::medium);
+  EXPECT_EQ(moderate[0].change.field, SuggestedChange::Field::data_on_device);
+  EXPECT_TRUE(run(rules::input_bound, diagnosis(in, measured(10, 0.1))).empty());
+}
+
+TEST(Rules, InputBoundIsPredictedWhenTheCopyOutlastsTheStep) {
+  const ModelSpec images = model(R"({"name": "big-input", "input": {"shape": [256, 256, 3]},
+      "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 8}]})");
+  DiagnosisInput in = input(images, gpu("H100 SXM"), 256, Policy::mixed_float16);
+  EXPECT_EQ(run(rules::input_bound, diagnosis(in)).size(), 1u);
+  in.options.data_on_device = true;
+  EXPECT_TRUE(run(rules::input_bound, diagnosis(in)).empty());
+}
+
+TEST(Rules, LossScalingFlagsSkippedStepsAndA16BitOutput) {
+  const DiagnosisInput in = input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_float16);
+  const auto skipped = run(rules::loss_scaling, diagnosis(in, measured(10, 0, 5)));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].id, "loss-scaling");
+  EXPECT_NE(skipped[0].suggestion.find("4096"), std::string::npos) << skipped[0].suggestion;
+  EXPECT_TRUE(run(rules::loss_scaling, diagnosis(in, measured(10, 0, 0))).empty());
+
+  const ModelSpec half_softmax = model(R"({"name": "s", "input": {"shape": [64]}, "layers": [
+      {"type": "Dense", "units": 64}, {"type": "Activation", "activation": "softmax"}]})");
+  const auto output =
+      run(rules::loss_scaling, diagnosis(input(half_softmax, gpu("H100 SXM"), 64,
+                                               Policy::mixed_float16)));
+  ASSERT_EQ(output.size(), 1u);
+  EXPECT_EQ(output[0].id, "output-precision");
+  EXPECT_EQ(output[0].layers, std::vector<int>{1});
+}
+
+TEST(Rules, AModelThatDoesNotFitSaysHowManyBytes) {
+  const auto f = run(rules::memory_fit,
+                     diagnosis(input(wide(), gpu("RTX 2060"), 1 << 20, Policy::mixed_float16)));
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f[0].id, "does-not-fit");
+  EXPECT_GT(f[0].figures.at("needed_bytes"), f[0].figures.at("device_bytes"));
+  EXPECT_EQ(f[0].change.field, SuggestedChange::Field::batch_size);
+  EXPECT_TRUE(run(rules::memory_fit,
+                  diagnosis(input(wide(), gpu("RTX 2060"), 256, Policy::mixed_float16)))
+                  .empty());
+}
+
+TEST(Rules, AMeasuredLayerFarAboveItsRooflineIsTheLibrarys) {
+  const DiagnosisInput in = input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_float16);
+  const Diagnosis predicted = diagnosis(in);
+  Measurement m = measured(predicted.mixed.step_s() * 1e3, 0);
+  for (MeasuredRun* r : {&m.float32, &m.mixed}) {
+    const StepCost& c = r == &m.float32 ? predicted.float32 : predicted.mixed;
+    for (int l = 0; l < 4; ++l) {
+      r->layer_forward_ms.push_back(c.layer_seconds(l, false) * 1e3);
+      r->layer_backward_ms.push_back(c.layer_seconds(l, true) * 1e3);
+    }
+  }
+  EXPECT_TRUE(run(rules::measured_vs_predicted, diagnosis(in, m)).empty());
+  m.mixed.layer_forward_ms[1] *= 6;
+  m.mixed.layer_backward_ms[1] *= 6;
+  const auto f = run(rules::measured_vs_predicted, diagnosis(in, m));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].layers, std::vector<int>{1});
+  EXPECT_NEAR(f[0].figures.at("ratio"), 6.0, 0.01);
+}
+
+TEST(Verdict, ComesFirstAndSaysSlowerWithTheCause) {
+  const Diagnosis d = diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16));
+  EXPECT_LT(d.predicted_speedup(), 1.0);
+  EXPECT_EQ(d.verdict.rfind("mixed_float16 is predicted ", 0), 0u) << d.verdict;
+  EXPECT_NE(d.verdict.find("slower than float32 on an RTX 2060"), std::string::npos) << d.verdict;
+  EXPECT_NE(d.verdict.find("master weights"), std::string::npos) << d.verdict;
+  ASSERT_FALSE(d.findings.empty());
+  for (std::size_t i = 1; i < d.findings.size(); ++i) {
+    EXPECT_GE(d.findings[i - 1].severity, d.findings[i].severity);
+  }
+  const Diagnosis fast = diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16));
+  EXPECT_GT(fast.predicted_speedup(), 2.0);
+  EXPECT_NE(fast.verdict.find("faster than float32"), std::string::npos) << fast.verdict;
+  const Diagnosis cannot =
+      diagnosis(input(wide(), gpu("RTX 2060"), 4096, Policy::mixed_bfloat16));
+  EXPECT_EQ(cannot.verdict.rfind("mixed_bfloat16 cannot run on an RTX 2060", 0), 0u)
+      << cannot.verdict;
+}
+
+TEST(Report, JsonHasTheContractKeys) {
+  const Diagnosis d = diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16));
+  const auto j = to_json(d);
+  for (const char* key : {"verdict", "device", "batch_size", "predicted_step_ms",
+                          "predicted_speedup", "findings", "layers", "time_breakdown_ms"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_TRUE(j["predicted_step_ms"].contains("float32"));
+  EXPECT_TRUE(j["predicted_step_ms"].contains("mixed_float16"));
+  EXPECT_DOUBLE_EQ(j["predicted_speedup"].get<double>(),
+                   j["predicted_step_ms"]["float32"].get<double>() /
+                       j["predicted_step_ms"]["mixed_float16"].get<double>());
+  for (const auto& f : j["findings"]) {
+    for (const char* key : {"id", "severity", "layers", "message", "suggestion",
+                            "predicted_gain"}) {
+      EXPECT_TRUE(f.contains(key)) << key;
+    }
+  }
+  EXPECT_FALSE(j.contains("measured_step_ms"));
+}
+
+TEST(Changes, ApplyToTheRunOrTheLayerNamed) {
+  const DiagnosisInput in = input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16);
+  using F = SuggestedChange::Field;
+  EXPECT_EQ(apply_change(in, {F::batch_size, -1, 256}).batch, 256);
+  EXPECT_EQ(apply_change(in, {F::units, 1, 3008}).spec.layers[1].units, 3008);
+  EXPECT_TRUE(apply_change(in, {F::cuda_graphs, -1, 1}).options.cuda_graphs);
+  EXPECT_THROW(apply_change(in, {F::units, 0, 8}), ConfigError);  // a Flatten
+  EXPECT_THROW(apply_change(in, {F::filters, 1, 8}), ConfigError);
+}
+
+}  // namespace
+}  // namespace mixlab::doctor
