@@ -3,6 +3,8 @@
 // than float32 on a device, from the roofline cost model (engine/doctor) and, with --measure, from
 // an A/B run on this machine's device set beside the prediction. The verdict comes first.
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <iostream>
 #include <sstream>
 
@@ -12,6 +14,10 @@
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
 #include "app/cli/doctor_output.h"
+#include "app/store/csv_export.h"
+#include "app/store/doctor_export.h"
+#include "app/store/run_recorder.h"
+#include "app/store/run_store.h"
 #include "engine/doctor/local_profile.h"
 #include "engine/doctor/measure.h"
 #include "engine/doctor/report_json.h"
@@ -81,6 +87,22 @@ int run_doctor(const std::vector<std::string>& argv) {
   command.add_option(app, "--warmup", warmup_text, "steps left out of the figures (default 5)")
       ->type_name("N");
   app.add_flag("--recalibrate", recalibrate, "measure this CPU's roofs again (cached otherwise)");
+  std::string html_file, findings_csv, layers_csv;
+  command.add_option(app, "--html", html_file,
+                     "also write a self-contained HTML report (charts inline) to FILE")
+      ->type_name("FILE");
+  command.add_option(app, "--findings-csv", findings_csv, "also write the findings as CSV")
+      ->type_name("FILE");
+  command.add_option(app, "--layers-csv", layers_csv,
+                     "also write each layer's predicted (and measured) times as CSV")
+      ->type_name("FILE");
+  std::string db;
+  bool no_store = false;
+  CLI::Option* db_option =
+      command.add_option(app, "--db", db, "the run database (--measure keeps its runs and the "
+                                          "report there)")
+          ->type_name("PATH");
+  app.add_flag("--no-store", no_store, "with --measure: keep neither the runs nor the report");
   app.add_flag("--json", json, "one JSON object instead of the report");
   if (!command.parse(argv)) return kExitOk;
 
@@ -163,10 +185,54 @@ int run_doctor(const std::vector<std::string>& argv) {
     return doctor::measure(in, *backend, measure_options, cancel);
   };
 
+  // --measure keeps its two runs (tagged "doctor") and the report in the run store.
+  if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
+  std::optional<store::StoreWriter> writer;
+  std::vector<std::unique_ptr<store::RunRecorder>> recorders;
+  const std::filesystem::path db_path =
+      db_option->count() > 0 ? std::filesystem::path(db) : store::default_store_path();
+  if (measure_flag && !no_store) {
+    writer.emplace(db_path);
+    measure_options.also_to = [&](const RunConfig& run_config) -> RunSink* {
+      store::RunRecord record;
+      record.model_name = input.spec.name.empty()
+                              ? std::filesystem::path(models[0]).stem().string()
+                              : input.spec.name;
+      record.model_json = to_json(input.spec);
+      record.config = run_config;
+      record.device = device_used;
+      record.environment.mixlab_version = MIXLAB_VERSION;
+      record.tags = {"doctor"};
+      recorders.push_back(std::make_unique<store::RunRecorder>(*writer, std::move(record)));
+      return recorders.back().get();
+    };
+  }
   std::optional<doctor::Measurement> measured;
   if (measure_flag) measured = measure(input);
+  measure_options.also_to = nullptr;  // sweeps and what-ifs are not kept
   const Diagnosis diagnosis = doctor::diagnose(input, measured);
   nlohmann::ordered_json out = doctor::to_json(diagnosis);
+  if (writer) {
+    writer->flush();
+    store::DoctorReportRecord report;
+    report.model_name = input.spec.name.empty() ? std::filesystem::path(models[0]).stem().string()
+                                                : input.spec.name;
+    report.device = input.device.name;
+    report.batch_size = input.batch;
+    report.mixed_policy = std::string(to_string(input.mixed));
+    report.verdict = diagnosis.verdict;
+    report.report_json = out.dump();
+    for (const auto& r : recorders) report.run_ids.push_back(r->run_id());
+    store::RunStore kept = store::RunStore::open(db_path);
+    const std::int64_t id = kept.insert_doctor_report(report);
+    out["report_id"] = id;
+    out["run_ids"] = report.run_ids;
+    if (!json) {
+      std::fprintf(stderr, "mixlab-cli doctor: kept as report %lld with runs %lld and %lld in %s\n",
+                   static_cast<long long>(id), static_cast<long long>(report.run_ids.at(0)),
+                   static_cast<long long>(report.run_ids.at(1)), db_path.c_str());
+    }
+  }
   if (!json) print_diagnosis(diagnosis);
 
   if (!sweep_text.empty()) {
@@ -201,6 +267,13 @@ int run_doctor(const std::vector<std::string>& argv) {
     out["what_if"] = what_if_json(w, input);
     if (!json) print_what_if(w, input, predict_only);
   }
+  const auto write = [](const std::string& file, const auto& writer, const Diagnosis& d) {
+    if (file.empty()) return;
+    store::write_file_atomically(file, [&](std::ostream& o) { writer(o, d); });
+  };
+  write(html_file, store::write_doctor_html, diagnosis);
+  write(findings_csv, store::write_doctor_findings_csv, diagnosis);
+  write(layers_csv, store::write_doctor_layers_csv, diagnosis);
   if (json) std::cout << out.dump(2) << "\n";
   return kExitOk;
 }

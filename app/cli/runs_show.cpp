@@ -219,10 +219,26 @@ int show_run(const RunsArgs& args) {
   OpenRuns open = open_runs(store_path(args), {&id, 1});
   const std::vector<EpochMetrics> epochs = open.store.epochs(id);
   const std::vector<store::LayerTimeSummary> layers = open.store.layer_times(id);
+  // The doctor's reports this run measured (mixlab-cli doctor --measure).
+  const std::vector<store::DoctorReportRecord> reports = open.store.doctor_reports(id);
   if (args.json) {
-    print_json(run_json(open.records[0], epochs, layers));
+    Json j = run_json(open.records[0], epochs, layers);
+    Json& kept = j["doctor_reports"] = Json::array();
+    for (const store::DoctorReportRecord& r : reports) {
+      kept.push_back({{"id", r.id},
+                      {"verdict", r.verdict},
+                      {"runs", r.run_ids},
+                      {"report", Json::parse(r.report_json, nullptr, false)}});
+    }
+    print_json(j);
   } else {
     print_run(open.records[0], epochs, layers);
+    for (const store::DoctorReportRecord& r : reports) {
+      std::string runs;
+      for (const std::int64_t run : r.run_ids) runs += (runs.empty() ? "" : ", ") + std::to_string(run);
+      print_field("doctor:", "report " + std::to_string(r.id) + " (runs " + runs + "): " +
+                                 r.verdict);
+    }
   }
   return kExitOk;
 }

@@ -21,8 +21,22 @@ namespace mixlab::store {
 
 // The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
 // a file as a MixLab run database (PRAGMA application_id, "MXLB").
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
+
+// A doctor's report as kept (mixlab-cli doctor --measure): the diagnosis's JSON
+// (engine/doctor/report_json.h) with the runs that measured it.
+struct DoctorReportRecord {
+  std::int64_t id = 0;
+  std::int64_t created_at_ms = 0;  // 0 on insert: now
+  std::string model_name;
+  std::string device;  // the profile's name: "AMD EPYC", "RTX 2060"
+  int batch_size = 0;
+  std::string mixed_policy;
+  std::string verdict;
+  std::string report_json;
+  std::vector<std::int64_t> run_ids;  // ascending
+};
 
 // A layer's times over a run's timed steps (RunConfig::layer_timing): medians and 95th
 // percentiles, the warm-up left out as the step-time summary leaves it out.
@@ -87,6 +101,13 @@ class RunStore {
   std::int64_t step_count(std::int64_t run_id);
   // Per-layer times, in layer order; empty for a run recorded without layer timing.
   std::vector<LayerTimeSummary> layer_times(std::int64_t run_id);
+
+  // --- the doctor's reports (app/store/doctor_reports.cpp) ---
+  // Keeps a report with its runs (which must exist); returns its id.
+  std::int64_t insert_doctor_report(DoctorReportRecord report);
+  // Newest first; those that a run measured when `run_id` is given.
+  std::vector<DoctorReportRecord> doctor_reports(std::optional<std::int64_t> run_id = {});
+  std::optional<DoctorReportRecord> find_doctor_report(std::int64_t report_id);
 
   // --- editing (each throws StoreError for an unknown id) ---
   void rename(std::int64_t run_id, const std::string& name);

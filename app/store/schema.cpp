@@ -145,7 +145,29 @@ CREATE TABLE layer_times (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
+// Version 4: the doctor's reports (mixlab-cli doctor --measure, the Doctor tab): the diagnosis
+// as JSON with its verdict, and the runs that measured it.
+constexpr std::string_view kVersion4 = R"sql(
+CREATE TABLE doctor_reports (
+  id INTEGER PRIMARY KEY,
+  created_at_ms INTEGER NOT NULL,
+  model_name TEXT NOT NULL,
+  device TEXT NOT NULL,
+  batch_size INTEGER NOT NULL,
+  mixed_policy TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  report_json TEXT NOT NULL
+);
+CREATE TABLE doctor_report_runs (
+  report_id INTEGER NOT NULL REFERENCES doctor_reports (id) ON DELETE CASCADE,
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  PRIMARY KEY (report_id, run_id)
+) WITHOUT ROWID;
+CREATE INDEX doctor_report_runs_by_run ON doctor_report_runs (run_id);
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

@@ -17,12 +17,14 @@ double median_after(const std::vector<double>& v, std::int64_t warmup) {
   return quantile(std::vector<double>(v.begin() + skip, v.end()), 0.5);
 }
 
-// Keeps every step's parts and layer times for their medians.
+// Keeps every step's parts and layer times for their medians, and passes everything on to
+// `also` (when there is one).
 class MeasureSink final : public RunSink {
  public:
-  explicit MeasureSink(const MeasureOptions& options, const RunConfig& config)
-      : options_(options), config_(config) {}
-  void on_start(const RunInfo& info) override { info_ = info; }
+  explicit MeasureSink(RunSink* also) : also_(also) {}
+  void on_start(const RunInfo& info) override {
+    if (also_ != nullptr) also_->on_start(info);
+  }
   void on_step(const StepMetrics& s) override {
     if (steps.empty()) {
       initial_scale = s.loss_scale;
@@ -32,9 +34,12 @@ class MeasureSink final : public RunSink {
     }
     last_scale = s.loss_scale;
     steps.push_back(s);
+    if (also_ != nullptr) also_->on_step(s);
+  }
+  void on_epoch(const EpochMetrics& epoch) override {
+    if (also_ != nullptr) also_->on_epoch(epoch);
   }
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
-    (void)step;
     for (const LayerTiming& t : layers) {
       const auto i = static_cast<std::size_t>(t.layer);
       if (forward.size() <= i) {
@@ -44,9 +49,10 @@ class MeasureSink final : public RunSink {
       forward[i].push_back(t.forward_ms);
       backward[i].push_back(t.backward_ms);
     }
+    if (also_ != nullptr) also_->on_layer_timings(step, layers);
   }
   void on_finish(const RunSummary& summary) override {
-    if (options_.on_run) options_.on_run(config_, info_, summary);
+    if (also_ != nullptr) also_->on_finish(summary);
   }
 
   std::vector<StepMetrics> steps;
@@ -56,9 +62,7 @@ class MeasureSink final : public RunSink {
   bool first_skipped = false;
 
  private:
-  const MeasureOptions& options_;
-  const RunConfig& config_;
-  RunInfo info_;
+  RunSink* also_;
 };
 
 }  // namespace
@@ -95,7 +99,7 @@ MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& 
                            const MeasureOptions& options, const std::atomic<bool>& cancel) {
   const RunConfig config = measure_config(input, policy, options);
   const DatasetPair data = load_dataset(config.dataset);
-  MeasureSink sink(options, config);
+  MeasureSink sink(options.also_to ? options.also_to(config) : nullptr);
   const RunSummary s = train(input.spec, config, data, backend, sink, cancel);
   if (s.status != RunStatus::finished) {
     throw BackendError(std::string(to_string(policy)) + " at batch " +

@@ -20,11 +20,12 @@ struct MeasureOptions {
   std::uint64_t seed = 42;
   int threads = 0;
   bool layer_timing = true;
-  // Called as each policy's run ends, with its summary (the CLI records the runs).
-  std::function<void(const RunConfig&, const RunInfo&, const RunSummary&)> on_run;
+  // Where each policy's run also goes, given its configuration (the CLI records the runs in the
+  // run store): every figure of the run, as train() gives a RunSink. Null: nowhere else.
+  std::function<RunSink*(const RunConfig&)> also_to;
 };
 
-// The RunConfig a measured policy runs with (what on_run receives).
+// The RunConfig a measured policy runs with (what also_to receives).
 RunConfig measure_config(const DiagnosisInput& input, Policy policy, const MeasureOptions& options);
 
 // One policy's measured run. Throws BackendError naming the policy when the run fails.

@@ -2,6 +2,9 @@
 // names people type, named errors for bad input, and measurement on this machine's CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -111,23 +114,70 @@ TEST(Doctor, WhatIfPredictsTheTopSuggestion) {
   EXPECT_TRUE(j["what_if"]["measured_gain"].is_null());  // a profile: nothing to measure on
 }
 
-TEST(Doctor, MeasuresOnThisCpuBesideThePrediction) {
+TEST(Doctor, MeasuresOnThisCpuBesideThePredictionAndKeepsTheReport) {
   const std::string cache = make_temp_dir("mixlab-doctor-cache").string();
   const std::string model = write_temp("doctor-model.json", R"({"name": "small",
       "input": {"shape": [8, 8, 1]}, "layers": [{"type": "Flatten"},
       {"type": "Dense", "units": 64, "activation": "relu"}, {"type": "Dense", "units": 4},
       {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  const std::string env = "XDG_CACHE_HOME=" + cache;
   const json j = parse(run_cli("doctor " + model +
                                    " --device cpu --threads 1 --measure --steps 6 --warmup 2 "
                                    "--what-if --json",
-                               "XDG_CACHE_HOME=" + cache));
+                               env));
   EXPECT_EQ(j["device"]["kind"], "cpu");
   EXPECT_TRUE(j["device"]["measured"].get<bool>());
   EXPECT_GT(j["measured_step_ms"]["float32"].get<double>(), 0.0);
   EXPECT_TRUE(j["measured_speedup"].is_number());
   EXPECT_TRUE(j["layers"][1]["measured"]["float32"]["forward_ms"].is_number());
   EXPECT_TRUE(std::filesystem::exists(cache + "/mixlab/cpu-profiles.json"));
+  // The two runs and the report are kept in the run store, and the runs name the report.
+  ASSERT_TRUE(j["report_id"].is_number()) << j.dump(2);
+  ASSERT_EQ(j["run_ids"].size(), 2u);
+  const json run = parse(run_cli("runs show " + std::to_string(j["run_ids"][1].get<int>()) +
+                                 " --json"));
+  EXPECT_EQ(run["config"]["precision"], j["mixed_policy"]);
+  EXPECT_EQ(run["tags"], json::array({"doctor"}));
+  ASSERT_EQ(run["doctor_reports"].size(), 1u);
+  EXPECT_EQ(run["doctor_reports"][0]["id"], j["report_id"]);
+  EXPECT_EQ(run["doctor_reports"][0]["verdict"], j["verdict"]);
+  EXPECT_EQ(run["doctor_reports"][0]["report"]["batch_size"], 32);
+  // --no-store keeps nothing.
+  const json unkept = parse(run_cli("doctor " + model +
+                                        " --device cpu --threads 1 --measure --steps 4 "
+                                        "--warmup 1 --no-store --json",
+                                    env));
+  EXPECT_FALSE(unkept.contains("report_id"));
   std::filesystem::remove_all(cache);
+}
+
+TEST(Doctor, WritesAnHtmlReportAndCsvFiles) {
+  const std::string html = write_temp("report.html", "");
+  const std::string findings = write_temp("findings.csv", "");
+  const std::string layers = write_temp("layers.csv", "");
+  const Result r = run_cli("doctor cifar10-mlp --profile 'RTX 2060' --optimizer sgd --html " +
+                           html + " --findings-csv " + findings + " --layers-csv " + layers);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string page = read(html);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("mixed_float16 is predicted"), std::string::npos);
+  EXPECT_NE(page.find("aria-label='roofline'"), std::string::npos);
+  EXPECT_NE(page.find("aria-label='where the time goes'"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);  // self-contained, nothing to run
+  const std::string f = read(findings);
+  EXPECT_EQ(f.rfind("id,severity,layers,message,suggestion,predicted_gain,change\r\n", 0), 0u);
+  EXPECT_NE(f.find("weight-bound,"), std::string::npos) << f;
+  const std::string l = read(layers);
+  EXPECT_EQ(l.rfind("layer,title,policy,phase,predicted_ms,measured_ms\r\n", 0), 0u);
+  // 5 layers x 2 policies x 2 phases, and the header.
+  EXPECT_EQ(std::count(l.begin(), l.end(), '\n'), 21);
+  const Result bad = run_cli("doctor cifar10-mlp --profile T4 --html /nonexistent/dir/r.html");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("/nonexistent/dir/r.html"), std::string::npos) << bad.err;
 }
 
 }  // namespace

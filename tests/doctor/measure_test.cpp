@@ -55,16 +55,30 @@ TEST(Measure, RunsBothPoliciesWithLayerTimesBesideThePrediction) {
   options.steps = 8;
   options.warmup = 2;
   options.threads = 1;
-  int runs = 0;
-  options.on_run = [&](const RunConfig& config, const RunInfo&, const RunSummary& summary) {
-    EXPECT_EQ(summary.status, RunStatus::finished);
-    EXPECT_EQ(config.batch_size, 16);
-    ++runs;
+  // Every figure of each run also reaches the sink asked for (the CLI's run-store recorder).
+  struct Counting : RunSink {
+    int starts = 0, steps = 0, finishes = 0;
+    RunStatus status = RunStatus::running;
+    void on_start(const RunInfo&) override { ++starts; }
+    void on_step(const StepMetrics&) override { ++steps; }
+    void on_finish(const RunSummary& s) override {
+      ++finishes;
+      status = s.status;
+    }
+  } counting;
+  std::vector<int> batches;
+  options.also_to = [&](const RunConfig& config) -> RunSink* {
+    batches.push_back(config.batch_size);
+    return &counting;
   };
   const auto backend = make_cpu_backend(1);
   const std::atomic<bool> cancel{false};
   const Measurement m = measure(in, *backend, options, cancel);
-  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(batches, (std::vector<int>{16, 16}));
+  EXPECT_EQ(counting.starts, 2);
+  EXPECT_EQ(counting.steps, 16);
+  EXPECT_EQ(counting.finishes, 2);
+  EXPECT_EQ(counting.status, RunStatus::finished);
   EXPECT_EQ(m.float32.policy, Policy::float32);
   EXPECT_EQ(m.mixed.policy, Policy::mixed_float16);
   for (const MeasuredRun* r : {&m.float32, &m.mixed}) {
