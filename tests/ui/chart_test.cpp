@@ -1,9 +1,12 @@
-// The chart adapter: min/max decimation against a brute-force reference, LineChart and BarChart
-// on the offscreen platform (point counts, log axis, hover, palette, image export).
+// The chart adapter: min/max decimation against a brute-force reference, LineChart, BarChart,
+// PlotChart and StackedBarChart on the offscreen platform (point counts, log axes, hover, palette,
+// image export).
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
 #include <QFile>
+#include <QLogValueAxis>
+#include <QValueAxis>
 #include <QImage>
 #include <QTemporaryDir>
 #include <QToolTip>
@@ -23,6 +26,8 @@ using mixlab::ui::decimate_minmax;
 using mixlab::ui::KeepPoints;
 using mixlab::ui::LineChart;
 using mixlab::ui::MinMaxDecimator;
+using mixlab::ui::StackedBarChart;
+using mixlab::ui::PlotChart;
 
 namespace {
 
@@ -404,6 +409,84 @@ class ChartTest : public QObject {
     check_saves_png_and_svg(chart, dir, QStringLiteral("layers"));
     chart.set_rows({});
     QCOMPARE(chart.row_count(), std::size_t{0});
+    QCOMPARE(chart.bar_pixel_count(), 0);
+  }
+
+  void plot_chart_places_points_on_log_axes_and_names_them_on_hover() {
+    QTemporaryDir dir;
+    PlotChart chart(QStringLiteral("Roofline"), QStringLiteral("FLOP/byte"),
+                  QStringLiteral("FLOP/s"), PlotChart::Scale::log10, PlotChart::Scale::log10);
+    QVERIFY(show_at(chart, 640, 400));
+    const int roof = chart.add_series(QStringLiteral("roof"), PlotChart::Kind::dashed_line);
+    const int points = chart.add_series(QStringLiteral("items"), PlotChart::Kind::markers, roof);
+    QCOMPARE(chart.series_count(), 2);
+    QCOMPARE(chart.series_kind(roof), PlotChart::Kind::dashed_line);
+    chart.set_points(roof, {{0.1, 1e9}, {10.0, 1e11}, {1000.0, 1e11}});
+    // Any order; a log axis leaves out what it cannot place (0, negative, NaN).
+    chart.set_points(points, {{50.0, 5e10}, {0.0, 1e9}, {2.0, -1.0}, {0.5, 3e9}, {kNaN, 1.0}},
+                     {QStringLiteral("dense forward"), QStringLiteral("a"), QStringLiteral("b"),
+                      QStringLiteral("dense backward"), QStringLiteral("c")});
+    QCOMPARE(chart.points(points).size(), std::size_t{5});
+    QCOMPARE(chart.plotted_count(points), std::size_t{2});
+    QCOMPARE(chart.plotted_count(roof), std::size_t{3});
+    QCoreApplication::processEvents();
+    QVERIFY(chart.curve_pixel_count(roof) > 20);
+    auto* view = chart.findChild<QChartView*>();
+    QVERIFY(view);
+    // Each policy's points take its roof's colour.
+    const QList<QAbstractSeries*> plots = view->chart()->series();
+    QCOMPARE(qobject_cast<QXYSeries*>(plots.at(points))->color(),
+             qobject_cast<QXYSeries*>(plots.at(roof))->color());
+    // The axes span whole decades around the points.
+    const auto* x_axis = qobject_cast<QLogValueAxis*>(view->chart()->axes(Qt::Horizontal).at(0));
+    QVERIFY(x_axis);
+    QCOMPARE(x_axis->min(), 0.1);
+    QCOMPARE(x_axis->max(), 1000.0);
+    emit qobject_cast<QXYSeries*>(plots.at(points))->hovered(QPointF(0.6, 2.5e9), true);
+    QVERIFY2(QToolTip::text().startsWith(QStringLiteral("dense backward\nitems")),
+             qPrintable(QToolTip::text()));
+    check_saves_png_and_svg(chart, dir, QStringLiteral("xy"));
+    chart.clear();
+    QCOMPARE(chart.plotted_count(roof), std::size_t{0});
+  }
+
+  void plot_chart_log2_axis_spans_powers_of_two() {
+    PlotChart chart(QStringLiteral("Sweep"), QStringLiteral("batch"), QStringLiteral("speed-up"),
+                  PlotChart::Scale::log2, PlotChart::Scale::linear);
+    QVERIFY(show_at(chart, 640, 400));
+    const int s = chart.add_series(QStringLiteral("predicted"), PlotChart::Kind::line);
+    chart.set_points(s, {{8, 0.8}, {64, 1.1}, {4096, 2.5}});
+    auto* view = chart.findChild<QChartView*>();
+    const auto* x_axis = qobject_cast<QLogValueAxis*>(view->chart()->axes(Qt::Horizontal).at(0));
+    QVERIFY(x_axis);
+    QCOMPARE(x_axis->base(), 8.0);  // every third power of two labelled: 8, 64, 512, 4096
+    QCOMPARE(x_axis->min(), 8.0);
+    QCOMPARE(x_axis->max(), 4096.0);
+    const auto* y_axis = qobject_cast<QValueAxis*>(view->chart()->axes(Qt::Vertical).at(0));
+    QVERIFY(y_axis);
+    QVERIFY(y_axis->min() <= 0.8 && y_axis->max() >= 2.5);
+    QCoreApplication::processEvents();
+    QVERIFY(chart.curve_pixel_count(s) > 20);
+  }
+
+  void stacked_bar_chart_stacks_segments_per_bar() {
+    QTemporaryDir dir;
+    StackedBarChart chart(QStringLiteral("Where the time goes"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 640, 400));
+    QCOMPARE(chart.bar_count(), std::size_t{0});
+    chart.set_bars({QStringLiteral("float32"), QStringLiteral("mixed_float16")},
+                   {{QStringLiteral("matmul"), {6.0, 2.0}},
+                    {QStringLiteral("optimizer"), {4.0, 5.0}},
+                    {QStringLiteral("casts"), {0.0}}});  // a missing value counts 0
+    QCOMPARE(chart.bar_count(), std::size_t{2});
+    QCOMPARE(chart.segment_count(), std::size_t{3});
+    QCOMPARE(chart.bar_total(0), 10.0);
+    QCOMPARE(chart.bar_total(1), 7.0);
+    QCoreApplication::processEvents();
+    QVERIFY(chart.bar_pixel_count() > 500);
+    check_saves_png_and_svg(chart, dir, QStringLiteral("stacked"));
+    chart.set_bars({}, {});
+    QCOMPARE(chart.bar_count(), std::size_t{0});
     QCOMPARE(chart.bar_pixel_count(), 0);
   }
 

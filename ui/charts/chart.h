@@ -1,4 +1,4 @@
-// MixLab's charts, behind one adapter: the rest of the UI sees these two widgets and never Qt
+// MixLab's charts, behind one adapter: the rest of the UI sees these widgets and never Qt
 // Charts (Qt's docs name Qt Graphs as its successor; only chart.cpp changes when we move).
 //
 // A chart keeps every point a caller gives it but hands a series no more points than the plot
@@ -8,6 +8,7 @@
 
 #include <QPointF>
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 #include <memory>
 #include <span>
@@ -120,6 +121,79 @@ class LayerTimeChart : public QWidget {
   const std::vector<Row>& rows() const;
   void set_title(const QString& title);
   // Pixels of the forward bars' colour inside the plot area, as the chart paints now.
+  int bar_pixel_count();
+  bool save_image(const QString& path, QString* error = nullptr);
+
+ protected:
+  void changeEvent(QEvent* event) override;  // palette changes: dark or light chart theme
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A few points per series (no decimation) on linear or logarithmic axes, in any order, each
+// point with an optional label its tooltip shows: the doctor's roofline (log-log) and its
+// batch-size sweep (log2 x).
+class PlotChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  // log2: powers of two, labelled every few so that about six labels fit.
+  enum class Scale { linear, log2, log10 };
+  enum class Kind { line, dashed_line, markers };
+
+  PlotChart(const QString& title, const QString& x_label, const QString& y_label, Scale x_scale,
+          Scale y_scale, QWidget* parent = nullptr);
+  ~PlotChart() override;
+
+  // Adds a series; returns its index. Colours follow the palette's order, or `colour_of`'s
+  // series' colour (a roof and the points under it).
+  int add_series(const QString& name, Kind kind, int colour_of = -1);
+  void set_series_name(int series, const QString& name);
+  // Replaces a series' points; the axes fit all series. A log axis leaves out the points it
+  // cannot place (not positive), a line joins points in the order given. A series with no
+  // point to show stays out of the legend. `labels`: one per
+  // point (the tooltip's first line), or none.
+  void set_points(int series, std::vector<QPointF> points, QStringList labels = {});
+  void clear();  // every series' points
+
+  int series_count() const;
+  QString series_name(int series) const;
+  Kind series_kind(int series) const;
+  QString title() const;
+  const std::vector<QPointF>& points(int series) const;
+  std::size_t plotted_count(int series) const;  // after leaving out what a log axis cannot place
+  // Pixels of a series' colour inside the plot area, as the chart paints now.
+  int curve_pixel_count(int series);
+  bool save_image(const QString& path, QString* error = nullptr);
+
+ protected:
+  void changeEvent(QEvent* event) override;  // palette changes: dark or light chart theme
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Vertical bars, one per category, each stacked from named segments with a legend: where a
+// step's time goes, per precision policy.
+class StackedBarChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  StackedBarChart(const QString& title, const QString& value_label, QWidget* parent = nullptr);
+  ~StackedBarChart() override;
+
+  struct Segment {
+    QString name;
+    std::vector<double> values;  // one per bar; missing ones count 0
+  };
+  void set_bars(QStringList bars, std::vector<Segment> segments);
+  std::size_t bar_count() const;
+  std::size_t segment_count() const;
+  double bar_total(int bar) const;
+  // Pixels of the first segment's colour inside the plot area, as the chart paints now.
   int bar_pixel_count();
   bool save_image(const QString& path, QString* error = nullptr);
 

@@ -65,15 +65,26 @@ AxisRange padded_nice_range(double lo, double hi) {
   return nice_range(padded_lo, padded_hi);
 }
 
-AxisRange log10_range(double lo_positive, double hi) {
+AxisRange log_range(double lo_positive, double hi, double base) {
   if (!std::isfinite(lo_positive) || !std::isfinite(hi) || lo_positive <= 0.0 || hi < lo_positive) {
-    return {1.0, 10.0, 2};
+    return {1.0, base, 2};
   }
-  const double lo_decade = std::floor(std::log10(lo_positive));
-  double hi_decade = std::ceil(std::log10(hi));
-  if (hi_decade <= lo_decade) hi_decade = lo_decade + 1.0;
-  return {std::pow(10.0, lo_decade), std::pow(10.0, hi_decade),
-          static_cast<int>(hi_decade - lo_decade) + 1};
+  // log2 and log10 are exact on their powers (8 is 2^3, not 2^2.9999...): a range that starts on
+  // a power starts there.
+  const auto log_of = [base](double v) {
+    if (base == 2.0) return std::log2(v);
+    if (base == 10.0) return std::log10(v);
+    return std::log(v) / std::log(base);
+  };
+  const double lo_power = std::floor(log_of(lo_positive));
+  double hi_power = std::ceil(log_of(hi));
+  if (hi_power <= lo_power) hi_power = lo_power + 1.0;
+  return {std::pow(base, lo_power), std::pow(base, hi_power),
+          static_cast<int>(hi_power - lo_power) + 1};
+}
+
+AxisRange log10_range(double lo_positive, double hi) {
+  return log_range(lo_positive, hi, 10.0);
 }
 
 QChartView* add_chart_view(QWidget& parent, const QString& title) {

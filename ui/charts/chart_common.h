@@ -1,4 +1,4 @@
-// What LineChart and BarChart share (internal to ui/charts): axis ranges, the palette's colours,
+// What the charts share (internal to ui/charts): axis ranges, the palette's colours,
 // saving an image.
 #pragma once
 
@@ -26,6 +26,8 @@ AxisRange nice_range(double lo, double hi);
 // nice_range of [lo, hi] widened by a few percent each side (without crossing zero when the data
 // do not): a y axis whose curve does not touch the frame.
 AxisRange padded_nice_range(double lo, double hi);
+// Whole powers of `base` around [lo_positive, hi]; 1-base when there is no positive value.
+AxisRange log_range(double lo_positive, double hi, double base);
 // Whole decades around [lo_positive, hi]; 1-10 when there is no positive value.
 AxisRange log10_range(double lo_positive, double hi);
 
