@@ -15,8 +15,10 @@
 #include "engine/backend/backend.h"
 #include "engine/core/error.h"
 #include "resources/builtin_models.h"
+#include "ui/doctor/doctor_view.h"
 #include "ui/editor/document_actions.h"
 #include "ui/editor/editor_widget.h"
+#include "ui/editor/layer_stack_model.h"
 #include "ui/editor/model_document.h"
 #include "ui/history/compare_view.h"
 #include "ui/history/history_view.h"
@@ -32,10 +34,12 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   document_ = new ModelDocument(this);
   editor_ = new EditorWidget(document_);
   document_actions_ = new DocumentActions(document_, this);
-  run_panel_ = new RunPanel(available_devices());
+  const std::vector<DeviceInfo> devices = available_devices();
+  run_panel_ = new RunPanel(devices);
   live_ = new LiveView;
   history_ = new HistoryView(db_path_);
   compare_ = new CompareView(db_path_);
+  doctor_ = new DoctorView(document_, devices);
   controller_ = new app::RunController(db_path_, this);
   feed_ = new app::RunFeed(controller_, this);
   live_->follow(feed_);
@@ -45,10 +49,13 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   tabs_->addTab(live_, tr("&Live"));
   tabs_->addTab(history_, tr("&History"));
   tabs_->addTab(compare_, tr("&Compare"));
+  tabs_->addTab(doctor_, tr("&Doctor"));
   tabs_->setTabToolTip(0, tr("Build the model as a stack of layers"));
   tabs_->setTabToolTip(1, tr("The run in progress, live"));
   tabs_->setTabToolTip(2, tr("Every run recorded in %1").arg(QString::fromStdString(db_path_)));
   tabs_->setTabToolTip(3, tr("Runs side by side"));
+  tabs_->setTabToolTip(4, tr("Why mixed precision is slower or faster than float32 for this "
+                             "model, and what to change (Ctrl+Shift+D)"));
   setCentralWidget(tabs_);
 
   auto* dock = new QDockWidget(tr("Run"), this);
@@ -71,6 +78,16 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   connect(document_actions_, &DocumentActions::error, this, show_error);
   connect(run_panel_, &RunPanel::precision_changed, document_, &ModelDocument::set_policy);
   connect(run_panel_, &RunPanel::training_changed, editor_, &EditorWidget::set_training);
+  connect(run_panel_, &RunPanel::training_changed, doctor_, &DoctorView::set_training);
+  // The doctor's findings badge their layers in the editor; a finding selects its first layer
+  // there, and activating it shows the layer.
+  connect(doctor_, &DoctorView::layer_findings_changed, editor_->stack_model(),
+          &LayerStackModel::set_layer_findings);
+  connect(doctor_, &DoctorView::layer_selected, editor_, &EditorWidget::select_layer);
+  connect(doctor_, &DoctorView::layer_activated, this, [this](int layer) {
+    editor_->select_layer(layer);
+    tabs_->setCurrentWidget(editor_);
+  });
   connect(run_panel_, &RunPanel::start_requested, this, &MainWindow::start_run);
   connect(run_panel_, &RunPanel::stop_requested, controller_, &app::RunController::stop);
   connect(run_panel_, &RunPanel::compare_requested, this, &MainWindow::start_precision_comparison);
@@ -101,6 +118,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
           });
   connect(feed_, &app::RunFeed::queue_finished, this, [this](const QList<qint64>& ids) {
     run_panel_->set_running(false);
+    doctor_->set_run_active(false);
     if (compare_when_done_ && ids.size() == 2) {
       compare_->show_runs(ids);
       tabs_->setCurrentWidget(compare_);
@@ -113,6 +131,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   device_label_->setToolTip(QString::fromStdString(run_panel_->device_info().library_versions()));
   document_->set_policy(run_panel_->precision());
   editor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
+  doctor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
 
   if (!restoreGeometry(settings::kWindowGeometry.get())) resize(1400, 900);
   restoreState(settings::kWindowState.get());
@@ -149,6 +168,11 @@ void MainWindow::build_menus() {
   QAction* refresh = view->addAction(tr("&Refresh history"), this, [this] { history_->reload(); });
   refresh->setShortcut(QKeySequence::Refresh);
   refresh->setToolTip(tr("Read the run history again (runs recorded by mixlab-cli appear)"));
+  QAction* doctor = view->addAction(tr("&Doctor"), this, [this] { tabs_->setCurrentWidget(doctor_); });
+  doctor->setObjectName(QStringLiteral("show_doctor"));
+  doctor->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  doctor->setShortcutContext(Qt::ApplicationShortcut);
+  doctor->setToolTip(tr("Why mixed precision is slower or faster than float32 here"));
   view->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
@@ -195,6 +219,7 @@ bool MainWindow::launch(std::vector<app::RunRequest> runs) {
     return false;
   }
   run_panel_->set_running(true);
+  doctor_->set_run_active(true);
   tabs_->setCurrentWidget(live_);
   return true;
 }

@@ -1,6 +1,6 @@
 // The main window only wires the panels together: the layer-stack editor, the run panel (a
-// dock), the live charts, the run history and the comparison; menus, shortcuts and the status
-// bar. The live view takes the run controller's events from the feed itself.
+// dock), the live charts, the run history, the comparison and the doctor; menus, shortcuts and
+// the status bar. The live view takes the run controller's events from the feed itself.
 #pragma once
 
 #include <QList>
@@ -17,6 +17,7 @@ class QTimer;
 namespace mixlab::ui {
 
 class CompareView;
+class DoctorView;
 class DocumentActions;
 class EditorWidget;
 class HistoryView;
@@ -41,6 +42,7 @@ class MainWindow : public QMainWindow {
   LiveView* live_view() const { return live_; }
   HistoryView* history_view() const { return history_; }
   CompareView* compare_view() const { return compare_; }
+  DoctorView* doctor_view() const { return doctor_; }
   app::RunController* controller() const { return controller_; }
   // The controller's events in order, on the GUI thread (the live view, this window, tests).
   app::RunFeed* feed() const { return feed_; }
@@ -71,6 +73,7 @@ class MainWindow : public QMainWindow {
   LiveView* live_ = nullptr;
   HistoryView* history_ = nullptr;
   CompareView* compare_ = nullptr;
+  DoctorView* doctor_ = nullptr;
   app::RunController* controller_ = nullptr;
   app::RunFeed* feed_ = nullptr;
   QTabWidget* tabs_ = nullptr;

@@ -15,6 +15,8 @@ const Key<QString> kLastDirectory{"files/last_directory", {}};
 const Key<bool> kLimitBySteps{"run/limit_by_steps", false};
 const Key<QString> kDevice{"run/device", "cpu"};
 
+const Key<QString> kDoctorDevice{"doctor/device", {}};
+
 const Key<bool> kCompareByTime{"compare/by_time", false};
 
 const Key<QByteArray> kHistoryHeaderState{"history/header_state", {}};

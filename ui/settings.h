@@ -42,6 +42,9 @@ extern const Key<QString> kLastDirectory;  // of file dialogs
 extern const Key<bool> kLimitBySteps;  // true: the run's length is run/steps; false: run/epochs
 extern const Key<QString> kDevice;     // "cpu", "cuda:0"
 
+// The Doctor tab's device: its label ("RTX 2060 (prediction)"); "" for the first, this CPU.
+extern const Key<QString> kDoctorDevice;
+
 // The live charts' x axis and the comparison's.
 extern const Key<bool> kCompareByTime;  // false: by step
 

@@ -2,7 +2,10 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QApplication>
+#include <QIcon>
 #include <QMimeData>
+#include <QStyle>
 #include <QUndoStack>
 #include <algorithm>
 #include <array>
@@ -91,6 +94,10 @@ QVariant LayerStackModel::data(const QModelIndex& index, int role) const {
       return display(row, column);
     case Qt::ToolTipRole:
       return tooltip(row, column);
+    case Qt::DecorationRole:
+      if (column == Layer && findings_.contains(row))
+        return QApplication::style()->standardIcon(QStyle::SP_MessageBoxWarning);
+      return {};
     case Qt::TextAlignmentRole:
       if (column == Parameters || column == Flops || column == ActivationMemory)
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
@@ -103,6 +110,7 @@ QVariant LayerStackModel::data(const QModelIndex& index, int role) const {
       return {};
     default:
       if (role == static_cast<int>(Role::Number)) return number(row, column);
+      if (role == static_cast<int>(Role::Findings)) return findings_.value(row);
       return {};
   }
 }
@@ -136,6 +144,8 @@ QVariant LayerStackModel::tooltip(int row, int column) const {
     if (i != nullptr)
       text += tr("\nComputes in %1 under %2.")
                   .arg(text_of(to_string(i->compute)), text_of(to_string(doc_->policy())));
+    if (findings_.contains(row))
+      text += tr("\nThe doctor's findings:\n%1").arg(findings_.value(row).join(QLatin1Char('\n')));
     return text;
   }
   if (i == nullptr) return tr("Not computed: fix the layer marked in red above this one first.");
@@ -233,6 +243,13 @@ bool LayerStackModel::dropMimeData(const QMimeData* data, Qt::DropAction action,
   // The view would now remove the source rows of a move; removeRows() is not implemented, so it
   // cannot: the command has moved the layer already.
   return true;
+}
+
+void LayerStackModel::set_layer_findings(QMap<int, QStringList> findings) {
+  if (findings == findings_) return;
+  findings_ = std::move(findings);
+  const int rows = rowCount();
+  if (rows > 0) emit dataChanged(index(0, Layer), index(rows - 1, Layer));
 }
 
 void LayerStackModel::refresh_all() {

@@ -1,10 +1,13 @@
 // The layer stack as a table: one row per layer with its output shape, parameters, FLOPs and
 // activation memory from the document's validation. The offending layer of an invalid stack is
-// drawn in red with the engine's message as its tooltip. Rows reorder by drag and drop, which
+// drawn in red with the engine's message as its tooltip; a layer the doctor has findings on
+// shows a warning badge and lists them in its tooltip. Rows reorder by drag and drop, which
 // pushes a MoveLayerCommand.
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QMap>
+#include <QStringList>
 
 #include "engine/spec/shape_inference.h"
 
@@ -20,9 +23,16 @@ class LayerStackModel : public QAbstractTableModel {
   enum class Role : int {
     // The figure of a numeric column as qlonglong (the display text is rounded and localized).
     Number = Qt::UserRole + 1,
+    // The doctor's findings on the row's layer, one line each (QStringList, empty when none).
+    Findings,
   };
 
   explicit LayerStackModel(ModelDocument* doc, QObject* parent = nullptr);
+
+  // The doctor's findings by layer (0-based, as the rows), one line each: their layers show a
+  // warning badge. Replaces the ones before; an empty map clears them.
+  void set_layer_findings(QMap<int, QStringList> findings);
+  const QMap<int, QStringList>& layer_findings() const { return findings_; }
 
   // The MIME type of dragged rows (the source row as decimal text).
   static QString mime_type();
@@ -55,6 +65,7 @@ class LayerStackModel : public QAbstractTableModel {
   void refresh_all();
 
   ModelDocument* doc_;
+  QMap<int, QStringList> findings_;  // the doctor's, by layer
 };
 
 }  // namespace mixlab::ui

@@ -1,0 +1,377 @@
+// The Doctor tab in the main window, as a user drives it on the offscreen platform: the CIFAR-10
+// MLP on an RTX 2060 profile at batch 32 with SGD (mixed_float16 predicted slower: weight-bound);
+// its findings, a finding selecting its layer in the editor and the editor's badges; a larger
+// batch changing the verdict; the three charts; Measure refused for a profile; the report's
+// JSON and CSV.
+#include <QAbstractItemView>
+#include <QAction>
+#include <QComboBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTest>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/train/run_fields.h"
+#include "tests/store/store_test_util.h"
+#include "ui/charts/chart.h"
+#include "ui/doctor/doctor_charts.h"
+#include "ui/doctor/doctor_report.h"
+#include "ui/doctor/doctor_view.h"
+#include "ui/doctor/doctor_worker.h"
+#include "ui/doctor/findings_model.h"
+#include "ui/editor/editor_widget.h"
+#include "ui/history/compare_view.h"
+#include "ui/editor/layer_stack_model.h"
+#include "ui/editor/model_document.h"
+#include "ui/main_window.h"
+#include "ui/run/run_panel.h"
+
+namespace mixlab::ui {
+
+namespace {
+
+// The lines of a CSV text split at CRLF (no field of these findings holds a line break).
+QStringList csv_records(const std::string& text) {
+  QStringList records = QString::fromStdString(text).split(QStringLiteral("\r\n"));
+  if (!records.isEmpty() && records.back().isEmpty()) records.removeLast();
+  return records;
+}
+
+}  // namespace
+
+class DoctorViewTest : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<store::testing::TempDir> dir_;
+  std::unique_ptr<MainWindow> window_;
+
+  DoctorView* doctor() const { return window_->doctor_view(); }
+  FindingsModel* findings() const { return doctor()->findings_model(); }
+
+  // The first finding that names layers.
+  int row_with_layers() const {
+    for (int r = 0; r < findings()->rowCount(); ++r) {
+      if (!findings()->findings()[static_cast<std::size_t>(r)].layers.empty()) return r;
+    }
+    return -1;
+  }
+
+ private slots:
+  void init() {
+    dir_ = std::make_unique<store::testing::TempDir>();
+    window_ = std::make_unique<MainWindow>(dir_->path() / "runs.sqlite");
+    QVERIFY(window_->open_model(QStringLiteral("cifar10-mlp")));
+    RunPanel* panel = window_->run_panel();
+    panel->set_batch_size(32);
+    QVERIFY(panel->set_field_text(run_field("optimizer"), QStringLiteral("sgd")));
+    QVERIFY(doctor()->select_device(QStringLiteral("RTX 2060")));
+    doctor()->set_mixed_policy(std::nullopt);
+    window_->tabs()->setCurrentWidget(doctor());
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+    doctor()->refresh_now();
+    QVERIFY2(doctor()->diagnosis() != nullptr, qPrintable(doctor()->verdict_text()));
+  }
+  void cleanup() {
+    window_.reset();
+    dir_.reset();
+  }
+
+  void the_tab_follows_compare_and_ctrl_shift_d_opens_it() {
+    QTabWidget* tabs = window_->tabs();
+    const int index = tabs->indexOf(doctor());
+    QCOMPARE(tabs->tabText(index), QStringLiteral("&Doctor"));
+    QCOMPARE(index, tabs->indexOf(window_->compare_view()) + 1);
+    tabs->setCurrentWidget(window_->editor());
+    QTest::keyClick(window_.get(), Qt::Key_D, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(doctor()));
+  }
+
+  void the_verdict_says_mixed_float16_is_slower_at_batch_32() {
+    const QString verdict = doctor()->verdict_text();
+    QVERIFY2(verdict.startsWith(QStringLiteral("mixed_float16 is predicted")), qPrintable(verdict));
+    QVERIFY2(verdict.contains(QStringLiteral("slower")), qPrintable(verdict));
+    QVERIFY2(verdict.contains(QStringLiteral("RTX 2060")), qPrintable(verdict));
+    QCOMPARE(doctor()->diagnosis()->input.batch, 32);
+    QCOMPARE(doctor()->diagnosis()->input.optimizer.kind, OptimizerKind::sgd);
+    QCOMPARE(doctor()->diagnosis()->input.mixed, Policy::mixed_float16);  // the device's choice
+  }
+
+  void the_findings_table_has_a_weight_bound_row() {
+    const int row = findings()->row_of(QStringLiteral("weight-bound"));
+    QVERIFY(row >= 0);
+    QCOMPARE(findings()->columnCount(), int(FindingsModel::Count));
+    QCOMPARE(findings()->index(row, FindingsModel::Finding).data().toString(),
+             QStringLiteral("weight-bound"));
+    QCOMPARE(findings()->index(row, FindingsModel::Severity).data().toString(),
+             QStringLiteral("high"));
+    QVERIFY(!findings()->index(row, FindingsModel::Message).data().toString().isEmpty());
+    QVERIFY(!findings()->index(row, FindingsModel::Fix).data().toString().isEmpty());
+  }
+
+  void a_finding_selects_its_first_layer_in_the_editor() {
+    const int row = row_with_layers();
+    QVERIFY(row >= 0);
+    const int layer = findings()->findings()[static_cast<std::size_t>(row)].layers.front();
+    window_->editor()->select_layer(-1);
+    QCOMPARE(window_->editor()->current_layer(), -1);
+    // A click selects it there; activating (Enter) also shows the Model tab.
+    QAbstractItemView* view = doctor()->findings_view();
+    view->setFocus();
+    view->setCurrentIndex(findings()->index(row, FindingsModel::Message));
+    QCOMPARE(window_->editor()->current_layer(), layer);
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(doctor()));
+    window_->editor()->select_layer(-1);
+    emit view->activated(findings()->index(row, FindingsModel::Message));
+    QCOMPARE(window_->editor()->current_layer(), layer);
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->editor()));
+  }
+
+  void layers_with_findings_carry_a_badge_in_the_editor() {
+    const int row = row_with_layers();
+    QVERIFY(row >= 0);
+    const doctor::Finding& f = findings()->findings()[static_cast<std::size_t>(row)];
+    const int layer = f.layers.front();
+    LayerStackModel* stack = window_->editor()->stack_model();
+    const QModelIndex badged = stack->index(layer, LayerStackModel::Layer);
+    const auto lines = badged.data(static_cast<int>(LayerStackModel::Role::Findings)).toStringList();
+    QVERIFY2(!lines.isEmpty() && lines.join(QLatin1Char('\n')).contains(QString::fromStdString(f.id)),
+             qPrintable(lines.join(QLatin1Char('\n'))));
+    QVERIFY(!badged.data(Qt::DecorationRole).isNull());
+    QVERIFY(badged.data(Qt::ToolTipRole).toString().contains(QString::fromStdString(f.message)));
+    // Layer 0 (Flatten) has no finding: no badge.
+    QVERIFY(layer != 0);
+    QVERIFY(stack->index(0, LayerStackModel::Layer)
+                .data(static_cast<int>(LayerStackModel::Role::Findings))
+                .toStringList()
+                .isEmpty());
+    QVERIFY(stack->index(0, LayerStackModel::Layer).data(Qt::DecorationRole).isNull());
+    // An invalid model has no diagnosis: the badges go.
+    ModelSpec bad = window_->document()->spec();
+    LayerSpec conv;
+    conv.type = LayerType::Conv2D;
+    conv.filters = 4;
+    bad.layers.insert(bad.layers.begin() + 1, conv);  // a Conv2D after Flatten
+    window_->document()->reset(bad);
+    doctor()->refresh_now();
+    QVERIFY(doctor()->diagnosis() == nullptr);
+    QCOMPARE(findings()->rowCount(), 0);
+    QVERIFY(stack->layer_findings().isEmpty());
+  }
+
+  void a_batch_of_1024_changes_the_verdict() {
+    const QString before = doctor()->verdict_text();
+    window_->run_panel()->set_batch_size(1024);
+    doctor()->refresh_now();
+    const QString after = doctor()->verdict_text();
+    QVERIFY(after != before);
+    QVERIFY2(after.contains(QStringLiteral("batch 1024")), qPrintable(after));
+    QVERIFY2(after.contains(QStringLiteral("faster")), qPrintable(after));
+    QCOMPARE(doctor()->diagnosis()->input.batch, 1024);
+  }
+
+  void the_roofline_has_both_policies_points_under_two_roofs() {
+    PlotChart* roofline = doctor()->charts()->roofline();
+    QVERIFY(roofline->plotted_count(DoctorCharts::PredictedFloat32) > 0);
+    QVERIFY(roofline->plotted_count(DoctorCharts::PredictedMixed) > 0);
+    QCOMPARE(roofline->series_kind(DoctorCharts::Float32Roof), PlotChart::Kind::dashed_line);
+    QCOMPARE(roofline->series_kind(DoctorCharts::MixedRoof), PlotChart::Kind::dashed_line);
+    QVERIFY(roofline->plotted_count(DoctorCharts::Float32Roof) >= 2);
+    QVERIFY(roofline->plotted_count(DoctorCharts::MixedRoof) >= 2);
+    QCOMPARE(roofline->plotted_count(DoctorCharts::MeasuredFloat32), std::size_t(0));
+    // The RTX 2060's roofs: float16 tensor cores far above float32.
+    const auto top = [&](int series) {
+      double y = 0.0;
+      for (const QPointF& p : roofline->points(series)) y = std::max(y, p.y());
+      return y;
+    };
+    QVERIFY(top(DoctorCharts::MixedRoof) > 2 * top(DoctorCharts::Float32Roof));
+    // No predicted point lies above its roof.
+    for (const QPointF& p : roofline->points(DoctorCharts::PredictedFloat32))
+      QVERIFY(p.y() <= top(DoctorCharts::Float32Roof) * 1.0001);
+  }
+
+  void the_time_breakdown_has_a_bar_per_policy() {
+    StackedBarChart* time = doctor()->charts()->time_breakdown();
+    QCOMPARE(time->bar_count(), std::size_t(2));
+    QVERIFY(time->segment_count() >= 3);  // matmul, optimizer, loss scaling...
+    const doctor::Diagnosis& d = *doctor()->diagnosis();
+    QVERIFY(time->bar_total(0) > 0);
+    // Everything but the overlapped data copy: within a few percent of the predicted step.
+    QVERIFY(std::abs(time->bar_total(1) - d.mixed.step_s() * 1e3) < 0.1 * d.mixed.step_s() * 1e3);
+  }
+
+  void the_sweep_rises_with_the_batch_and_marks_the_current_one() {
+    PlotChart* sweep = doctor()->charts()->sweep();
+    const std::vector<QPointF>& points = sweep->points(DoctorCharts::Speedup);
+    QCOMPARE(points.size(), std::size_t(10));  // 8, 16, ... 4096
+    QCOMPARE(points.front().x(), 8.0);
+    QCOMPARE(points.back().x(), 4096.0);
+    QVERIFY2(points.back().y() > points.front().y(),
+             qPrintable(QStringLiteral("%1 at 8, %2 at 4096").arg(points.front().y()).arg(points.back().y())));
+    QVERIFY(points.back().y() > 1.0);
+    QCOMPARE(sweep->points(DoctorCharts::CurrentBatch).size(), std::size_t(1));
+    QCOMPARE(sweep->points(DoctorCharts::CurrentBatch).front().x(), 32.0);
+    QCOMPARE(sweep->points(DoctorCharts::CurrentBatch).front().y(),
+             doctor()->diagnosis()->predicted_speedup());
+    window_->run_panel()->set_batch_size(256);
+    doctor()->refresh_now();
+    QCOMPARE(sweep->points(DoctorCharts::CurrentBatch).front().x(), 256.0);
+  }
+
+  void measure_is_refused_for_a_profile_with_the_reason() {
+    QPushButton* measure = doctor()->measure_button();
+    QVERIFY(!measure->isEnabled());
+    QVERIFY2(measure->toolTip().contains(QStringLiteral("predicted, not measured")),
+             qPrintable(measure->toolTip()));
+    QVERIFY(!doctor()->cancel_button()->isEnabled());
+    QVERIFY(!doctor()->busy());
+  }
+
+  void the_policy_picker_sets_the_mixed_policy() {
+    QVERIFY(doctor()->policy_picker()->itemText(0).contains(QStringLiteral("mixed_float16")));
+    doctor()->set_mixed_policy(Policy::mixed_bfloat16);
+    doctor()->refresh_now();
+    // Turing has no bfloat16: it cannot run.
+    QVERIFY2(doctor()->verdict_text().startsWith(QStringLiteral("mixed_bfloat16 cannot run")),
+             qPrintable(doctor()->verdict_text()));
+  }
+
+  void the_csv_writer_writes_a_header_and_one_row_per_finding() {
+    const std::vector<doctor::Finding>& all = doctor()->diagnosis()->findings;
+    QVERIFY(all.size() >= 2);
+    std::ostringstream out;
+    write_findings_csv(out, all);
+    const QStringList records = csv_records(out.str());
+    QCOMPARE(records.size(), qsizetype(all.size()) + 1);
+    QCOMPARE(records.front(), QStringLiteral("id,severity,layers,message,suggestion,predicted_gain"));
+    const int row = findings()->row_of(QStringLiteral("weight-bound"));
+    const QString& weight = records[row + 1];
+    QVERIFY2(weight.startsWith(QStringLiteral("weight-bound,high,,\"the step moves")), qPrintable(weight));
+    // A field with a quote or comma is quoted, its quotes doubled.
+    doctor::Finding odd;
+    odd.id = "x";
+    odd.message = "a \"quoted\", word";
+    odd.layers = {1, 3};
+    odd.predicted_gain = 1.5;
+    std::ostringstream one;
+    write_findings_csv(one, std::vector<doctor::Finding>{odd});
+    QCOMPARE(csv_records(one.str()).back(), QStringLiteral("x,info,1;3,\"a \"\"quoted\"\", word\",,1.5"));
+  }
+
+  void this_cpu_is_profiled_off_the_gui_thread_then_measured_beside_the_prediction() {
+    // A tiny model: its steps take microseconds, so the measurement is the machinery's.
+    window_->document()->reset(parse_model_json(store::testing::kTinyModel));
+    QVERIFY(doctor()->select_device(QStringLiteral("This CPU (measured)")));
+    // The roofs are measured (or read from the cache) on the worker thread: the event loop
+    // keeps running meanwhile and the verdict says what is going on.
+    doctor()->refresh_now();
+    QVERIFY(doctor()->diagnosis() == nullptr);
+    QVERIFY(doctor()->busy());
+    QVERIFY2(doctor()->verdict_text().startsWith(QStringLiteral("Measuring this CPU's roofs")),
+             qPrintable(doctor()->verdict_text()));
+    QVERIFY(!doctor()->measure_button()->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(doctor()->diagnosis() != nullptr, 120000);
+    const QString predicted = doctor()->verdict_text();
+    QVERIFY2(predicted.contains(QStringLiteral("on this CPU")), qPrintable(predicted));
+    QVERIFY(!predicted.contains(QStringLiteral("Measured:")));
+    QVERIFY(doctor()->diagnosis()->input.device.measured);
+
+    QPushButton* measure = doctor()->measure_button();
+    QVERIFY2(measure->isEnabled(), qPrintable(measure->toolTip()));
+    QTest::mouseClick(measure, Qt::LeftButton);
+    QVERIFY(doctor()->busy());
+    QVERIFY(!measure->isEnabled());
+    QVERIFY(doctor()->cancel_button()->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(doctor()->diagnosis() != nullptr && doctor()->diagnosis()->measured,
+                             120000);
+    QVERIFY(!doctor()->busy());
+    QVERIFY(measure->isEnabled());
+    const QString verdict = doctor()->verdict_text();
+    QVERIFY2(verdict.contains(QStringLiteral("Measured:")), qPrintable(verdict));
+    QVERIFY2(doctor()->status_text().startsWith(QStringLiteral("Measured")),
+             qPrintable(doctor()->status_text()));
+    PlotChart* roofline = doctor()->charts()->roofline();
+    QVERIFY(roofline->plotted_count(DoctorCharts::MeasuredFloat32) > 0);
+    QVERIFY(roofline->plotted_count(DoctorCharts::MeasuredMixed) > 0);
+    QCOMPARE(doctor()->charts()->sweep()->points(DoctorCharts::MeasuredSpeedup).size(),
+             std::size_t(1));
+    // Another batch is not what was measured: the prediction alone again.
+    window_->run_panel()->set_batch_size(64);
+    doctor()->refresh_now();
+    QVERIFY(!doctor()->diagnosis()->measured);
+    QVERIFY(!doctor()->verdict_text().contains(QStringLiteral("Measured:")));
+  }
+
+  void the_worker_reports_progress_then_the_measurement() {
+    DoctorWorker worker;
+    QSignalSpy progress(&worker, &DoctorWorker::progress);
+    QSignalSpy measured(&worker, &DoctorWorker::measured);
+    doctor::DiagnosisInput input;
+    input.spec = parse_model_json(store::testing::kTinyModel);
+    input.device = doctor::find_profile(doctor::builtin_gpu_profiles(), "RTX 2060");  // unused
+    input.batch = 16;
+    input.mixed = Policy::mixed_bfloat16;
+    doctor::MeasureOptions options;
+    options.steps = 12;
+    options.warmup = 2;
+    QVERIFY(worker.measure(input, "cpu", options));
+    QVERIFY(worker.measuring());
+    QVERIFY(!worker.measure(input, "cpu", options));  // one job at a time
+    QTRY_COMPARE_WITH_TIMEOUT(measured.size(), 1, 60000);
+    QVERIFY(!worker.busy());
+    const auto m = measured[0][0].value<doctor::Measurement>();
+    QCOMPARE(m.float32.steps, std::int64_t(12));
+    QCOMPARE(m.mixed.policy, Policy::mixed_bfloat16);
+    // The first step of each run, and each run's end.
+    QVERIFY(progress.size() >= 2);
+    const QString last = progress.back()[0].toString();
+    QVERIFY2(last.startsWith(QStringLiteral("float32: median step")) &&
+                 last.contains(QStringLiteral("mixed_bfloat16: median step")),
+             qPrintable(last));
+    QVERIFY2(progress.front()[0].toString().startsWith(QStringLiteral("Measuring float32: step 1 of 12")),
+             qPrintable(progress.front()[0].toString()));
+  }
+
+  void cancel_stops_a_measurement_and_the_tab_stays_usable() {
+    window_->document()->reset(parse_model_json(store::testing::kTinyModel));
+    QVERIFY(doctor()->select_device(QStringLiteral("This CPU (measured)")));
+    doctor()->refresh_now();
+    QTRY_VERIFY_WITH_TIMEOUT(doctor()->diagnosis() != nullptr, 120000);
+    QTest::mouseClick(doctor()->measure_button(), Qt::LeftButton);
+    QVERIFY(doctor()->busy());
+    QTest::mouseClick(doctor()->cancel_button(), Qt::LeftButton);
+    QVERIFY(!doctor()->busy());
+    QCOMPARE(doctor()->status_text(), QStringLiteral("Measurement cancelled"));
+    QVERIFY(doctor()->measure_button()->isEnabled());
+    QVERIFY(!doctor()->diagnosis()->measured);
+    // What the cancelled job still sends is dropped.
+    QTest::qWait(300);
+    QVERIFY(!doctor()->diagnosis()->measured);
+  }
+
+  void save_report_writes_the_json_and_the_csv_beside_it() {
+    const std::filesystem::path json_path = dir_->path() / "report.json";
+    QString error;
+    QVERIFY2(doctor()->save_report(QString::fromStdString(json_path.string()), &error),
+             qPrintable(error));
+    std::ifstream json_in(json_path);
+    const nlohmann::json report = nlohmann::json::parse(json_in);
+    QCOMPARE(QString::fromStdString(report["verdict"].get<std::string>()), doctor()->verdict_text());
+    QCOMPARE(report["batch_size"].get<int>(), 32);
+    std::ifstream csv_in(findings_csv_path(json_path), std::ios::binary);
+    const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
+    QCOMPARE(csv_records(csv).size(), qsizetype(findings()->rowCount()) + 1);
+    QVERIFY(!doctor()->save_report(QStringLiteral("/nonexistent-dir/report.json"), &error));
+    QVERIFY(error.contains(QStringLiteral("nonexistent-dir")));
+  }
+};
+
+}  // namespace mixlab::ui
+
+QTEST_MAIN(mixlab::ui::DoctorViewTest)
+#include "doctor_view_test.moc"

@@ -1,0 +1,128 @@
+// The Doctor tab: why the mixed policy is slower or faster than float32 for the model in the
+// editor, at the Run panel's batch size and optimizer, on a device picked here (this CPU, a GPU
+// present, or a GPU profile: a prediction). The verdict first, then the findings (clicking one
+// selects its first layer in the Model tab, whose layer list badges every layer with findings),
+// a roofline chart, where each policy's step time goes and the predicted speed-up by batch
+// size. Measure runs both policies on this machine's device (doctor::measure, on a thread) and
+// sets the measurement beside the prediction; Save report… writes the JSON and a CSV of the
+// findings. The prediction follows every change of its inputs at once (a few ms).
+#pragma once
+
+#include <QMap>
+#include <QStringList>
+#include <QWidget>
+#include <optional>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/doctor/diagnosis.h"
+#include "ui/doctor/doctor_devices.h"
+
+class QAbstractItemView;
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QTableView;
+class QTimer;
+
+namespace mixlab::ui {
+
+class DoctorCharts;
+class DoctorWorker;
+class FindingsModel;
+class ModelDocument;
+
+class DoctorView : public QWidget {
+  Q_OBJECT
+
+ public:
+  // `devices`: engine available_devices(), the CPU first.
+  DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& devices,
+             QWidget* parent = nullptr);
+  ~DoctorView() override;
+
+  // The Run panel's batch size and optimizer, which the diagnosis is made at.
+  void set_training(int batch_size, const OptimizerConfig& optimizer);
+  // While a run trains, Measure waits (both would share the device and disturb each other).
+  void set_run_active(bool active);
+
+  // Picks the device whose label or profile name is `name` ("RTX 2060"); false when none is.
+  bool select_device(const QString& name);
+  // The mixed policy set against float32; nullopt: the device's own choice (the default).
+  void set_mixed_policy(std::optional<Policy> policy);
+  // Diagnoses now what a change scheduled (tests; the GUI waits for the event loop).
+  void refresh_now();
+
+  // The current diagnosis; nullptr while there is none (an invalid model, this CPU's roofs
+  // still being measured, an error).
+  const doctor::Diagnosis* diagnosis() const;
+  QString verdict_text() const;
+  QString status_text() const;
+  FindingsModel* findings_model() const { return findings_; }
+  QAbstractItemView* findings_view() const;
+  DoctorCharts* charts() const { return charts_; }
+  QComboBox* device_picker() const { return device_; }
+  QComboBox* policy_picker() const { return policy_; }
+  QPushButton* measure_button() const { return measure_; }
+  QPushButton* cancel_button() const { return cancel_; }
+  bool busy() const;  // measuring this CPU's roofs, or a measurement
+
+  // Writes the report (JSON at `json_path`, the findings' CSV beside it); false with the reason
+  // in `error` when there is no diagnosis or a file cannot be written.
+  bool save_report(const QString& json_path, QString* error = nullptr);
+
+ signals:
+  // A finding naming layers was selected (clicked, or reached with the keys): its first layer.
+  void layer_selected(int layer);
+  // A finding naming layers was activated (double-click, Enter): its first layer, to show.
+  void layer_activated(int layer);
+  // Each layer a finding of the current diagnosis names, one line per finding; empty when
+  // there is no diagnosis.
+  void layer_findings_changed(const QMap<int, QStringList>& findings);
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  QWidget* build_controls();
+  void schedule();
+  void recompute();
+  void show_diagnosis(std::optional<doctor::Diagnosis> d, const QString& why_none = {});
+  void update_policy_choice();
+  void update_actions();
+  void start_measure();
+  void save_report_as();
+  void set_status(const QString& text, bool error = false);
+  void on_cpu_profiled(const doctor::DeviceProfile& profile, bool measured_now);
+  void on_measured(const doctor::Measurement& m, const doctor::DiagnosisInput& input);
+  void on_failed(const QString& message, bool cancelled);
+  DoctorDevice& current_device();
+  std::optional<doctor::DiagnosisInput> current_input(QString* why_none);
+
+  ModelDocument* doc_;
+  std::vector<DoctorDevice> devices_;
+  int batch_size_ = 32;
+  OptimizerConfig optimizer_ = default_optimizer(OptimizerKind::adam);
+  bool run_active_ = false;
+  std::optional<doctor::Diagnosis> diagnosis_;
+  // The last measurement and the input it was made at: shown while the input stays the same.
+  std::optional<doctor::Measurement> measured_;
+  std::optional<doctor::DiagnosisInput> measured_input_;
+  QString cpu_profile_error_;  // why this CPU's roofs could not be measured
+
+  DoctorWorker* worker_ = nullptr;
+  QTimer* recompute_timer_ = nullptr;  // single shot, 0 ms: one diagnosis per burst of changes
+  QComboBox* device_ = nullptr;
+  QComboBox* policy_ = nullptr;
+  QPushButton* measure_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  QPushButton* save_ = nullptr;
+  QLabel* status_ = nullptr;
+  QLabel* verdict_ = nullptr;
+  QLabel* figures_ = nullptr;
+  FindingsModel* findings_ = nullptr;
+  QTableView* table_ = nullptr;
+  DoctorCharts* charts_ = nullptr;
+};
+
+}  // namespace mixlab::ui

@@ -1,0 +1,68 @@
+// The Doctor tab's slow work, on a thread of its own so that the window stays responsive:
+// measuring this CPU's roofs (a few seconds the first time; cached after) and the A/B
+// measurement of float32 against the mixed policy on a device of this machine (seconds to
+// minutes). One job at a time. Results reach the GUI thread as values through queued calls;
+// those of a job cancelled since are dropped on arrival.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "engine/doctor/diagnosis.h"
+#include "engine/doctor/measure.h"
+
+namespace mixlab::ui {
+
+class DoctorWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit DoctorWorker(QObject* parent = nullptr);
+  // Cancels the job and waits for its thread: a measurement stops within a step, a calibration
+  // (which cannot be stopped) within its few seconds.
+  ~DoctorWorker() override;
+
+  bool busy() const { return busy_; }
+  bool measuring() const { return busy_ && measuring_; }  // else busy: profiling the CPU
+
+  // This CPU's profile at `threads` (doctor::local_cpu_profile with the default cache): emits
+  // cpu_profiled, or cpu_profile_failed. False, doing nothing, while a job runs.
+  bool profile_cpu(int threads);
+  // doctor::measure of `input` on `device` ("cpu", "cuda:N"): emits progress as the runs go
+  // (at most four times a second, and as each policy's run ends), then measured, or
+  // measure_failed (cancelled when cancel() stopped it). False, doing
+  // nothing, while a job runs.
+  bool measure(const doctor::DiagnosisInput& input, const std::string& device,
+               const doctor::MeasureOptions& options);
+  // Stops a measurement between steps and drops whatever it still sends (a calibration goes
+  // on: its profile is worth having).
+  void cancel();
+
+ signals:
+  void cpu_profiled(const mixlab::doctor::DeviceProfile& profile, bool measured_now);
+  void cpu_profile_failed(const QString& message);
+  void progress(const QString& text);
+  void measured(const mixlab::doctor::Measurement& measurement,
+                const mixlab::doctor::DiagnosisInput& input);
+  void measure_failed(const QString& message, bool cancelled);
+
+ private:
+  // Joins the last job's thread (done, or finishing a cancelled job) and starts `job` on a new
+  // one; `job` hands results to the GUI thread with post().
+  template <typename Job>
+  void start(Job job);
+  // Runs `deliver` on the GUI thread unless the job it belongs to was cancelled since.
+  template <typename Deliver>
+  void post(int generation, Deliver deliver);
+
+  std::jthread thread_;
+  std::atomic<bool> cancel_{false};
+  int generation_ = 0;  // of the job whose results count (GUI thread only)
+  bool busy_ = false;
+  bool measuring_ = false;
+};
+
+}  // namespace mixlab::ui
