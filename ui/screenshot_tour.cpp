@@ -12,6 +12,8 @@
 
 #include "engine/train/run_fields.h"
 #include "ui/charts/chart.h"
+#include "ui/doctor/doctor_charts.h"
+#include "ui/doctor/doctor_view.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/history/compare_view.h"
 #include "ui/main_window.h"
@@ -177,7 +179,39 @@ void ScreenshotTour::shoot_compare() {
         return why;
       },
       [this] {
-        if (!save(window_, QStringLiteral("compare.png"))) return;
+        if (save(window_, QStringLiteral("compare.png"))) shoot_doctor();
+      });
+}
+
+void ScreenshotTour::shoot_doctor() {
+  // A GPU profile: a prediction, the same on every machine, with no roofs to measure first.
+  DoctorView* doctor = window_->doctor_view();
+  if (!doctor->select_device(QStringLiteral("RTX 2060"))) {
+    fail(tr("the Doctor tab has no RTX 2060 profile"));
+    return;
+  }
+  window_->tabs()->setCurrentWidget(doctor);
+  doctor->refresh_now();
+  DoctorCharts* charts = doctor->charts();
+  when_drawn(
+      [doctor, charts]() -> QString {
+        if (doctor->diagnosis() == nullptr)
+          return tr("the Doctor tab has no diagnosis: %1").arg(doctor->verdict_text());
+        PlotChart* roofline = charts->roofline();
+        for (const int s : {DoctorCharts::Float32Roof, DoctorCharts::MixedRoof,
+                            DoctorCharts::PredictedFloat32, DoctorCharts::PredictedMixed}) {
+          if (roofline->curve_pixel_count(s) < kMinCurvePixels)
+            return tr("the roofline draws too little of %1").arg(roofline->series_name(s));
+        }
+        if (charts->time_breakdown()->bar_count() != 2 ||
+            charts->time_breakdown()->bar_pixel_count() < kMinCurvePixels)
+          return tr("the time breakdown does not draw its two bars");
+        if (charts->sweep()->curve_pixel_count(DoctorCharts::Speedup) < kMinCurvePixels)
+          return tr("the sweep draws no curve");
+        return {};
+      },
+      [this] {
+        if (!save(window_, QStringLiteral("doctor.png"))) return;
         emit finished(true, tr("saved %1").arg(files_.join(QStringLiteral(", "))), files_);
       });
 }

@@ -1,8 +1,9 @@
 // The screenshot tour: the real application drives itself through a short float32-vs-mixed
-// comparison and saves the editor, the live charts and the comparison as PNG files. It waits
-// until every chart has drawn its run's points and checks what a user would see: no window
-// that is blank, no chart that should hold a curve and draws none (the points each chart holds,
-// and pixels of each curve's colour inside its plot area). `mixlab --screenshot-tour DIR` runs
+// comparison and saves the editor, the live charts, the comparison and the Doctor tab (an
+// RTX 2060 profile's prediction) as PNG files. It waits until every chart has drawn its points
+// and checks what a user would see: no window that is blank, no chart that should hold a curve
+// and draws none (the points each chart holds, and pixels of each curve's colour inside its
+// plot area). `mixlab --screenshot-tour DIR` runs
 // it (the README's screenshots and scripts/gui-screenshots.sh, which runs it under xvfb-run).
 #pragma once
 
@@ -51,6 +52,7 @@ class ScreenshotTour : public QObject {
   void when_drawn(std::function<QString()> problem, std::function<void()> then);
   void shoot_live();
   void shoot_compare();
+  void shoot_doctor();
 
   MainWindow* window_;
   QString out_dir_;
