@@ -1,8 +1,9 @@
 // The Doctor tab in the main window, as a user drives it on the offscreen platform: the CIFAR-10
 // MLP on an RTX 2060 profile at batch 32 with SGD (mixed_float16 predicted slower: weight-bound);
 // its findings, a finding selecting its layer in the editor and the editor's badges; a larger
-// batch changing the verdict; the three charts; Measure refused for a profile; the report's
-// JSON and CSV.
+// batch changing the verdict; the three charts; Measure refused for a profile; this CPU's roofs
+// measured off the GUI thread, then a measurement beside the prediction, and one cancelled; a
+// GPU present whose measurement fails, leaving the tab usable; the report's JSON and CSV.
 #include <QAbstractItemView>
 #include <QAction>
 #include <QComboBox>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/backend/backend.h"
 #include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
 #include "ui/charts/chart.h"
@@ -61,6 +63,10 @@ class DoctorViewTest : public QObject {
   }
 
  private slots:
+  void initTestCase() {
+    // No CUDA backend, whatever this machine has: the GPUs listed are the tests' own.
+    qputenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so");
+  }
   void init() {
     dir_ = std::make_unique<store::testing::TempDir>();
     window_ = std::make_unique<MainWindow>(dir_->path() / "runs.sqlite");
@@ -352,6 +358,29 @@ class DoctorViewTest : public QObject {
     // What the cancelled job still sends is dropped.
     QTest::qWait(300);
     QVERIFY(!doctor()->diagnosis()->measured);
+  }
+
+  void a_gpu_present_is_measurable_and_a_failed_measurement_leaves_the_tab_usable() {
+    ModelDocument doc;
+    doc.reset(parse_model_json(store::testing::kTinyModel));
+    DoctorView view(&doc, {available_devices().front(),
+                           gpu_device_info("GeForce RTX 2060", 7, 5, std::int64_t(6) << 30)});
+    QVERIFY(view.select_device(QStringLiteral("GeForce RTX 2060 (cuda:0, this machine)")));
+    view.set_training(64, default_optimizer(OptimizerKind::adam));
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.refresh_now();
+    QVERIFY2(view.diagnosis() != nullptr, qPrintable(view.verdict_text()));
+    QCOMPARE(view.diagnosis()->input.device.sm_count, 30);  // its published profile's
+    QCOMPARE(view.diagnosis()->input.batch, 64);
+    QVERIFY2(view.measure_button()->isEnabled(), qPrintable(view.measure_button()->toolTip()));
+    // The CUDA backend cannot load here: the measurement fails, saying why, and the tab goes on.
+    QTest::mouseClick(view.measure_button(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 60000);
+    QVERIFY2(view.status_text().startsWith(QStringLiteral("The measurement failed: ")),
+             qPrintable(view.status_text()));
+    QVERIFY(view.measure_button()->isEnabled());
+    QVERIFY(view.diagnosis() != nullptr && !view.diagnosis()->measured);
   }
 
   void save_report_writes_the_json_and_the_csv_beside_it() {
