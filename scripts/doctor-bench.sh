@@ -6,11 +6,14 @@ set -eu
 cli=$1 threads=$2 steps=$3 warmup=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The CPU's roofs are measured again first, under the same conditions as the runs.
+recalibrate=--recalibrate
 for row in "fashion-mlp 32 adam" "fashion-cnn 32 adam" "cifar10-mlp 32 sgd" "cifar100-convnet 128 adam"; do
   # shellcheck disable=SC2086
   set -- $row
   "$cli" doctor "$1" --device cpu --threads "$threads" --batch-size "$2" --optimizer "$3" \
-    --measure --steps "$steps" --warmup "$warmup" --json > "$tmp/$1.json"
+    --measure --no-store --steps "$steps" --warmup "$warmup" $recalibrate --json > "$tmp/$1.json"
+  recalibrate=""
 done
 /usr/bin/python3 - "$tmp"/*.json <<'PY'
 import json, sys

@@ -15,6 +15,7 @@
 #include "engine/backend/backend.h"
 #include "engine/core/error.h"
 #include "resources/builtin_models.h"
+#include "ui/doctor/doctor_runs.h"
 #include "ui/doctor/doctor_view.h"
 #include "ui/editor/document_actions.h"
 #include "ui/editor/editor_widget.h"
@@ -96,6 +97,16 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   // Runs recorded by mixlab-cli (or another window) show up whenever the history is looked at.
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (tabs_->widget(index) == history_) history_->reload();
+  });
+  connect(compare_, &CompareView::diagnose_requested, this,
+          [this, show_error](qint64 f32, qint64 mixed) {
+    QString error;
+    if (const std::optional<RunPair> pair = load_run_pair(db_path_, f32, mixed, &error)) {
+      doctor_->diagnose_runs(*pair);
+      tabs_->setCurrentWidget(doctor_);
+    } else {
+      show_error(error);
+    }
   });
   connect(history_, &HistoryView::compare_requested, this, [this](const QList<qint64>& ids) {
     compare_->show_runs(ids);

@@ -132,6 +132,31 @@ if ! timeout 150 "$python" "$root/tests/bench/pytorch_peer.py" --device cuda > "
   failures+=("the PyTorch peer failed (is PyTorch with CUDA installed for $python?)")
 fi
 
+# --- the doctor on this GPU: predicted (its published profile) against measured, per model ---
+say "mixlab-cli doctor --device cuda --measure, the four built-in models (log: $out/doctor.log)"
+doctor_ok=1
+for row in "fashion-mlp 32 adam" "fashion-cnn 32 adam" "cifar10-mlp 32 sgd" \
+           "cifar100-convnet 1020 adam"; do
+  read -r model batch opt <<< "$row"
+  if ! timeout 120 "$cli" doctor "$model" --device cuda --batch-size "$batch" --optimizer "$opt" \
+      --measure --no-store --json > "$out/doctor-$model.json" 2>> "$out/doctor.log"; then
+    doctor_ok=0
+    failures+=("mixlab-cli doctor $model --device cuda --measure failed")
+  fi
+done
+if [[ $doctor_ok -eq 1 ]]; then
+  "$python" - "$out"/doctor-*.json <<'PY'
+import json, sys
+print(f"{'model':17} {'policy':15} {'batch':>5} {'predicted ms':>12} {'measured ms':>11} {'error':>7}")
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    for policy in ("float32", d["mixed_policy"]):
+        p, m = d["predicted_step_ms"][policy], d["measured_step_ms"][policy]
+        print(f"{d['model']:17} {policy:15} {d['batch_size']:>5} {p:>12.3f} {m:>11.3f} {(p - m) / m:>+7.0%}")
+    print(f"  verdict: {d['verdict']}")
+PY
+fi
+
 for f in "${failures[@]}"; do echo "FAIL: $f"; done
 say "MixLab vs PyTorch, median step ms after warm-up (files in $out)"
 table_rc=1

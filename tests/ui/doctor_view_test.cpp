@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/store/doctor_export.h"
 #include "engine/backend/backend.h"
 #include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
@@ -248,13 +249,14 @@ class DoctorViewTest : public QObject {
   }
 
   void the_csv_writer_writes_a_header_and_one_row_per_finding() {
-    const std::vector<doctor::Finding>& all = doctor()->diagnosis()->findings;
-    QVERIFY(all.size() >= 2);
+    const doctor::Diagnosis& d = *doctor()->diagnosis();
+    QVERIFY(d.findings.size() >= 2);
     std::ostringstream out;
-    write_findings_csv(out, all);
+    store::write_doctor_findings_csv(out, d);
     const QStringList records = csv_records(out.str());
-    QCOMPARE(records.size(), qsizetype(all.size()) + 1);
-    QCOMPARE(records.front(), QStringLiteral("id,severity,layers,message,suggestion,predicted_gain"));
+    QCOMPARE(records.size(), qsizetype(d.findings.size()) + 1);
+    QCOMPARE(records.front(),
+             QStringLiteral("id,severity,layers,message,suggestion,predicted_gain,change"));
     const int row = findings()->row_of(QStringLiteral("weight-bound"));
     const QString& weight = records[row + 1];
     QVERIFY2(weight.startsWith(QStringLiteral("weight-bound,high,,\"the step moves")), qPrintable(weight));
@@ -264,9 +266,11 @@ class DoctorViewTest : public QObject {
     odd.message = "a \"quoted\", word";
     odd.layers = {1, 3};
     odd.predicted_gain = 1.5;
+    doctor::Diagnosis one_finding = d;
+    one_finding.findings = {odd};
     std::ostringstream one;
-    write_findings_csv(one, std::vector<doctor::Finding>{odd});
-    QCOMPARE(csv_records(one.str()).back(), QStringLiteral("x,info,1;3,\"a \"\"quoted\"\", word\",,1.5"));
+    store::write_doctor_findings_csv(one, one_finding);
+    QCOMPARE(csv_records(one.str()).back(), QStringLiteral("x,info,1;3,\"a \"\"quoted\"\", word\",,1.5,"));
   }
 
   void this_cpu_is_profiled_off_the_gui_thread_then_measured_beside_the_prediction() {
@@ -383,6 +387,70 @@ class DoctorViewTest : public QObject {
     QVERIFY(view.diagnosis() != nullptr && !view.diagnosis()->measured);
   }
 
+  // Two recorded runs of one model and batch, float32 and mixed, as the Compare tab shows them.
+  std::pair<qint64, qint64> record_precision_pair(Policy second = Policy::mixed_float16) {
+    store::RunStore runs = store::RunStore::open(dir_->path() / "runs.sqlite");
+    std::vector<qint64> ids;
+    for (const Policy policy : {Policy::float32, second}) {
+      store::RunRecord r;
+      r.model_name = "tiny";
+      r.model_json = store::testing::kTinyModel;
+      r.config.precision = policy;
+      r.config.batch_size = 64;
+      r.config.optimizer = default_optimizer(OptimizerKind::sgd);
+      r.config.warmup_steps = 2;
+      r.device = "cuda:7";  // no such device here: the Doctor keeps its device
+      const std::int64_t id = runs.insert_run(r);
+      std::vector<StepMetrics> steps(10);
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        steps[i].step = static_cast<std::int64_t>(i);
+        steps[i].step_ms = policy == Policy::float32 ? 10.0 : 12.0;
+        steps[i].data_wait_ms = 0.1;
+        steps[i].loss_scale = 1.0;
+        steps[i].samples = 64;
+      }
+      runs.insert_steps(id, steps);
+      RunSummary summary;
+      summary.status = RunStatus::finished;
+      summary.steps = 10;
+      summary.warmup_steps = 2;
+      summary.median_step_ms = steps[0].step_ms;
+      runs.finish_run(id, summary, store::now_utc_ms());
+      ids.push_back(id);
+    }
+    return {ids[0], ids[1]};
+  }
+
+  void compare_links_a_float32_vs_mixed_pair_to_its_diagnosis() {
+    const auto [f32, mixed] = record_precision_pair();
+    CompareView* compare = window_->compare_view();
+    compare->show_runs({f32, mixed});
+    QVERIFY(compare->diagnose_button()->isEnabled());
+    QTest::mouseClick(compare->diagnose_button(), Qt::LeftButton);
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(doctor()));
+    QVERIFY(doctor()->showing_runs());
+    doctor()->refresh_now();
+    const doctor::Diagnosis* d = doctor()->diagnosis();
+    QVERIFY(d != nullptr);
+    QCOMPARE(d->input.batch, 64);  // the runs', not the Run panel's 32
+    QCOMPARE(d->input.spec.name, std::string("tiny"));
+    QCOMPARE(d->input.mixed, Policy::mixed_float16);
+    QVERIFY(d->measured.has_value());
+    QCOMPARE(d->measured->mixed.step_ms, 12.0);
+    QVERIFY2(doctor()->verdict_text().contains(QStringLiteral("Measured: 1.20x slower")),
+             qPrintable(doctor()->verdict_text()));
+    QVERIFY(doctor()->back_button()->isVisible());
+    QTest::mouseClick(doctor()->back_button(), Qt::LeftButton);
+    doctor()->refresh_now();
+    QVERIFY(!doctor()->showing_runs());
+    QCOMPARE(doctor()->diagnosis()->input.batch, 32);
+    QVERIFY(!doctor()->diagnosis()->measured.has_value());
+    // Two float32 runs are no such pair.
+    const auto [a, b] = record_precision_pair(Policy::float32);
+    compare->show_runs({a, b});
+    QVERIFY(!compare->diagnose_button()->isEnabled());
+  }
+
   void save_report_writes_the_json_and_the_csv_beside_it() {
     const std::filesystem::path json_path = dir_->path() / "report.json";
     QString error;
@@ -395,6 +463,13 @@ class DoctorViewTest : public QObject {
     std::ifstream csv_in(findings_csv_path(json_path), std::ios::binary);
     const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
     QCOMPARE(csv_records(csv).size(), qsizetype(findings()->rowCount()) + 1);
+    // The per-layer CSV and the HTML report beside it, as mixlab-cli doctor writes them.
+    std::ifstream layers_in(layers_csv_path(json_path), std::ios::binary);
+    const std::string layers((std::istreambuf_iterator<char>(layers_in)), {});
+    QVERIFY(layers.starts_with("layer,title,policy,phase,predicted_ms,measured_ms\r\n"));
+    std::ifstream html_in(html_report_path(json_path));
+    const std::string html((std::istreambuf_iterator<char>(html_in)), {});
+    QVERIFY(html.find(doctor()->verdict_text().toStdString().substr(0, 30)) != std::string::npos);
     QVERIFY(!doctor()->save_report(QStringLiteral("/nonexistent-dir/report.json"), &error));
     QVERIFY(error.contains(QStringLiteral("nonexistent-dir")));
   }

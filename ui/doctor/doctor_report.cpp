@@ -3,31 +3,29 @@
 #include <string>
 
 #include "app/store/csv_export.h"
+#include "app/store/doctor_export.h"
 #include "engine/doctor/report_json.h"
 
 namespace mixlab::ui {
 
-void write_findings_csv(std::ostream& out, std::span<const doctor::Finding> findings) {
-  constexpr std::string_view kRecordEnd = "\r\n";
-  out << "id,severity,layers,message,suggestion,predicted_gain" << kRecordEnd;
-  for (const doctor::Finding& f : findings) {
-    std::string layers;
-    for (const int l : f.layers) {
-      if (!layers.empty()) layers += ';';
-      layers += std::to_string(l);
-    }
-    out << store::csv_field(f.id) << ',' << store::csv_field(to_string(f.severity)) << ','
-        << store::csv_field(layers) << ',' << store::csv_field(f.message) << ','
-        << store::csv_field(f.suggestion) << ','
-        << (f.predicted_gain > 0 ? store::csv_number(f.predicted_gain) : std::string())
-        << kRecordEnd;
-  }
+namespace {
+std::filesystem::path beside(const std::filesystem::path& json_path, const std::string& suffix) {
+  std::filesystem::path path = json_path;
+  path.replace_filename(json_path.stem().string() + suffix);
+  return path;
 }
+}  // namespace
 
 std::filesystem::path findings_csv_path(const std::filesystem::path& json_path) {
-  std::filesystem::path csv = json_path;
-  csv.replace_filename(json_path.stem().string() + "-findings.csv");
-  return csv;
+  return beside(json_path, "-findings.csv");
+}
+
+std::filesystem::path layers_csv_path(const std::filesystem::path& json_path) {
+  return beside(json_path, "-layers.csv");
+}
+
+std::filesystem::path html_report_path(const std::filesystem::path& json_path) {
+  return beside(json_path, ".html");
 }
 
 void save_doctor_report(const doctor::Diagnosis& diagnosis,
@@ -35,7 +33,13 @@ void save_doctor_report(const doctor::Diagnosis& diagnosis,
   const std::string json = doctor::to_json(diagnosis).dump(2) + "\n";
   store::write_file_atomically(json_path, [&](std::ostream& out) { out << json; });
   store::write_file_atomically(findings_csv_path(json_path), [&](std::ostream& out) {
-    write_findings_csv(out, diagnosis.findings);
+    store::write_doctor_findings_csv(out, diagnosis);
+  });
+  store::write_file_atomically(layers_csv_path(json_path), [&](std::ostream& out) {
+    store::write_doctor_layers_csv(out, diagnosis);
+  });
+  store::write_file_atomically(html_report_path(json_path), [&](std::ostream& out) {
+    store::write_doctor_html(out, diagnosis);
   });
 }
 

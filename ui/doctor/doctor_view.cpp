@@ -146,9 +146,13 @@ QWidget* DoctorView::build_controls() {
   cancel_->setToolTip(tr("Stop the measurement (within a step)"));
   connect(cancel_, &QPushButton::clicked, worker_, &DoctorWorker::cancel);
   save_ = new QPushButton(tr("Save report…"));
-  save_->setToolTip(tr("The diagnosis as JSON (as mixlab-cli doctor --json writes it) and its "
-                       "findings as CSV beside it"));
+  save_->setToolTip(tr("The diagnosis as JSON (as mixlab-cli doctor --json writes it), its "
+                       "findings and layers as CSV and an HTML report beside it"));
   connect(save_, &QPushButton::clicked, this, &DoctorView::save_report_as);
+  back_ = new QPushButton(tr("Back to the editor's model"));
+  back_->setToolTip(tr("Diagnose the model in the editor at the Run panel's batch size again"));
+  back_->hide();
+  connect(back_, &QPushButton::clicked, this, &DoctorView::back_to_editor);
   status_ = new QLabel;
   status_->setObjectName(QStringLiteral("doctor_status"));
   status_->setWordWrap(true);
@@ -165,6 +169,7 @@ QWidget* DoctorView::build_controls() {
   row->addWidget(measure_);
   row->addWidget(cancel_);
   row->addWidget(save_);
+  row->addWidget(back_);
   row->addWidget(status_, 1);
   return area;
 }
@@ -172,6 +177,31 @@ QWidget* DoctorView::build_controls() {
 void DoctorView::set_training(int batch_size, const OptimizerConfig& optimizer) {
   batch_size_ = batch_size;
   optimizer_ = optimizer;
+  schedule();
+}
+
+void DoctorView::diagnose_runs(const RunPair& pair) {
+  pinned_ = pair;
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i].measurable() && devices_[i].backend_device == pair.device) {
+      device_->setCurrentIndex(static_cast<int>(i));
+      break;
+    }
+  }
+  set_mixed_policy(pair.mixed);
+  back_->show();
+  set_status(tr("Runs %1 and %2 from Compare: their model at batch %3, measured as they ran")
+                 .arg(pair.float32_run)
+                 .arg(pair.mixed_run)
+                 .arg(pair.batch_size));
+  schedule();
+}
+
+void DoctorView::back_to_editor() {
+  if (!pinned_) return;
+  pinned_.reset();
+  back_->hide();
+  set_status({});
   schedule();
 }
 
@@ -218,7 +248,7 @@ void DoctorView::refresh_now() {
 
 std::optional<doctor::DiagnosisInput> DoctorView::current_input(QString* why_none) {
   const ModelDocument::Validation& v = doc_->validation();
-  if (!v.ok) {
+  if (!pinned_ && !v.ok) {
     *why_none = tr("The model cannot be diagnosed until it is valid: %1").arg(v.message);
     return std::nullopt;
   }
@@ -230,10 +260,10 @@ std::optional<doctor::DiagnosisInput> DoctorView::current_input(QString* why_non
     return std::nullopt;
   }
   doctor::DiagnosisInput input;
-  input.spec = doc_->spec();
+  input.spec = pinned_ ? pinned_->spec : doc_->spec();
   input.device = *dev.profile;
-  input.batch = batch_size_;
-  input.optimizer = optimizer_;
+  input.batch = pinned_ ? pinned_->batch_size : batch_size_;
+  input.optimizer = pinned_ ? pinned_->optimizer : optimizer_;
   const int chosen = policy_->currentData().toInt();
   input.mixed = chosen < 0 ? comparison_mixed_policy(dev.info) : static_cast<Policy>(chosen);
   return input;
@@ -250,14 +280,18 @@ void DoctorView::recompute() {
     show_diagnosis(std::nullopt, why_none);
     return;
   }
-  const bool measured = measured_ && measured_input_ && same_input(*measured_input_, *input);
+  // Runs from Compare are the measurement of their own input.
+  const std::optional<doctor::Measurement> measurement =
+      pinned_ ? std::optional(pinned_->measured) : measured_;
+  const bool measured =
+      pinned_ || (measured_ && measured_input_ && same_input(*measured_input_, *input));
   // Nothing changed (the tab shown again, a change of the policy the editor shows): the
   // findings keep their selection.
   if (diagnosis_ && same_input(diagnosis_->input, *input) &&
       diagnosis_->measured.has_value() == measured)
     return;
   try {
-    show_diagnosis(doctor::diagnose(*input, measured ? measured_ : std::nullopt));
+    show_diagnosis(doctor::diagnose(*input, measured ? measurement : std::nullopt));
   } catch (const std::exception& e) {
     show_diagnosis(std::nullopt, tr("Cannot diagnose: %1").arg(QString::fromUtf8(e.what())));
   }
@@ -390,10 +424,11 @@ void DoctorView::save_report_as() {
   settings::kLastDirectory.set(QFileInfo(path).absolutePath());
   QString error;
   if (save_report(path, &error)) {
-    set_status(tr("Saved %1 and %2")
+    set_status(tr("Saved %1, with the findings and layers as CSV and an HTML report beside it "
+                  "(%2)")
                    .arg(QDir::toNativeSeparators(path),
                         QDir::toNativeSeparators(QString::fromStdString(
-                            findings_csv_path(path.toStdString()).string()))));
+                            html_report_path(path.toStdString()).string()))));
   } else {
     set_status(error, true);
   }

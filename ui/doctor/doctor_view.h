@@ -17,6 +17,7 @@
 #include "engine/backend/backend.h"
 #include "engine/doctor/diagnosis.h"
 #include "ui/doctor/doctor_devices.h"
+#include "ui/doctor/doctor_runs.h"
 
 class QAbstractItemView;
 class QComboBox;
@@ -43,6 +44,13 @@ class DoctorView : public QWidget {
 
   // The Run panel's batch size and optimizer, which the diagnosis is made at.
   void set_training(int batch_size, const OptimizerConfig& optimizer);
+  // The Compare tab's float32 vs mixed pair of runs: their model, batch size, optimizer, mixed
+  // policy and device instead of the editor's and the Run panel's, with the runs as the
+  // measurement, until back_to_editor() (the "Back to the editor's model" button).
+  void diagnose_runs(const RunPair& pair);
+  void back_to_editor();
+  bool showing_runs() const { return pinned_.has_value(); }
+  QPushButton* back_button() const { return back_; }
   // While a run trains, Measure waits (both would share the device and disturb each other).
   void set_run_active(bool active);
 
@@ -109,6 +117,7 @@ class DoctorView : public QWidget {
   std::optional<doctor::Measurement> measured_;
   std::optional<doctor::DiagnosisInput> measured_input_;
   QString cpu_profile_error_;  // why this CPU's roofs could not be measured
+  std::optional<RunPair> pinned_;  // runs from Compare, diagnosed instead of the editor's model
 
   DoctorWorker* worker_ = nullptr;
   QTimer* recompute_timer_ = nullptr;  // single shot, 0 ms: one diagnosis per burst of changes
@@ -117,6 +126,7 @@ class DoctorView : public QWidget {
   QPushButton* measure_ = nullptr;
   QPushButton* cancel_ = nullptr;
   QPushButton* save_ = nullptr;
+  QPushButton* back_ = nullptr;
   QLabel* status_ = nullptr;
   QLabel* verdict_ = nullptr;
   QLabel* figures_ = nullptr;

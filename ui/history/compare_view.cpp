@@ -109,6 +109,16 @@ void CompareView::build_layout() {
   bar->addSpacing(12);
   bar->addWidget(loading_label_);
   bar->addStretch(1);
+  diagnose_ = new QPushButton(tr("Diagnose in the Doctor tab"), this);
+  diagnose_->setToolTip(
+      tr("Why the mixed run is slower or faster than the float32 one: the doctor's prediction "
+         "for this model and batch, with these runs as its measurement"));
+  diagnose_->setEnabled(false);
+  connect(diagnose_, &QPushButton::clicked, this, [this] {
+    const auto [f32, mixed] = precision_pair();
+    if (f32 != 0) emit diagnose_requested(f32, mixed);
+  });
+  bar->addWidget(diagnose_);
 
   step_time_chart_ = new LineChart(tr("Step time"), x_label(by_time_), tr("ms"), this);
   loss_chart_ = new LineChart(tr("Loss"), x_label(by_time_), tr("loss"), this);
@@ -219,7 +229,22 @@ void CompareView::show_runs(const QList<qint64>& run_ids) {
   update_bars();
   update_speed_table();
   update_settings_table();
+  diagnose_->setEnabled(precision_pair().first != 0);
   load_curves();
+}
+
+std::pair<qint64, qint64> CompareView::precision_pair() const {
+  if (runs_.size() != 2) return {0, 0};
+  const RunRecord* f32 = nullptr;
+  const RunRecord* mixed = nullptr;
+  for (const RunRecord& r : runs_) {
+    (r.config.precision == Policy::float32 ? f32 : mixed) = &r;
+  }
+  if (f32 == nullptr || mixed == nullptr || f32->model_json != mixed->model_json ||
+      f32->config.batch_size != mixed->config.batch_size) {
+    return {0, 0};
+  }
+  return {f32->id, mixed->id};
 }
 
 void CompareView::load_curves() {

@@ -20,6 +20,7 @@
 
 class QComboBox;
 class QLabel;
+class QPushButton;
 class QTableWidget;
 
 namespace mixlab::store {
@@ -77,10 +78,17 @@ class CompareView : public QWidget {
   QTableWidget* speed_table() const { return speed_table_; }
   // One row per differing setting (its name in the vertical header), one column per run.
   QTableWidget* settings_table() const { return settings_table_; }
+  // "Diagnose in the Doctor tab": enabled when the runs shown are a float32 vs mixed comparison
+  // (one float32 run and one mixed run of the same model and batch size).
+  QPushButton* diagnose_button() const { return diagnose_; }
+  // That pair (float32 first), or {0, 0} when the runs shown are not one.
+  std::pair<qint64, qint64> precision_pair() const;
 
  signals:
   void curves_loaded();  // every shown run's steps are on the charts
   void error(const QString& message);
+  // The user asked for the diagnosis of a float32 vs mixed pair of runs.
+  void diagnose_requested(qint64 float32_run, qint64 mixed_run);
 
  private:
   void build_layout();
@@ -112,6 +120,7 @@ class CompareView : public QWidget {
   QTableWidget* speed_table_ = nullptr;
   QLabel* settings_label_ = nullptr;
   QTableWidget* settings_table_ = nullptr;
+  QPushButton* diagnose_ = nullptr;
 };
 
 }  // namespace mixlab::ui
