@@ -2,6 +2,8 @@
 //   [--measure] [--sweep batch=...] [--what-if] [--json]: why a mixed policy is slower or faster
 // than float32 on a device, from the roofline cost model (engine/doctor) and, with --measure, from
 // an A/B run on this machine's device set beside the prediction. The verdict comes first.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -149,13 +151,19 @@ int run_doctor(const std::vector<std::string>& argv) {
     const DeviceInfo info = choice.backend->device();
     device_used = choice.device;
     if (info.is_gpu()) {
+      // Its published profile, by name (its own calibration is not written yet).
       input.device = doctor::gpu_profile_from_device(info, 0, 0.0, 0.0);
+      if (input.device.peak.float32 <= 0) {
+        throw UsageError("no profile of " + info.name + " (mixlab-cli doctor --list-profiles): "
+                         "predict with a similar GPU's, --profile NAME");
+      }
     } else {
       bool calibrated = false;
-      if (!json) std::fprintf(stderr, "mixlab-cli doctor: measuring this CPU's roofs...\r");
+      const bool tty = !json && isatty(STDERR_FILENO);
+      if (tty) std::fprintf(stderr, "mixlab-cli doctor: measuring this CPU's roofs...\r");
       input.device = doctor::local_cpu_profile(info.threads, doctor::default_cpu_profile_cache(),
                                                recalibrate, &calibrated);
-      if (!json) std::fprintf(stderr, "%60s\r", "");
+      if (tty) std::fprintf(stderr, "%60s\r", "");
       if (calibrated && !json) {
         std::fprintf(stderr, "mixlab-cli doctor: measured this CPU's roofs (kept in %s)\n",
                      doctor::default_cpu_profile_cache().c_str());

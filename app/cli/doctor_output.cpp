@@ -190,7 +190,7 @@ void print_what_if(const WhatIf& w, const doctor::DiagnosisInput& input, bool pr
     std::printf("no finding suggests a change the doctor can make\n");
     return;
   }
-  std::printf("%s (%s): predicted %s per sample", doctor::describe(w.finding->change).c_str(),
+  std::printf("%s (%s): predicted %s faster", doctor::describe(w.finding->change).c_str(),
               w.finding->id.c_str(), doctor::ratio(w.finding->predicted_gain).c_str());
   if (predict_only || !std::isfinite(w.measured_gain)) {
     std::printf("; not measured (a profile, not this machine's device)\n");

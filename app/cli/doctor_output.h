@@ -24,7 +24,7 @@ void print_sweep(const std::vector<SweepRow>& rows);
 // The top suggestion that the doctor can apply itself, and what came of it.
 struct WhatIf {
   const doctor::Finding* finding = nullptr;  // none: no finding suggests a change
-  double measured_gain = NAN;                // per sample, mixed policy, after over before
+  double measured_gain = NAN;                // samples/s of the mixed policy, after over before
   double before_ms = NAN, after_ms = NAN;
 };
 WhatIf what_if_of(const doctor::Diagnosis& d);

@@ -98,8 +98,9 @@ namespace {
 // Builds the items of one step.
 class Model {
  public:
-  Model(const ExecutionPlan& plan, const DeviceProfile& device, const CostOptions& options)
-      : plan_(plan), device_(device), options_(options) {
+  Model(const ExecutionPlan& plan, const DeviceProfile& device, const CostOptions& options,
+        OptimizerKind optimizer)
+      : plan_(plan), device_(device), options_(options), optimizer_kind_(optimizer) {
     overhead_s_ = device.launch_overhead_s * (device.is_gpu() && options.cuda_graphs ? 0.3 : 1.0);
   }
 
@@ -237,7 +238,6 @@ class Model {
     const double out = static_cast<double>(plan_.out_elements(n));
     const DType d = node.out_dtype;
     const bool backward = n > plan_.first_param_node && plan_.first_param_node >= 0;
-    const bool backward_weights = plan_.first_param_node >= 0 && n >= plan_.first_param_node;
     const std::string& label = node.label;
     switch (node.op) {
       case PlanOp::dense:
@@ -247,8 +247,6 @@ class Model {
         conv(n, node, backward);
         break;
       case PlanOp::pooling: {
-        const LayerInfo* unused = nullptr;
-        (void)unused;
         const double window = in / std::max(out, 1.0);  // about the window's elements
         CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d, label + " forward");
         move(f, node.in_dtype, in);
@@ -313,7 +311,6 @@ class Model {
         break;
       }
     }
-    (void)backward_weights;
   }
 
   void dense(int n, const PlanNode& node, bool backward) {
@@ -339,7 +336,9 @@ class Model {
       time(f, gemm_peak(f, d));
       rounding(n, CostPhase::forward, d, m * u, label);
     }
-    const double grad = gpu() ? elem(d) : elem(d);  // the incoming gradient, as the GEMM reads it
+    // The incoming gradient as the GEMMs read it: in the layer's dtype (cast below on a GPU, as
+    // the CPU stores it).
+    const double grad = elem(d);
     if (gpu() && d != DType::f32) {
       // The float32 activation gradient is cast to the layer's dtype for the tensor cores.
       CostItem& c = add(n, CostPhase::backward_weights, TimeKind::casts, d,
@@ -505,13 +504,11 @@ class Model {
     time(o, 0);
   }
 
- public:
-  OptimizerKind optimizer_kind_ = OptimizerKind::sgd;
-
  private:
   const ExecutionPlan& plan_;
   const DeviceProfile& device_;
   const CostOptions& options_;
+  OptimizerKind optimizer_kind_;
   double overhead_s_ = 0.0;
   std::vector<CostItem> items_;
 };
@@ -595,8 +592,7 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, int batch,
   const ShapeTable table = infer_shapes(spec, policy);
   const ExecutionPlan plan = build_plan(spec, table, policy, batch, optimizer,
                                         device.is_gpu() ? kCudaLowering : kCpuLowering);
-  Model model(plan, device, options);
-  model.optimizer_kind_ = optimizer.kind;
+  Model model(plan, device, options, optimizer.kind);
   StepCost cost;
   cost.policy = policy;
   cost.batch = batch;

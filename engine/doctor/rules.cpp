@@ -128,16 +128,21 @@ std::vector<Finding> alignment(const Diagnosis& d) {
       }
     } else if (key.dim == "input channels") {
       const int li = key.layer;
+      // The model's input channels reach the first Conv2D; a later one's are the filters of a
+      // Conv2D before it, whose own finding carries the fix.
+      const auto& layers = d.input.spec.layers;
+      const bool first_conv =
+          std::none_of(layers.begin(), layers.begin() + li,
+                       [](const LayerSpec& l) { return l.type == LayerType::Conv2D; });
+      if (!first_conv) continue;
       f.message = title(d, li) + ": its input has " + std::to_string(key.value) +
                   " channels, not a multiple of 8 " + tc;
-      if (li == 0 || d.input.spec.input_shape.size() == 3) {
-        const SuggestedChange change{Field::input_channels, -1, aligned};
-        const StepCost after = repredict(d, d.input.mixed, change);
-        f.predicted_gain = d.mixed.step_s() / after.step_s();
-        f.suggestion = "pad the input to " + std::to_string(aligned) +
-                       " channels (zeros), or leave it: the first layer is a small part";
-        f.change = change;
-      }
+      const SuggestedChange change{Field::input_channels, -1, aligned};
+      const StepCost after = repredict(d, d.input.mixed, change);
+      f.predicted_gain = d.mixed.step_s() / after.step_s();
+      f.suggestion = "pad the input to " + std::to_string(aligned) +
+                     " channels (zeros), or leave it where the first layer is a small part";
+      f.change = change;
     } else {  // input features: the previous Dense's units carry the finding
       const int li = key.layer;
       if (li > 0 && d.input.spec.layers[static_cast<std::size_t>(li) - 1].type == LayerType::Dense)
