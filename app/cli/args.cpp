@@ -19,8 +19,20 @@ CLI::Option* CommandLine::add_option(CLI::App& to, const std::string& name, std:
   return to.add_option(name, value, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
-bool CommandLine::parse(const std::vector<std::string>& argv) {
-  std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // as CLI11 takes them
+CLI::Option* CommandLine::add_path_option(CLI::App& to, const std::string& name,
+                                          std::string& value, const std::string& help) {
+  return add_option(to, name, value, help)
+      ->check(CLI::Validator(
+          [](const std::string& text) { return text.empty() ? std::string("an empty path") : ""; },
+          "", "non-empty"))
+      ->type_name("PATH");
+}
+
+bool CommandLine::parse(const std::vector<std::string>& argv,
+                        std::vector<std::string>* positionals) {
+  const auto dashes = std::find(argv.begin(), argv.end(), "--");
+  // As CLI11 takes them (reversed), without the "--" and what follows.
+  std::vector<std::string> reversed(std::make_reverse_iterator(dashes), argv.rend());
   try {
     app_.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -38,8 +50,11 @@ bool CommandLine::parse(const std::vector<std::string>& argv) {
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }
+  if (dashes != argv.end() && dashes + 1 != argv.end()) {
+    if (positionals == nullptr) throw UsageError("unexpected argument '" + *(dashes + 1) + "'");
+    positionals->insert(positionals->end(), dashes + 1, argv.end());
+  }
   for (const std::string& extra : app_.remaining(true)) {
-    if (extra == "--") continue;
     if (extra.size() > 1 && extra[0] == '-') {
       throw UsageError("unknown option '" + extra.substr(0, extra.find('=')) + "'");
     }

@@ -34,9 +34,14 @@ class CommandLine {
   // Options that take a value keep the last one given, as flags may be repeated.
   CLI::Option* add_option(CLI::App& to, const std::string& name, std::string& value,
                           const std::string& help);
+  // A path option: an empty value is a usage error naming the option (never "the default").
+  CLI::Option* add_path_option(CLI::App& to, const std::string& name, std::string& value,
+                               const std::string& help);
   // Parses the words after the command's name. False when --help was asked for (the help is
-  // then on stdout). Throws UsageError.
-  bool parse(const std::vector<std::string>& argv);
+  // then on stdout). Throws UsageError. Words after a "--" are arguments, never options
+  // (`runs rename 3 -- -x`): they are appended to `positionals` (a command without arguments
+  // refuses them).
+  bool parse(const std::vector<std::string>& argv, std::vector<std::string>* positionals = nullptr);
   // The help of the command, or of the subcommand given.
   std::string help() const { return app_.help(); }
 

@@ -16,10 +16,10 @@
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
 #include "app/cli/doctor_output.h"
-#include "app/store/csv_export.h"
 #include "app/store/doctor_export.h"
 #include "app/store/run_recorder.h"
 #include "app/store/run_store.h"
+#include "app/store/safe_file.h"
 #include "engine/doctor/local_profile.h"
 #include "engine/doctor/measure.h"
 #include "engine/doctor/report_json.h"
@@ -67,7 +67,7 @@ int run_doctor(const std::vector<std::string>& argv) {
   command.add_option(app, "--profile", profile_name,
                      "predict for a GPU you need not have: a profile name (--list-profiles)")
       ->type_name("NAME");
-  command.add_option(app, "--profiles", profiles_file,
+  command.add_path_option(app, "--profiles", profiles_file,
                      "read GPU profiles from this file instead of the built-in ones")
       ->type_name("FILE");
   app.add_flag("--list-profiles", list_profiles, "list the GPU profiles and exit");
@@ -90,23 +90,23 @@ int run_doctor(const std::vector<std::string>& argv) {
       ->type_name("N");
   app.add_flag("--recalibrate", recalibrate, "measure this CPU's roofs again (cached otherwise)");
   std::string html_file, findings_csv, layers_csv;
-  command.add_option(app, "--html", html_file,
+  command.add_path_option(app, "--html", html_file,
                      "also write a self-contained HTML report (charts inline) to FILE")
       ->type_name("FILE");
-  command.add_option(app, "--findings-csv", findings_csv, "also write the findings as CSV")
+  command.add_path_option(app, "--findings-csv", findings_csv, "also write the findings as CSV")
       ->type_name("FILE");
-  command.add_option(app, "--layers-csv", layers_csv,
+  command.add_path_option(app, "--layers-csv", layers_csv,
                      "also write each layer's predicted (and measured) times as CSV")
       ->type_name("FILE");
   std::string db;
   bool no_store = false;
   CLI::Option* db_option =
-      command.add_option(app, "--db", db, "the run database (--measure keeps its runs and the "
+      command.add_path_option(app, "--db", db, "the run database (--measure keeps its runs and the "
                                           "report there)")
           ->type_name("PATH");
   app.add_flag("--no-store", no_store, "with --measure: keep neither the runs nor the report");
   app.add_flag("--json", json, "one JSON object instead of the report");
-  if (!command.parse(argv)) return kExitOk;
+  if (!command.parse(argv, &models)) return kExitOk;
 
   std::vector<doctor::DeviceProfile> file_profiles;
   std::span<const doctor::DeviceProfile> profiles = doctor::builtin_gpu_profiles();

@@ -9,6 +9,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
+#include "app/cli/runs_support.h"
 #include "engine/plan/execution_plan.h"
 #include "engine/spec/shape_inference.h"
 
@@ -22,7 +23,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   command.app().add_option("model", models, "a model file (JSON) or a built-in model");
   const RunFieldOptions settings(command, {"precision", "batch_size", "optimizer"});
   command.app().add_flag("--json", json, "one JSON object instead of the table");
-  if (!command.parse(argv)) return kExitOk;
+  if (!command.parse(argv, &models)) return kExitOk;
   if (models.size() != 1) {
     throw UsageError(
         "usage: mixlab-cli inspect MODEL.json|BUILTIN [--precision P] [--batch-size N] "
@@ -72,7 +73,7 @@ int run_inspect(const std::vector<std::string>& argv) {
     return kExitOk;
   }
 
-  std::printf("model %s: input %s, loss %s, precision %s\n", spec.name.c_str(),
+  std::printf("model %s: input %s, loss %s, precision %s\n", runs::one_line(spec.name, 200).c_str(),
               format_shape(table.input_shape).c_str(), std::string(to_string(spec.loss)).c_str(),
               std::string(to_string(policy)).c_str());
   std::printf("%3s  %-18s %-14s %14s %16s %14s  %s\n", "#", "layer", "output", "params", "FLOPs",

@@ -19,6 +19,7 @@
 #include "app/cli/runs_support.h"
 #include "app/store/csv_export.h"
 #include "app/store/run_store.h"
+#include "app/store/safe_file.h"
 #include "engine/core/error.h"
 
 namespace mixlab::cli {
@@ -37,7 +38,7 @@ constexpr const char* kDatabaseNote =
 int list_runs(const RunsArgs& args) {
   const fs::path path = store_path(args);
   std::vector<RunRecord> runs;
-  if (fs::exists(path)) runs = RunStore::open(path).list_runs();
+  if (fs::exists(path)) runs = open_for_reading(path).list_runs();
   if (args.json) {
     Json out = Json::array();
     for (const RunRecord& r : runs) {
@@ -86,7 +87,7 @@ int export_runs(const RunsArgs& args) {
   if (int(args.steps) + int(args.summary) + int(args.layers) != 1) {
     throw UsageError("give one of --steps, --summary or --layers\nusage: " + args.usage);
   }
-  OpenRuns open = open_runs(store_path(args), ids);
+  OpenRuns open = open_runs(store_path(args), ids, Access::read);
   const auto write = [&](std::ostream& out) {
     if (args.summary) {
       store::write_summary_csv(out, open.store, ids);
@@ -112,7 +113,7 @@ int export_runs(const RunsArgs& args) {
 
 int compare_runs(const RunsArgs& args) {
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 2, SIZE_MAX));
-  const OpenRuns open = open_runs(store_path(args), ids);
+  const OpenRuns open = open_runs(store_path(args), ids, Access::read);
   const RunRecord& first = open.records.front();
   // Above 1: faster than the first run (its median step time over this one's).
   const auto ratio = [&](const RunRecord& r) {
@@ -161,7 +162,7 @@ int rename_run(const RunsArgs& args) {
   const auto& p = positionals(args, 2, 2);
   const std::int64_t id = parse_run_id(p[0]);
   if (p[1].empty()) throw UsageError("a run's name cannot be empty");
-  OpenRuns open = open_runs(store_path(args), {&id, 1});
+  OpenRuns open = open_runs(store_path(args), {&id, 1}, Access::write);
   open.store.rename(id, p[1]);
   std::cout << "run " << id << " renamed to " << one_line(p[1], 200) << "\n";
   return kExitOk;
@@ -174,7 +175,7 @@ int tag_run(const RunsArgs& args) {
   for (const std::string& tag : tags) {
     if (tag.empty()) throw UsageError("a tag cannot be empty");
   }
-  OpenRuns open = open_runs(store_path(args), {&id, 1});
+  OpenRuns open = open_runs(store_path(args), {&id, 1}, Access::write);
   if (args.remove) {
     open.store.remove_tags(id, tags);
   } else {
@@ -188,7 +189,7 @@ int tag_run(const RunsArgs& args) {
 int note_run(const RunsArgs& args) {
   const auto& p = positionals(args, 2, 2);
   const std::int64_t id = parse_run_id(p[0]);
-  OpenRuns open = open_runs(store_path(args), {&id, 1});
+  OpenRuns open = open_runs(store_path(args), {&id, 1}, Access::write);
   open.store.set_note(id, p[1]);
   std::cout << "run " << id << (p[1].empty() ? ": note cleared" : ": note set") << "\n";
   return kExitOk;
@@ -197,7 +198,7 @@ int note_run(const RunsArgs& args) {
 int delete_runs(const RunsArgs& args) {
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX));
   // Every id is checked before the first deletion: a mistyped id deletes nothing.
-  OpenRuns open = open_runs(store_path(args), ids);
+  OpenRuns open = open_runs(store_path(args), ids, Access::write);
   for (const RunRecord& r : open.records) {
     open.store.delete_run(r.id);
     std::cout << "deleted run " << r.id << " (" << one_line(r.name, 200) << ")\n";
@@ -246,7 +247,7 @@ int run_runs(const std::vector<std::string>& argv) {
   for (const Subcommand& sub : kSubcommands) {
     CLI::App* app = command.app().add_subcommand(sub.name, sub.description);
     app->add_option("arguments", args.positionals, sub.usage);
-    command.add_option(*app, "--db", args.db, "the run database")->type_name("PATH");
+    command.add_path_option(*app, "--db", args.db, "the run database")->type_name("PATH");
     const std::string_view name = sub.name;
     if (name == "list" || name == "show" || name == "compare")
       app->add_flag("--json", args.json, "JSON instead of a table");
@@ -254,12 +255,12 @@ int run_runs(const std::vector<std::string>& argv) {
       app->add_flag("--steps", args.steps, "every step of the runs");
       app->add_flag("--summary", args.summary, "one row per run");
       app->add_flag("--layers", args.layers, "per-layer times, one row per run and layer");
-      command.add_option(*app, "-o,--output", args.output, "the CSV file")->type_name("FILE");
+      command.add_path_option(*app, "-o,--output", args.output, "the CSV file")->type_name("FILE");
     }
     if (name == "tag") app->add_flag("--remove", args.remove, "remove the tags instead");
     subcommands.emplace_back(app, &sub);
   }
-  if (!command.parse(argv)) return kExitOk;
+  if (!command.parse(argv, &args.positionals)) return kExitOk;
   for (const auto& [app, sub] : subcommands) {
     if (!app->parsed()) continue;
     args.usage = "mixlab-cli runs " + std::string(sub->name) + " " + sub->usage;

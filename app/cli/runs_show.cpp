@@ -108,7 +108,9 @@ void print_field(const char* label, const std::string& text) {
   std::string indented;
   for (const char c : text) {
     if (c == '\r') continue;
-    indented += c;
+    // The user's text (a note, a tag, a model's name): no control byte reaches the terminal.
+    const auto byte = static_cast<unsigned char>(c);
+    indented += (byte < 0x20 && c != '\n') || byte == 0x7F ? ' ' : c;
     if (c == '\n') indented += std::string(14, ' ');
   }
   std::cout << label << std::string(14 - std::strlen(label), ' ') << indented << '\n';
@@ -216,7 +218,7 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
 int show_run(const RunsArgs& args) {
   const auto& p = positionals(args, 1, 1);
   const std::int64_t id = parse_run_id(p[0]);
-  OpenRuns open = open_runs(store_path(args), {&id, 1});
+  OpenRuns open = open_runs(store_path(args), {&id, 1}, Access::read);
   const std::vector<EpochMetrics> epochs = open.store.epochs(id);
   const std::vector<store::LayerTimeSummary> layers = open.store.layer_times(id);
   // The doctor's reports this run measured (mixlab-cli doctor --measure).

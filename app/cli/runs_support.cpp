@@ -1,5 +1,7 @@
 #include "app/cli/runs_support.h"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -50,9 +52,21 @@ fs::path store_path(const RunsArgs& args) {
   return store::default_store_path();
 }
 
-OpenRuns open_runs(const fs::path& path, std::span<const std::int64_t> ids) {
+RunStore open_for_reading(const fs::path& path) {
+  try {
+    // Writable where it can be: a run whose process has ended is then shown `interrupted`.
+    return RunStore::open(path);
+  } catch (const store::StoreError& e) {
+    // Read-only media or permissions: read without writing anything beside the file.
+    if (e.code() != SQLITE_READONLY && e.code() != SQLITE_CANTOPEN && e.code() != SQLITE_PERM)
+      throw;
+    return RunStore::open(path, store::StoreOptions{.read_only = true});
+  }
+}
+
+OpenRuns open_runs(const fs::path& path, std::span<const std::int64_t> ids, Access access) {
   if (!fs::exists(path)) throw RunNotFoundError(no_run(ids.front(), path));
-  OpenRuns open{RunStore::open(path), {}};
+  OpenRuns open{access == Access::read ? open_for_reading(path) : RunStore::open(path), {}};
   for (const std::int64_t id : ids) {
     auto record = open.store.find_run(id);
     if (!record) throw RunNotFoundError(no_run(id, path));

@@ -44,9 +44,16 @@ struct OpenRuns {
   RunStore store;
   std::vector<RunRecord> records;
 };
+// What a command does with the store: `read` commands (list, show, export, compare) also work
+// on a database they cannot write (read-only media), opening it read-only.
+enum class Access { read, write };
+// Opens the store for a reading command: writable where it can be (runs whose process ended
+// are then marked interrupted), else read-only.
+RunStore open_for_reading(const std::filesystem::path& path);
 // Opens the store at `path`, checking that it holds every one of `ids` before the command
 // touches any. It never creates a database: without the file there is no such run.
-OpenRuns open_runs(const std::filesystem::path& path, std::span<const std::int64_t> ids);
+OpenRuns open_runs(const std::filesystem::path& path, std::span<const std::int64_t> ids,
+                   Access access);
 
 Json number_or_null(double value);
 Json time_or_null(std::int64_t ms);

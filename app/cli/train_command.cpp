@@ -121,7 +121,7 @@ int run_train(const std::vector<std::string>& argv) {
       ->type_name("DEVICE")
       ->default_str(device);
   CLI::Option* db_option =
-      command.add_option(app, "--db", db, "the run database")->type_name("PATH");
+      command.add_path_option(app, "--db", db, "the run database")->type_name("PATH");
   app.add_flag("--no-store", no_store, "do not record the run");
   app.add_flag("--json", json, "print one JSON object at the end instead of the summary");
   app.add_flag("--quiet", quiet, "no progress bar");
@@ -187,6 +187,13 @@ int run_train(const std::vector<std::string>& argv) {
     std::signal(SIGTERM, SIG_DFL);
     record_failure(e);
     throw;
+  } catch (const std::bad_alloc&) {
+    // The trainer turns its own allocation failures into a failed run; this is the dataset's.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    const Error e("out of memory while loading the dataset " + config.dataset.to_string());
+    record_failure(e);
+    throw e;
   }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
@@ -199,6 +206,12 @@ int run_train(const std::vector<std::string>& argv) {
     } catch (const store::StoreError& e) {
       store_error = e.what();
     }
+  }
+  if (!store_error.empty() && s.status == RunStatus::finished) {
+    // Trained, but not kept: the run did not finish as the user asked (its record says
+    // `running` until the store can be written, then `interrupted`).
+    s.status = RunStatus::failed;
+    s.message = "the run store could not record the run: " + store_error;
   }
 
   if (json) {

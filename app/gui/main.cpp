@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QFileInfo>
 #include <QIcon>
+#include <QMessageBox>
 #include <QTimer>
 #include <chrono>
 #include <cstdio>
@@ -101,6 +102,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mixlab: %s needs a value\n%s", name, kUsage);
         std::exit(2);
       }
+      if (*argv[i + 1] == '\0') {
+        std::fprintf(stderr, "mixlab: %s needs a value, got an empty one\n%s", name, kUsage);
+        std::exit(2);
+      }
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
@@ -161,9 +166,17 @@ int main(int argc, char** argv) {
     if (model.isEmpty() || !QFileInfo::exists(model)) model = settings::kLastTemplate.get();
   }
   if (!window.open_model(model)) window.open_model(QStringLiteral("fashion-mlp"));
+  QString dataset_error;
   if (!options.dataset.empty())
-    window.run_panel()->set_dataset(QString::fromStdString(options.dataset));
+    dataset_error = window.run_panel()->set_dataset(QString::fromStdString(options.dataset));
   window.show();
+  if (!dataset_error.isEmpty()) {
+    // Said on the terminal and in the window; no dataset stays chosen until the user picks one.
+    std::fprintf(stderr, "mixlab: %s\n", dataset_error.toLocal8Bit().constData());
+    QTimer::singleShot(0, &window, [&window, dataset_error] {
+      QMessageBox::warning(&window, QObject::tr("Dataset"), dataset_error);
+    });
+  }
 
   if (options.startup_benchmark) {
     // Report right after the window's first paint has been handled (its children paint in the

@@ -79,11 +79,16 @@ class RowBuffer {
   }
 
   static void append_field(std::string& to, std::string_view value) {
-    if (value.find_first_of(",\"\r\n") == std::string_view::npos) {
+    // A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
+    // a leading ' makes it text, as OWASP advises.
+    const bool formula = !value.empty() && std::string_view("=+-@\t\r").find(value[0]) !=
+                                               std::string_view::npos;
+    if (!formula && value.find_first_of(",\"\r\n") == std::string_view::npos) {
       to += value;
       return;
     }
     to += '"';
+    if (formula) to += '\'';
     for (const char c : value) {
       if (c == '"') to += '"';
       to += c;
@@ -276,32 +281,6 @@ void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::i
       row.end();
     }
   }
-}
-
-void write_file_atomically(const std::filesystem::path& file,
-                           const std::function<void(std::ostream&)>& write) {
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  const auto fail = [&](const std::string& why) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw Error("cannot write " + file.string() + ": " + why);
-  };
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) fail(std::strerror(errno));
-  try {
-    write(out);
-  } catch (...) {
-    out.close();
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw;
-  }
-  out.close();
-  if (!out) fail("write failed (disk full?)");
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) fail(ec.message());
 }
 
 }  // namespace mixlab::store

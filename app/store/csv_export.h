@@ -36,13 +36,9 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
 // forward_p95_ms, backward_p95_ms. A run recorded without layer timing has no rows.
 void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
 
-// Writes FILE.tmp with `write` and renames it over FILE once complete, so that a failed export
-// never leaves half a file under the name asked for. Throws Error naming the file; an exception
-// from `write` removes FILE.tmp and propagates.
-void write_file_atomically(const std::filesystem::path& file,
-                           const std::function<void(std::ostream&)>& write);
-
-// One field, quoted when it must be.
+// One text field, quoted when it must be. A text that starts with '=', '+', '-', '@', TAB or CR
+// (a formula to a spreadsheet) is written quoted with a ' before it, so that run names, tags
+// and notes never run as formulas (OWASP's advice on CSV injection); numbers are never text.
 std::string csv_field(std::string_view text);
 // A number: shortest round-trip form with '.', integers without a fraction; "" for NaN.
 std::string csv_number(double value);

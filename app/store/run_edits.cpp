@@ -50,6 +50,16 @@ void RunStore::set_note(std::int64_t run_id, const std::string& note) {
 
 void RunStore::delete_run(std::int64_t run_id) {
   require_run(run_id);
+  // A run still recording would lose its rows under it and end with a raw FOREIGN KEY error
+  // while saying "finished". Runs whose process has ended were marked interrupted on open.
+  Statement st = db_.prepare("SELECT owner_host, owner_pid FROM runs WHERE id = ? AND status = ?");
+  st.bind(1, run_id);
+  st.bind(2, std::string(to_string(RecordStatus::running)));
+  if (st.step()) {
+    throw StoreError("run " + std::to_string(run_id) + " is still running (process " +
+                     std::to_string(st.column_int(1)) + " on " + st.column_text(0) +
+                     "): stop it before deleting it");
+  }
   db_.prepare("DELETE FROM runs WHERE id = ?").bind(1, run_id).run();
 }
 

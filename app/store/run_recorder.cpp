@@ -13,6 +13,10 @@ void RunRecorder::on_start(const RunInfo& info) {
 }
 
 void RunRecorder::on_step(const StepMetrics& step) {
+  // A store that cannot record (a full disk, the run deleted under it) stops the run as
+  // `failed` with the reason: training on would only produce figures nobody keeps.
+  if (const std::string why = writer_.stuck_error(); !why.empty())
+    throw StoreError("the run store cannot record this run: " + why);
   writer_.step(run_id_, step);
 }
 

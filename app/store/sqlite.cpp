@@ -2,16 +2,51 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace mixlab::store {
 
+namespace {
+
+std::mutex registry_mutex;
+std::vector<std::string>& registry() {
+  static std::vector<std::string> paths;  // one entry per open connection
+  return paths;
+}
+
+void register_open(const std::string& path) {
+  const std::lock_guard lock(registry_mutex);
+  registry().push_back(path);
+}
+
+void unregister_open(const std::string& path) {
+  const std::lock_guard lock(registry_mutex);
+  auto& paths = registry();
+  if (const auto it = std::find(paths.begin(), paths.end(), path); it != paths.end())
+    paths.erase(it);
+}
+
+}  // namespace
+
+std::vector<std::string> open_database_paths() {
+  const std::lock_guard lock(registry_mutex);
+  return registry();
+}
+
 void throw_sqlite_error(sqlite3* db, int rc, const char* expr, const char* file, int line) {
   std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   const char* path = db != nullptr ? sqlite3_db_filename(db, "main") : nullptr;
+  if ((rc & 0xff) == SQLITE_CORRUPT && path != nullptr && *path != '\0') {
+    // Found mid-query (opening for writing runs quick_check first): say what it means.
+    throw StoreError(std::string(path) + " is corrupt (" + message +
+                         "); restore it from a backup or move it away to start a new history",
+                     rc & 0xff);
+  }
   std::string what = "SQLite error";
   if (path != nullptr && *path != '\0') what += " on " + std::string(path);
   what += ": " + message + " in '" + expr + "' at " + file + ":" + std::to_string(line);
@@ -30,8 +65,26 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
     case OpenMode::read_only:
       flags |= SQLITE_OPEN_READONLY;
       break;
+    case OpenMode::immutable:
+      flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+      break;
   }
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  std::string name = path;
+  if (mode == OpenMode::immutable) {
+    // file: URI with the path percent-encoded where it would be read as URI syntax.
+    name = "file:";
+    for (const char c : path) {
+      if (c == '%' || c == '?' || c == '#') {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+        name += hex;
+      } else {
+        name += c;
+      }
+    }
+    name += "?immutable=1";
+  }
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     const int err = db_ != nullptr ? sqlite3_system_errno(db_) : 0;
@@ -42,10 +95,12 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
                      rc & 0xff);
   }
   sqlite3_extended_result_codes(db_, 1);
+  register_open(path_);
 }
 
 Connection::~Connection() {
   if (db_ == nullptr) return;
+  unregister_open(path_);
   // Statements are finalised by their owners first; a close that fails still releases memory
   // once they are.
   if (sqlite3_close_v2(db_) != SQLITE_OK) {
@@ -58,7 +113,10 @@ Connection::Connection(Connection&& other) noexcept
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
-    if (db_ != nullptr) sqlite3_close_v2(db_);
+    if (db_ != nullptr) {
+      unregister_open(path_);
+      sqlite3_close_v2(db_);
+    }
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/core/error.h"
 
@@ -38,7 +39,13 @@ class StoreError : public Error {
       ::mixlab::store::throw_sqlite_error((db), mixlab_sqlite_rc_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-enum class OpenMode { read_write_create, read_write, read_only };
+// immutable: read-only, and SQLite neither locks the file nor creates -wal/-shm beside it: for a
+// database on read-only media or in a folder this process cannot write.
+enum class OpenMode { read_write_create, read_write, read_only, immutable };
+
+// The files of every Connection this process has open (a registry kept by Connection), so that
+// an export never writes over the open run database (store/safe_file.h).
+std::vector<std::string> open_database_paths();
 
 class Statement;
 

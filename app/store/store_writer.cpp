@@ -1,5 +1,7 @@
 #include "app/store/store_writer.h"
 
+#include <sqlite3.h>
+
 #include <cstdio>
 
 namespace mixlab::store {
@@ -112,6 +114,12 @@ std::int64_t StoreWriter::rows_committed() const {
   return rows_committed_;
 }
 
+std::string StoreWriter::stuck_error() const {
+  if (!stuck_.load(std::memory_order_relaxed)) return {};
+  std::lock_guard lock(mutex_);
+  return stuck_.load() ? last_error_ : std::string();
+}
+
 std::string StoreWriter::last_error() const {
   std::lock_guard lock(mutex_);
   return last_error_;
@@ -186,15 +194,23 @@ void StoreWriter::run(std::promise<void> opened) {
       std::lock_guard lock(mutex_);
       if (failure) {
         ++failures_;
+        ++failing_in_a_row_;
         error_ = failure;
+        bool busy = false;
         try {
           std::rethrow_exception(failure);
+        } catch (const StoreError& e) {
+          last_error_ = e.what();
+          busy = e.code() == SQLITE_BUSY || e.code() == SQLITE_LOCKED;
         } catch (const std::exception& e) {
           last_error_ = e.what();
         }
+        if (!busy || failing_in_a_row_ >= kStuckCommits) stuck_.store(true);
       } else {
         committed_seq_ = taken_seq;
         rows_committed_ += step_rows;
+        failing_in_a_row_ = 0;
+        stuck_.store(false);
       }
     }
     flushed_.notify_all();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -62,6 +63,11 @@ class StoreWriter {
   // Rows committed so far, and the first error the writer met (empty if none).
   std::int64_t rows_committed() const;
   std::string last_error() const;
+  // Why the store cannot record now, when retrying will not help: the last commit failed with
+  // anything but a busy database (a full disk, an I/O error, the run deleted under it), or kept
+  // failing kStuckCommits times. Empty while commits succeed. Cheap: an atomic read first.
+  std::string stuck_error() const;
+  static constexpr int kStuckCommits = 3;
 
  private:
   struct StartRow {
@@ -110,6 +116,8 @@ class StoreWriter {
   std::uint64_t queued_seq_ = 0;                          // rows queued so far
   std::uint64_t committed_seq_ = 0;                       // rows committed so far
   std::uint64_t failures_ = 0;                            // batches that failed to commit
+  int failing_in_a_row_ = 0;                              // guarded by mutex_
+  std::atomic<bool> stuck_{false};                        // see stuck_error()
   bool flush_requested_ = false;
   bool stop_ = false;
   std::int64_t rows_committed_ = 0;  // step rows

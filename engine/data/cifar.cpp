@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/data/file_reader.h"
 #include "engine/data/loaders.h"
 
@@ -34,7 +36,8 @@ constexpr CifarFormat kCifar10{"cifar10", "cifar-10-batches-bin", 1, 10, 0};
 constexpr CifarFormat kCifar100{"cifar100", "cifar-100-binary", 2, 100, 20};
 
 // Appends the records of one file to dataset (images HWC, labels).
-void read_cifar_file(const fs::path& path, const CifarFormat& format, Dataset& dataset) {
+void read_cifar_file(const fs::path& path, const CifarFormat& format, Dataset& dataset,
+                     std::uint64_t max_records) {
   FileReader in(path);
   const std::size_t record = format.label_bytes + kPixels;
   std::vector<std::uint8_t> chunk(record * kRecordsPerChunk);
@@ -43,6 +46,11 @@ void read_cifar_file(const fs::path& path, const CifarFormat& format, Dataset& d
     const std::size_t got = in.read(chunk.data(), chunk.size());
     const std::size_t records = got / record;
     const std::size_t first = dataset.labels.size();
+    if (first + records > max_records) {
+      check_fits_in_memory(path,
+                           (first + records) * (kPixels + sizeof(dataset.labels[0])),
+                           "more than " + std::to_string(first) + " records (decompressed)");
+    }
     dataset.images.resize((first + records) * kPixels);
     dataset.labels.resize(first + records);
     for (std::size_t r = 0; r < records; ++r) {
@@ -112,9 +120,17 @@ Dataset load_split(const fs::path& dir, const CifarFormat& format,
     if (!ec) bytes += size;
   }
   const std::uint64_t records = bytes / (format.label_bytes + kPixels);
+  const std::uint64_t record_memory = kPixels + sizeof(dataset.labels[0]);
+  check_fits_in_memory(dir / files.front(), records * record_memory,
+                       std::to_string(records) + " records in " + std::to_string(files.size()) +
+                           " file(s) of " + std::to_string(bytes >> 20) + " MiB in all");
   dataset.images.reserve(records * kPixels);
   dataset.labels.reserve(records);
-  for (const std::string& file : files) read_cifar_file(dir / file, format, dataset);
+  // Compressed files may hold more than their size says: bounded as they grow.
+  const MemoryBudget budget = memory_budget();
+  const std::uint64_t max_records =
+      budget.known() ? budget.bytes / record_memory : std::numeric_limits<std::uint64_t>::max();
+  for (const std::string& file : files) read_cifar_file(dir / file, format, dataset, max_records);
   return dataset;
 }
 

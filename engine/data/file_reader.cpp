@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 
 namespace mixlab {
 
@@ -31,6 +32,15 @@ struct FileReader::Gz {
 
 void throw_dataset_error(const std::filesystem::path& path, const std::string& what) {
   throw DatasetError(path.string() + ": " + what);
+}
+
+void check_fits_in_memory(const std::filesystem::path& path, std::uint64_t bytes,
+                          const std::string& promise) {
+  const MemoryBudget budget = memory_budget();
+  if (!budget.refuses(bytes)) return;
+  throw_dataset_error(path, promise + " needs " + format_memory(bytes) + " in memory; " +
+                                format_memory(budget.bytes) + " are available (" + budget.source +
+                                ")");
 }
 
 FileReader::FileReader(const std::filesystem::path& path)

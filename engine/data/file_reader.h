@@ -42,4 +42,10 @@ class FileReader {
 // "<path>: <what>" as a DatasetError.
 [[noreturn]] void throw_dataset_error(const std::filesystem::path& path, const std::string& what);
 
+// Refuses, before anything is allocated, a file whose header (or size) promises more data than
+// this process may hold (engine/core/memory_budget.h: MemAvailable or the cgroup's limit):
+// a DatasetError "<path>: <promise> needs 8.9 GiB in memory; 1.2 GiB are available (...)".
+void check_fits_in_memory(const std::filesystem::path& path, std::uint64_t bytes,
+                          const std::string& promise);
+
 }  // namespace mixlab

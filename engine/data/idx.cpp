@@ -92,7 +92,11 @@ IdxImages read_images(const fs::path& path) {
   }
   if (count == 0) throw_dataset_error(path, "empty: the header gives 0 images");
   IdxImages images{count, rows, cols, {}};
-  read_payload(in, images.pixels, 16, std::uint64_t{count} * rows * cols);
+  const std::uint64_t payload = std::uint64_t{count} * rows * cols;
+  check_fits_in_memory(path, payload,
+                       "the header's " + std::to_string(count) + " images of " +
+                           std::to_string(rows) + "x" + std::to_string(cols));
+  read_payload(in, images.pixels, 16, payload);
   return images;
 }
 
@@ -101,6 +105,8 @@ std::vector<std::int32_t> read_labels(const fs::path& path) {
   const auto [magic, count] = read_header<2>(in);
   check_magic(in, magic, kLabelsMagic, "labels: unsigned bytes, 1 dimension");
   std::vector<std::uint8_t> bytes;
+  check_fits_in_memory(path, std::uint64_t{count} * (1 + sizeof(std::int32_t)),
+                       "the header's " + std::to_string(count) + " labels");
   read_payload(in, bytes, 8, count);
   std::vector<std::int32_t> labels(bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/spec/model_spec.h"  // kMaxJsonDepth, kMaxModelFileBytes
 #include "resources/builtin_profiles.h"
 
 namespace mixlab::doctor {
@@ -112,7 +113,16 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
                                               std::string_view origin) {
   json doc;
   try {
-    doc = json::parse(json_text);
+    // A profile file is 4 levels deep; deeper nesting is refused while parsing (see
+    // kMaxJsonDepth in engine/spec/model_spec.h).
+    doc = json::parse(json_text, [&](int depth, json::parse_event_t event, json&) {
+      if (depth >= kMaxJsonDepth && (event == json::parse_event_t::object_start ||
+                                     event == json::parse_event_t::array_start)) {
+        throw ProfileError(std::string(origin) + ": not valid JSON: nested deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels");
+      }
+      return true;
+    });
   } catch (const json::parse_error& e) {
     throw ProfileError(std::string(origin) + ": not valid JSON: " + e.what());
   }
@@ -191,6 +201,15 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
 }
 
 std::vector<DeviceProfile> load_gpu_profiles(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ProfileError(path.string() + ": cannot be read: " +
+                       (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
+  }
+  if (std::filesystem::file_size(path, ec) > kMaxModelFileBytes) {
+    throw ProfileError(path.string() + ": too large for a profile file (over " +
+                       std::to_string(kMaxModelFileBytes >> 20) + " MiB)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ProfileError(path.string() + ": cannot be read");
   std::ostringstream text;

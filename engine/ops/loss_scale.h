@@ -22,6 +22,12 @@
 namespace mixlab {
 
 // Trivially copyable: the CUDA step takes it by value.
+// A run whose last this-many steps were all skipped for overflowing gradients ends `diverged`:
+// no update is reaching the weights (a static scale far too large, or gradients that overflow
+// even at the dynamic scale's floor). Keras would go on skipping for ever; 50 leaves a dynamic
+// scale room to back off from 2^15 to 1 (15 steps) three times over.
+inline constexpr int kSkippedStepsToDiverge = 50;
+
 struct LossScaleConfig {
   enum class Mode : std::uint8_t { none, fixed, dynamic };
   Mode mode = Mode::none;

@@ -4,11 +4,13 @@
 #include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <sstream>
+#include <unordered_set>
 
 #include "engine/core/error.h"
 #include "engine/spec/layer_checks.h"
@@ -168,6 +170,21 @@ class ObjectReader {
     if (!value.is_string()) fail_type(key, "a string", value);
     return value.get<std::string>();
   }
+  // A name shown in tables and terminals: no control characters (an ESC would drive the
+  // terminal that prints it).
+  std::string get_name(std::string_view key, const json& value) const {
+    std::string text = get_string(key, value);
+    for (const char c : text) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7F) {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02X", byte);
+        fail(std::string(key) + " contains the control character " + code +
+             "; names are printable text");
+      }
+    }
+    return text;
+  }
 
   int get_positive_int(std::string_view key, const json& value) const {
     std::int64_t out = 0;
@@ -244,7 +261,7 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
   allowed.insert(allowed.begin() + 1, fields.begin(), fields.end());
   in.check_keys(allowed, to_string(layer.type));
 
-  if (const json* v = in.find("name")) layer.name = in.get_string("name", *v);
+  if (const json* v = in.find("name")) layer.name = in.get_name("name", *v);
   if (const json* v = in.find("dtype")) {
     const std::string dtype = in.get_string("dtype", *v);
     if (dtype != "float32") {
@@ -315,13 +332,15 @@ std::vector<std::int64_t> parse_input(const json& value, const std::string& orig
   return dims;
 }
 
-// Parses JSON text, rejecting duplicate keys (nlohmann would keep the last one silently).
+// Parses JSON text, rejecting duplicate keys (nlohmann would keep the last one silently) and
+// nesting deeper than kMaxJsonDepth (a model is 4 levels deep; "[" x 100000 once crashed the
+// recursive printing of the error message).
 json parse_json_text(std::string_view text, const std::string& origin_prefix) {
   struct Frame {
     bool is_object = false;
     int elements = 0;  // arrays: elements started so far
     std::string last_key;
-    std::vector<std::string> keys;
+    std::unordered_set<std::string> keys;  // a set: 40,000 keys in one object once took minutes
   };
   std::vector<Frame> stack;
   const auto begin_value = [&stack] {
@@ -335,10 +354,14 @@ json parse_json_text(std::string_view text, const std::string& origin_prefix) {
     if (stack.size() == 2 && stack[0].last_key == "input") return "input: duplicate key '";
     return "duplicate key '";
   };
-  json::parser_callback_t callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+  json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
+        if (depth >= kMaxJsonDepth) {
+          throw SpecError(origin_prefix + "invalid JSON: nested deeper than " +
+                          std::to_string(kMaxJsonDepth) + " levels (a model needs 4)");
+        }
         begin_value();
         stack.push_back({event == json::parse_event_t::object_start, 0, {}, {}});
         break;
@@ -349,11 +372,9 @@ json parse_json_text(std::string_view text, const std::string& origin_prefix) {
       case json::parse_event_t::key: {
         Frame& frame = stack.back();
         std::string key = parsed.get<std::string>();
-        if (std::find(frame.keys.begin(), frame.keys.end(), key) != frame.keys.end()) {
-          throw SpecError(origin_prefix + where() + key + "'");
-        }
+        if (frame.keys.contains(key)) throw SpecError(origin_prefix + where() + key + "'");
         frame.last_key = key;
-        frame.keys.push_back(std::move(key));
+        frame.keys.insert(std::move(key));
         break;
       }
       case json::parse_event_t::value:
@@ -462,7 +483,7 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
 
   ModelSpec spec;
   spec.name = kDefaultModelName;
-  if (const json* v = top.find("name")) spec.name = top.get_string("name", *v);
+  if (const json* v = top.find("name")) spec.name = top.get_name("name", *v);
   spec.input_shape = parse_input(top.require("input"), origin_prefix);
   if (const json* v = top.find("loss")) spec.loss = top.get_enum("loss", *v, kLosses);
 
@@ -479,8 +500,21 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
 ModelSpec load_model_file(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    throw SpecError(name + ": cannot open model file: " +
+                    (ec ? ec.message() : std::string(std::strerror(ENOENT))));
+  }
+  // Only regular files: a FIFO would block forever and /dev/zero never end.
+  if (std::filesystem::is_directory(status))
     throw SpecError(name + ": cannot read model file: it is a directory");
+  if (!std::filesystem::is_regular_file(status))
+    throw SpecError(name + ": cannot read model file: not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxModelFileBytes) {
+    throw SpecError(name + ": the model file is " + std::to_string(size >> 20) +
+                    " MiB; a model file is at most " + std::to_string(kMaxModelFileBytes >> 20) +
+                    " MiB (it describes layers, it holds no weights)");
   }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
@@ -488,10 +522,17 @@ ModelSpec load_model_file(const std::filesystem::path& path) {
     throw SpecError(
         name + ": cannot open model file: " + (err != 0 ? std::strerror(err) : "unknown error"));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
+  // Bounded even if the file grows while it is read.
+  std::string text(static_cast<std::size_t>(std::min<std::uintmax_t>(size, kMaxModelFileBytes)) + 1,
+                   '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (file.bad()) throw SpecError(name + ": cannot read model file");
-  return parse_model_json(text.str(), name);
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  if (text.size() > kMaxModelFileBytes) {
+    throw SpecError(name + ": the model file is over " + std::to_string(kMaxModelFileBytes >> 20) +
+                    " MiB");
+  }
+  return parse_model_json(text, name);
 }
 
 std::string to_json(const ModelSpec& spec, int indent) {

@@ -89,7 +89,11 @@ struct ModelSpec {
 // Parses a model file's text. `origin` (a file name) prefixes error messages. Checks the JSON's
 // structure, types and value ranges; shape checks are infer_shapes()'s.
 ModelSpec parse_model_json(std::string_view text, std::string_view origin = {});
-// Reads and parses a model file; errors name the file.
+// Bounds on what a model file may be: its size, and how deeply its JSON may nest.
+inline constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{16} << 20;
+inline constexpr int kMaxJsonDepth = 64;
+// Reads and parses a model file; errors name the file. Only a regular file of at most
+// kMaxModelFileBytes is read (a FIFO, a device or /dev/zero is refused by name).
 ModelSpec load_model_file(const std::filesystem::path& path);
 // Writes a spec as JSON in the file format above (fields at their defaults are left out), so
 // that parse_model_json(to_json(s)) == s.

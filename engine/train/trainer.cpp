@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/data/batch_loader.h"
 #include "engine/train/stats.h"
 
@@ -195,10 +197,25 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
 
   const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;
   summary.final_loss_scale = initial_loss_scale<double>(config.loss_scale).scale;
-  step_ms.reserve(static_cast<std::size_t>(total_steps));
-  step_samples.reserve(static_cast<std::size_t>(total_steps));
+  // The step times are kept for the run's statistics: a step count whose times alone cannot be
+  // held fails now, saying so, rather than running out of memory days later.
+  {
+    const auto per_step = static_cast<std::uint64_t>(sizeof(double) + sizeof(int));
+    const std::uint64_t need = static_cast<std::uint64_t>(total_steps) * per_step;
+    const MemoryBudget budget = memory_budget();
+    if (budget.refuses(need)) {
+      summary.failed_allocation_bytes = static_cast<std::int64_t>(need);
+      return finish(RunStatus::failed,
+                    std::to_string(total_steps) + " steps need " + format_memory(need) +
+                        " to keep their step times; " + format_memory(budget.bytes) +
+                        " are available (" + budget.source + "): run fewer steps");
+    }
+  }
+  std::int64_t skipped_in_a_row = 0;
 
   try {
+    step_ms.reserve(static_cast<std::size_t>(total_steps));
+    step_samples.reserve(static_cast<std::size_t>(total_steps));
     BatchLoaderOptions loader_options;
     loader_options.batch_size = config.batch_size;
     loader_options.seed = config.seed;
@@ -268,6 +285,20 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
               "the loss became " + std::string(std::isnan(l.loss) ? "NaN" : "infinite") +
                   " at step " + std::to_string(step) +
                   (unscaled ? "" : " (in the forward pass: loss scaling cannot recover it)"));
+        }
+        skipped_in_a_row = r.applied ? 0 : skipped_in_a_row + 1;
+        if (skipped_in_a_row >= kSkippedStepsToDiverge) {
+          summary.diverged_at_step = step;
+          const bool fixed = config.loss_scale.mode == LossScaleConfig::Mode::fixed;
+          char scale[32];
+          std::snprintf(scale, sizeof scale, "%g", r.loss_scale);
+          return finish(RunStatus::diverged,
+                        "the last " + std::to_string(kSkippedStepsToDiverge) +
+                            " steps were all skipped: their gradients overflowed at loss scale " +
+                            scale +
+                            (fixed ? " (a static scale: lower it, or use dynamic loss scaling)"
+                                   : " (the dynamic scale's floor: the gradients overflow "
+                                     "unscaled)"));
         }
         if (!r.gradients_finite && unscaled) {
           // Without loss scaling nothing recovers from this: Keras would write NaN into the

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/store/run_store.h"
+#include "engine/ops/loss_scale.h"
 #include "engine/spec/model_spec.h"
 #include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
@@ -159,6 +160,105 @@ TEST_F(TrainStore, UnusableDatabaseStopsBeforeTraining) {
   EXPECT_NE(err.find(bad.string() + " is not a MixLab run database"), std::string::npos) << err;
   EXPECT_EQ(testing::read_bytes(c.out), "") << "nothing trained";
   EXPECT_EQ(testing::read_bytes(bad), "not a database");
+}
+
+// --- hostile input and faults (issue 16): each a named error, a truthful final state ---
+
+// --db '' used to record into an unnamed temporary database and say "run id: 1 (in )".
+TEST_F(TrainStore, EmptyDbPathIsAUsageError) {
+  const Child c = start_cli(dir_, tiny_run({"--steps", "2", "--db", ""}));
+  EXPECT_EQ(finish(c), 2);
+  EXPECT_NE(testing::read_bytes(c.err).find("--db: an empty path"), std::string::npos)
+      << testing::read_bytes(c.err);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "env.sqlite")) << "nothing recorded";
+}
+
+// A static loss scale so large that every step overflows and is skipped used to end `finished`
+// with exit 0 after training nothing. kSkippedStepsToDiverge skipped steps in a row end it
+// `diverged`, saying why.
+TEST_F(TrainStore, EverySkippedStepEndsDivergedNotFinished) {
+  const Child c = start_cli(dir_, tiny_run({"--steps", "200", "--precision", "mixed_float16",
+                                            "--loss-scale", "1e300", "--json"}));
+  EXPECT_EQ(finish(c), 1);
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  EXPECT_EQ(j["status"], "diverged");
+  EXPECT_EQ(j["steps"], kSkippedStepsToDiverge);
+  EXPECT_EQ(j["skipped_steps"], kSkippedStepsToDiverge);
+  EXPECT_NE(j["message"].get<std::string>().find("static scale"), std::string::npos) << j;
+  RunStore store = RunStore::open(dir_ / "env.sqlite", StoreOptions{.read_only = true});
+  EXPECT_EQ(store.run(j["run_id"].get<std::int64_t>()).status, RecordStatus::diverged);
+}
+
+// More steps than their step times can be held for: a failed run saying the bytes, at once
+// (it used to end with std::bad_alloc and the run "interrupted").
+TEST_F(TrainStore, StepsThatCannotBeHeldFailAtOnceWithTheBytes) {
+  const Child c = start_cli(dir_, tiny_run({"--steps", "10000000000", "--json"}));
+  EXPECT_EQ(finish(c), 1);
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_EQ(j["steps"], 0);
+  EXPECT_EQ(j["failed_allocation_bytes"].get<std::int64_t>(), std::int64_t{10000000000} * 12);
+  EXPECT_NE(j["message"].get<std::string>().find("run fewer steps"), std::string::npos) << j;
+  RunStore store = RunStore::open(dir_ / "env.sqlite", StoreOptions{.read_only = true});
+  EXPECT_EQ(store.run(j["run_id"].get<std::int64_t>()).status, RecordStatus::failed);
+}
+
+// A CIFAR batch file that claims terabytes (a sparse file) is refused by name before anything
+// is allocated, and the run is recorded as failed.
+TEST_F(TrainStore, DatasetLargerThanMemoryIsRefusedByName) {
+  const auto cifar = dir_ / "cifar";
+  std::filesystem::create_directories(cifar);
+  for (const char* f : {"data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                        "data_batch_5.bin", "test_batch.bin"}) {
+    testing::write_bytes(cifar / f, std::string(3073, '\0'));
+  }
+  testing::write_bytes(cifar / "data_batch_1.bin", "");
+  std::filesystem::resize_file(cifar / "data_batch_1.bin", std::uintmax_t{10} << 40);  // 10 TiB
+  const Child c = start_cli(dir_, {"train", "--model", "cifar10-mlp", "--dataset",
+                                   "cifar10:" + cifar.string(), "--steps", "1", "--quiet"});
+  EXPECT_EQ(finish(c), 2);
+  const std::string err = testing::read_bytes(c.err);
+  EXPECT_NE(err.find("data_batch_1.bin"), std::string::npos) << err;
+  EXPECT_NE(err.find("in memory"), std::string::npos) << err;
+  RunStore store = RunStore::open(dir_ / "env.sqlite", StoreOptions{.read_only = true});
+  ASSERT_EQ(store.list_runs().size(), 1u);
+  EXPECT_EQ(store.list_runs()[0].status, RecordStatus::failed);
+}
+
+// `runs rename ID -- -x`: after "--" a word is an argument, never an option.
+TEST_F(TrainStore, ArgumentsAfterDoubleDashAreNotOptions) {
+  const auto db = dir_ / "runs.sqlite";
+  ASSERT_EQ(finish(start_cli(dir_, tiny_run({"--steps", "2", "--db", db.string()}))), 0);
+  const Child c = start_cli(dir_, {"runs", "rename", "--db", db.string(), "1", "--", "-x"});
+  EXPECT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
+  EXPECT_EQ(store.run(1).name, "-x");
+}
+
+// A run still recording cannot be deleted under it (it used to end with a raw FOREIGN KEY error
+// while its JSON said `finished`); once it ends, it can.
+TEST_F(TrainStore, ARunningRunCannotBeDeleted) {
+  const auto db = dir_ / "runs.sqlite";
+  const Child run = start_cli(dir_, tiny_run({"--steps", "100000000", "--db", db.string()}));
+  std::int64_t id = 0;
+  for (int i = 0; i < 200 && id == 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+    try {
+      RunStore reader = RunStore::open(db, StoreOptions{.read_only = true});
+      if (!reader.list_runs().empty()) id = reader.list_runs()[0].id;
+    } catch (const StoreError&) {
+    }
+  }
+  ASSERT_NE(id, 0);
+  TempDir other;
+  const Child del = start_cli(other, {"runs", "delete", "--db", db.string(), std::to_string(id)});
+  EXPECT_EQ(finish(del), 1);
+  const std::string err = testing::read_bytes(del.err);
+  EXPECT_NE(err.find("still running"), std::string::npos) << err;
+  kill(run.pid, SIGINT);
+  EXPECT_EQ(finish(run), 130);
+  EXPECT_EQ(finish(start_cli(other, {"runs", "delete", "--db", db.string(), std::to_string(id)})),
+            0);
 }
 
 // --- every run setting of the table (engine/train/run_fields.h) ---

@@ -2,6 +2,8 @@
 // type, field or key) and what is wrong; nothing wrong is silently accepted.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -339,6 +341,51 @@ TEST_F(ModelFile, MissingFileIsNamed) {
   const std::string msg = load_error(path);
   EXPECT_EQ(msg.rfind(path.string() + ": cannot open model file", 0), 0u) << msg;
   EXPECT_CONTAINS(msg, "No such file");
+}
+
+// Only a regular file is read: a FIFO would block for ever, /dev/zero never ends.
+TEST_F(ModelFile, OnlyRegularFilesAreRead) {
+  const auto fifo = dir_ / "fifo.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_CONTAINS(load_error(fifo), "not a regular file");
+  EXPECT_CONTAINS(load_error("/dev/zero"), "not a regular file");
+}
+
+TEST_F(ModelFile, SizeIsBounded) {
+  const auto path = dir_ / "huge.json";
+  std::filesystem::resize_file(write("huge.json", "{"), kMaxModelFileBytes + 1);
+  const std::string msg = load_error(path);
+  EXPECT_CONTAINS(msg, "at most 16 MiB");
+  EXPECT_EQ(msg.rfind(path.string(), 0), 0u) << msg;
+}
+
+// "[" x 100000 used to crash (recursion while printing the error); nesting is bounded while
+// parsing, with a named error.
+TEST_F(ModelFile, DeepNestingIsAnError) {
+  const std::string msg = load_error(write("deep.json", std::string(100000, '[')));
+  EXPECT_CONTAINS(msg, "nested deeper than 64 levels");
+  EXPECT_THROW(parse_model_json(std::string(100000, '{') ), SpecError);
+  std::string inside = R"({"input": {"shape": [4]}, "layers": [{"type": "Dense", "units": 2, "name": )";
+  EXPECT_THROW(parse_model_json(inside + std::string(70, '[') + std::string(70, ']') + "}]}"),
+               SpecError);
+}
+
+// Names reach terminals and tables: control characters (ESC, BEL) are refused by name.
+TEST_F(ModelFile, ControlCharactersInNamesAreRefused) {
+  // JSON's escapes \u001b (ESC) and \u0007 (BEL) in the file (a raw ESC is invalid JSON).
+  const std::string model =
+      "{\"name\": \"x\\u001b[31m\\u0007\", \"input\": {\"shape\": [4]}, "
+      "\"layers\": [{\"type\": \"Dense\", \"units\": 2}]}";
+  try {
+    parse_model_json(model, "m.json");
+    ADD_FAILURE() << "parsed";
+  } catch (const SpecError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "control character 0x1B");
+  }
+  const std::string layer =
+      "{\"input\": {\"shape\": [4]}, "
+      "\"layers\": [{\"type\": \"Dense\", \"units\": 2, \"name\": \"a\\nb\"}]}";
+  EXPECT_THROW(parse_model_json(layer), SpecError);
 }
 
 TEST_F(ModelFile, DirectoryIsNamed) {

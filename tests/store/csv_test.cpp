@@ -565,6 +565,22 @@ TEST(CsvField, QuotesOnlyWhenItMust) {
   EXPECT_EQ(csv_field("lf\nx"), "\"lf\nx\"");
 }
 
+// A text cell a spreadsheet would run as a formula is neutralised with a leading ' (OWASP's
+// advice on CSV injection) and quoted; the rest of the text is kept, and numbers never are text.
+TEST(CsvField, NeutralisesFormulas) {
+  EXPECT_EQ(csv_field("=cmd|' /C calc'!A0"), "\"'=cmd|' /C calc'!A0\"");
+  EXPECT_EQ(csv_field("+1"), "\"'+1\"");
+  EXPECT_EQ(csv_field("-x"), "\"'-x\"");
+  EXPECT_EQ(csv_field("@SUM(A1)"), "\"'@SUM(A1)\"");
+  EXPECT_EQ(csv_field("\tx"), "\"'\tx\"");
+  EXPECT_EQ(csv_field("\rx"), "\"'\rx\"");
+  EXPECT_EQ(csv_field("=\"a\",b"), "\"'=\"\"a\"\",b\"");
+  EXPECT_EQ(csv_field("a=b"), "a=b");
+  EXPECT_EQ(csv_number(-1.5), "-1.5");
+  const Record back = parse_csv(csv_field("=1+2") + "\r\n").at(0);
+  EXPECT_EQ(back, Record{"'=1+2"});
+}
+
 TEST(CsvNumber, ShortestRoundTripWithADecimalPoint) {
   EXPECT_EQ(csv_number(3.0), "3");
   EXPECT_EQ(csv_number(-2.5), "-2.5");

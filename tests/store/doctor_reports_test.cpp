@@ -42,6 +42,9 @@ TEST(DoctorReports, AreKeptWithTheirRunsAndFoundFromEither) {
   ASSERT_TRUE(store.find_doctor_report(id));
   EXPECT_FALSE(store.find_doctor_report(id + 1));
   // Deleting a run drops its link; the report stays with the other run.
+  RunSummary ended;
+  ended.status = RunStatus::finished;
+  store.finish_run(a, ended, now_utc_ms());
   store.delete_run(a);
   EXPECT_EQ(store.find_doctor_report(id)->run_ids, std::vector<std::int64_t>{b});
 }

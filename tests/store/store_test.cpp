@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -232,6 +234,16 @@ TEST(RunStore, EditsAndDeletesWithEverythingTheRunOwns) {
   EXPECT_THROW(store.set_note(9999, "x"), StoreError);
   EXPECT_THROW(store.delete_run(9999), StoreError);
 
+  // A run still recording (this process owns it) cannot be deleted under its writer.
+  try {
+    store.delete_run(gone);
+    ADD_FAILURE() << "a running run was deleted";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("still running"), std::string::npos) << e.what();
+  }
+  RunSummary ended;
+  ended.status = RunStatus::stopped;
+  store.finish_run(gone, ended, now_utc_ms());
   store.delete_run(gone);
   EXPECT_FALSE(store.find_run(gone).has_value());
   Connection& db = store.connection();
@@ -489,6 +501,89 @@ TEST(StoreErrors, CorruptDatabaseIsRefused) {
   bytes.replace(0, 16, "not sqlite here!");
   testing::write_bytes(path, bytes);
   expect_refused(path, "not a MixLab run database");
+}
+
+// Page-level damage inside the steps table (the header and schema intact, as a bad sector or a
+// torn copy leaves it): opening for writing runs quick_check and refuses, leaving the file as it
+// was; a read that reaches the damage says "corrupt" and names the file.
+TEST(StoreErrors, DamagedPagesAreFoundBeforeAnythingIsWritten) {
+  TempDir dir;
+  const auto path = dir / "runs.sqlite";
+  std::int64_t id = 0;
+  {
+    RunStore store = RunStore::open(path);
+    id = store.insert_run(sample_run());
+    std::vector<StepMetrics> steps;
+    for (int i = 0; i < 4000; ++i) steps.push_back(sample_step(i));
+    store.insert_steps(id, steps);
+    store.connection().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  std::string bytes = testing::read_bytes(path);
+  const std::size_t page = 4096;
+  ASSERT_GT(bytes.size(), 20 * page);
+  // Three pages in the middle of the file: b-tree pages of the steps table.
+  const std::size_t middle = bytes.size() / page / 2 * page;
+  for (std::size_t i = middle; i < middle + 3 * page; ++i)
+    bytes[i] = static_cast<char>(0x5A ^ (i * 13));
+  testing::write_bytes(path, bytes);
+  expect_refused(path, "corrupt");
+  try {
+    // Refused on open, or where the read meets the damage.
+    RunStore reader = RunStore::open(path, StoreOptions{.read_only = true});
+    reader.steps(id);
+    ADD_FAILURE() << "the damaged steps read back";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("is corrupt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::read_bytes(path), bytes);
+}
+
+// quick_check's cost on a large history, printed (a figure for the README, not a timed test).
+TEST(StoreErrors, QuickCheckCostOnALargeHistory) {
+  TempDir dir;
+  const auto path = dir / "runs.sqlite";
+  {
+    RunStore store = RunStore::open(path);
+    std::vector<StepMetrics> steps;
+    for (int i = 0; i < 20000; ++i) steps.push_back(sample_step(i));
+    for (int r = 0; r < 20; ++r) store.insert_steps(store.insert_run(sample_run()), steps);
+  }
+  const auto size = std::filesystem::file_size(path);
+  const auto start = std::chrono::steady_clock::now();
+  { RunStore store = RunStore::open(path); }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("opening a %.0f MB history for writing (quick_check included): %.0f ms\n",
+              static_cast<double>(size) / 1e6, ms);
+}
+
+// An empty path is no database (it used to record into an unnamed temporary one).
+TEST(StoreErrors, EmptyPathIsRefused) {
+  EXPECT_THROW(RunStore::open(""), StoreError);
+}
+
+// A database on read-only media (a folder this process cannot write: SQLite could not make the
+// -shm a WAL database needs) still opens for reading, and nothing appears beside it.
+TEST(StoreErrors, ReadOnlyFolderOpensForReadingWithoutSideFiles) {
+  if (geteuid() == 0) GTEST_SKIP() << "a read-only folder does not stop root (tests/faults "
+                                      "mounts a read-only file system instead)";
+  TempDir dir;
+  std::filesystem::create_directory(dir / "ro");
+  const auto path = dir / "ro" / "runs.sqlite";
+  {
+    RunStore store = RunStore::open(path);
+    store.insert_run(sample_run());
+  }
+  std::filesystem::permissions(
+      dir / "ro", std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  {
+    RunStore store = RunStore::open(path, StoreOptions{.read_only = true});
+    EXPECT_EQ(store.list_runs().size(), 1u);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path.string() + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path.string() + "-shm"));
+  std::filesystem::permissions(dir / "ro", std::filesystem::perms::owner_all);
 }
 
 TEST(StoreErrors, FolderThatCannotBeCreated) {

@@ -1,5 +1,7 @@
 // The editor's files: save/load round trips, bad files reported with the file's name and the
 // engine's message, the save-changes prompt, and the templates (every built-in model).
+#include <sys/stat.h>
+
 #include <QAction>
 #include <QFile>
 #include <QMenu>
@@ -121,6 +123,21 @@ class DocumentActionsTest : public QObject {
     QVERIFY(!actions.open_file(missing));
     QVERIFY(errors.at(2).at(0).toString().contains(missing));
     QCOMPARE(shown.size(), 3);
+    QCOMPARE(json_of(doc.spec()), before);
+
+    // Hostile files a remembered "last model" could be: "[" x 100000 (it crashed the GUI on
+    // every start), a FIFO (it hung it), /dev/zero. Each an error naming it; the model stays.
+    const QString deep =
+        write_file(dir, QStringLiteral("deep.json"), QByteArray(100000, '['));
+    QVERIFY(!actions.open_file(deep));
+    QVERIFY2(errors.at(3).at(0).toString().contains(QStringLiteral("nested deeper")),
+             qPrintable(errors.at(3).at(0).toString()));
+    const QString fifo = dir.filePath(QStringLiteral("fifo.json"));
+    QCOMPARE(mkfifo(QFile::encodeName(fifo).constData(), 0644), 0);
+    QVERIFY(!actions.open_file(fifo));
+    QVERIFY(errors.at(4).at(0).toString().contains(QStringLiteral("not a regular file")));
+    QVERIFY(!actions.open_file(QStringLiteral("/dev/zero")));
+    QVERIFY(errors.at(5).at(0).toString().contains(QStringLiteral("not a regular file")));
     QCOMPARE(json_of(doc.spec()), before);
   }
 

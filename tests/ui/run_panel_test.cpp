@@ -170,6 +170,28 @@ class RunPanelTest : public QObject {
     QVERIFY(panel.start_action()->isEnabled());
   }
 
+  // A dataset the panel cannot take (mixlab --dataset foo:bar) is an error in words, leaves no
+  // dataset chosen (never a silent Fashion-MNIST) and blocks Start with the reason until the
+  // user picks one; the remembered dataset is not replaced.
+  void a_bad_dataset_is_refused_in_words_and_left_unchosen() {
+    QSettings().clear();
+    RunPanel panel(cpu_and_gpu());
+    panel.set_model_shape({8, 8, 1}, 4);
+    QVERIFY(panel.set_dataset(QStringLiteral("synthetic")).isEmpty());
+    const QVariant remembered = QSettings().value(settings::run_setting_key(run_field("dataset")));
+    const QString error = panel.set_dataset(QStringLiteral("foo:bar"));
+    QVERIFY2(error.contains(QStringLiteral("foo:bar")), qPrintable(error));
+    QVERIFY(!panel.start_action()->isEnabled());
+    QVERIFY2(panel.start_action()->toolTip().contains(QStringLiteral("foo:bar")),
+             qPrintable(panel.start_action()->toolTip()));
+    QVERIFY_THROWS_EXCEPTION(ConfigError, panel.config());
+    QCOMPARE(QSettings().value(settings::run_setting_key(run_field("dataset"))),
+             remembered);
+    // Choosing one clears the error.
+    QVERIFY(panel.set_dataset(QStringLiteral("synthetic")).isEmpty());
+    QVERIFY2(panel.start_action()->isEnabled(), qPrintable(panel.start_action()->toolTip()));
+  }
+
   // Every field of the run-settings table, set on the panel, reaches the run it starts, is saved
   // under its key and is shown again by the next panel, whether the panel has a widget for it
   // or not.

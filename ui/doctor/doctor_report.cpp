@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "app/store/csv_export.h"
 #include "app/store/doctor_export.h"
+#include "app/store/safe_file.h"
 #include "engine/doctor/report_json.h"
 
 namespace mixlab::ui {

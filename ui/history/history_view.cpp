@@ -24,6 +24,7 @@
 
 #include "app/store/csv_export.h"
 #include "app/store/run_store.h"
+#include "app/store/safe_file.h"
 #include "ui/history/history_filter.h"
 #include "ui/history/history_format.h"
 #include "ui/history/history_model.h"

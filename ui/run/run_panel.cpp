@@ -403,8 +403,22 @@ bool RunPanel::set_field_text(const RunField& field, const QString& text) {
   return true;
 }
 
-void RunPanel::set_dataset(const QString& spec) {
-  if (!show_dataset(spec)) dataset_kind_->setCurrentIndex(0);
+QString RunPanel::set_dataset(const QString& spec) {
+  if (show_dataset(spec)) return {};
+  QString error;
+  try {
+    parse_dataset_spec(spec.toStdString());
+    error = tr("the dataset '%1' cannot be chosen here").arg(spec);
+  } catch (const std::exception& e) {
+    error = tr("dataset '%1': %2").arg(spec, QString::fromUtf8(e.what()));
+  }
+  {
+    const QSignalBlocker quiet(dataset_kind_);  // not a choice to remember
+    dataset_kind_->setCurrentIndex(-1);
+  }
+  dataset_error_ = error;
+  update_state();
+  return error;
 }
 
 bool RunPanel::show_dataset(const QString& spec) {
@@ -499,7 +513,8 @@ DatasetSpec RunPanel::dataset_spec() const {
     spec.train_size = synthetic_samples_->value();
     return spec;
   }
-  const DatasetKind& k = kDatasetKinds[std::max(0, kind)];
+  if (kind < 0) throw ConfigError("choose a dataset");
+  const DatasetKind& k = kDatasetKinds[kind];
   if (!k.folder) return parse_dataset_spec(k.prefix);
   const QString dir = dataset_dir_->text().trimmed();
   if (dir.isEmpty())
@@ -574,6 +589,7 @@ Policy RunPanel::mixed_policy() const {
 
 void RunPanel::update_state() {
   const int kind = dataset_kind_->currentIndex();
+  if (kind >= 0) dataset_error_.clear();
   const bool folder = kDatasetKinds[std::max(0, kind)].folder;
   dataset_dir_->setEnabled(folder);
   browse_->setEnabled(folder);
@@ -603,6 +619,8 @@ void RunPanel::update_state() {
   // GPU). The GPU chosen, not the first one.
   if (reason.isEmpty() && gpu)
     reason = QString::fromStdString(cuda_device_unavailable_reason(device_->currentIndex() - 1));
+  if (reason.isEmpty() && kind < 0)
+    reason = dataset_error_.isEmpty() ? tr("choose a dataset") : dataset_error_;
   if (reason.isEmpty() && folder && dataset_dir_->text().trimmed().isEmpty())
     reason = tr("choose the dataset's folder");
   const bool can_start = !running_ && reason.isEmpty();

@@ -68,8 +68,9 @@ class RunPanel : public QWidget {
   QAction* compare_action() const { return compare_; }
 
   // Sets the dataset as the engine's spec text ("fashion-mnist", "cifar10:/data/c10",
-  // "synthetic"); for settings and tests.
-  void set_dataset(const QString& spec);
+  // "synthetic"). A spec it cannot show leaves no dataset chosen (Start is then blocked with the
+  // reason) and returns the error in words; empty when shown.
+  QString set_dataset(const QString& spec);
   void set_precision(Policy policy);
   void set_batch_size(int batch);
   void set_steps(int steps);  // limits the run by steps
@@ -105,6 +106,7 @@ class RunPanel : public QWidget {
   Shape model_input_{28, 28, 1};
   std::int64_t model_classes_ = 10;
   QString blocked_reason_;
+  QString dataset_error_;  // why no dataset is chosen (a bad --dataset); empty otherwise
   bool running_ = false;
 
   QComboBox* dataset_kind_ = nullptr;

@@ -4,28 +4,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 
 namespace mixlab::cpu {
 
-namespace {
-
-// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
-std::size_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::size_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
-}
-
-}  // namespace
 
 Arena::Id Arena::reserve(std::size_t bytes, Purpose purpose) {
   MIXLAB_ASSERT(!base_);
@@ -35,10 +20,10 @@ Arena::Id Arena::reserve(std::size_t bytes, Purpose purpose) {
 void Arena::allocate() {
   const std::size_t bytes = layout_.size() == 0 ? layout_.alignment() : layout_.size();
   // Refuse what would only be granted by overcommit and then killed while being touched.
-  const std::size_t available = available_memory_bytes();
-  if (available != 0 && bytes > available) {
-    throw AllocationError(layout_.describe_need() + " of memory; " + format_mib(available) +
-                              " are available",
+  const MemoryBudget budget = memory_budget();
+  if (budget.refuses(bytes)) {
+    throw AllocationError(layout_.describe_need() + " of memory; " + format_mib(budget.bytes) +
+                              " are available (" + budget.source + ")",
                           bytes);
   }
   // Large arenas on 2 MiB pages where the kernel offers them (THP in madvise mode): streaming

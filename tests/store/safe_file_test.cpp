@@ -1,0 +1,140 @@
+// Exports never destroy what was at the name given: the open run database (by inode, whatever
+// the name), devices, FIFOs, folders; links are written through; a failed write leaves nothing.
+#include "app/store/safe_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "app/store/run_store.h"
+#include "tests/store/store_test_util.h"
+
+namespace mixlab::store {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+void write_text(const fs::path& file, const std::string& text) {
+  write_file_atomically(file, [&](std::ostream& out) { out << text; });
+}
+
+std::string refusal(const fs::path& file) {
+  try {
+    write_text(file, "csv\r\n");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// No temporary file is left in the folder.
+void expect_no_temporaries(const fs::path& folder) {
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with('.')) << entry.path();
+  }
+}
+
+TEST(SafeFile, WritesANewFileAndReplacesARegularOneKeepingItsMode) {
+  TempDir dir;
+  write_text(dir / "a.csv", "one");
+  EXPECT_EQ(testing::read_bytes(dir / "a.csv"), "one");
+  fs::permissions(dir / "a.csv", fs::perms::owner_read | fs::perms::owner_write);
+  write_text(dir / "a.csv", "two");
+  EXPECT_EQ(testing::read_bytes(dir / "a.csv"), "two");
+  EXPECT_EQ(fs::status(dir / "a.csv").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write);
+  expect_no_temporaries(dir.path());
+}
+
+TEST(SafeFile, RefusesTheOpenRunDatabaseByInodeWhateverItsName) {
+  TempDir dir;
+  const fs::path db = dir / "runs.sqlite";
+  RunStore store = RunStore::open(db);
+  store.insert_run(testing::sample_run());
+  const std::string before = testing::read_bytes(db);
+  std::string why = refusal(db);
+  EXPECT_NE(why.find("open run database"), std::string::npos) << why;
+  // Another name for the same file: a hard link and a relative path.
+  fs::create_hard_link(db, dir / "other-name.csv");
+  why = refusal(dir / "other-name.csv");
+  EXPECT_NE(why.find("open run database"), std::string::npos) << why;
+  why = refusal(dir / "runs.sqlite-wal");
+  EXPECT_NE(why.find("open run database"), std::string::npos) << why;
+  EXPECT_EQ(testing::read_bytes(db), before);
+  expect_no_temporaries(dir.path());
+}
+
+TEST(SafeFile, RefusesWhatIsNotARegularFile) {
+  TempDir dir;
+  fs::create_directory(dir / "folder");
+  EXPECT_NE(refusal(dir / "folder").find("a folder"), std::string::npos);
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0644), 0);
+  EXPECT_NE(refusal(dir / "fifo").find("a FIFO"), std::string::npos);
+  EXPECT_TRUE(fs::is_fifo(dir / "fifo"));
+  EXPECT_NE(refusal("/dev/null").find("a device"), std::string::npos);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // Through a link, too.
+  fs::create_symlink("/dev/null", dir / "null-link");
+  EXPECT_NE(refusal(dir / "null-link").find("a device"), std::string::npos);
+  EXPECT_NE(refusal("").find("empty"), std::string::npos);
+}
+
+TEST(SafeFile, WritesThroughLinksAndKeepsThem) {
+  TempDir dir;
+  fs::create_directory(dir / "real");
+  write_text(dir / "real" / "target.csv", "old");
+  fs::create_symlink("real/target.csv", dir / "link.csv");
+  write_text(dir / "link.csv", "new");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.csv")));
+  EXPECT_EQ(testing::read_bytes(dir / "real" / "target.csv"), "new");
+  // A link to a file that does not exist yet creates it where the link points.
+  fs::create_symlink("real/later.csv", dir / "dangling.csv");
+  write_text(dir / "dangling.csv", "made");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "dangling.csv")));
+  EXPECT_EQ(testing::read_bytes(dir / "real" / "later.csv"), "made");
+  // The old fixed temporary name is nothing special any more: a link there is left alone.
+  write_text(dir / "victim", "keep");
+  fs::create_symlink("victim", dir / "out.csv.tmp");
+  write_text(dir / "out.csv", "data");
+  EXPECT_EQ(testing::read_bytes(dir / "victim"), "keep");
+  EXPECT_EQ(testing::read_bytes(dir / "out.csv"), "data");
+  expect_no_temporaries(dir / "real");
+}
+
+TEST(SafeFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
+  TempDir dir;
+  write_text(dir / "a.csv", "old");
+  EXPECT_THROW(write_file_atomically(dir / "a.csv",
+                                     [](std::ostream& out) {
+                                       out << "half";
+                                       throw std::runtime_error("stopped");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(testing::read_bytes(dir / "a.csv"), "old");
+  expect_no_temporaries(dir.path());
+  EXPECT_THROW(write_text(dir / "no-such-folder" / "a.csv", "x"), Error);
+}
+
+// A full disk is said as such, and the target keeps its old contents (/dev/full fails every
+// write with ENOSPC; the temporary is in the target's folder, so it is simulated by a write
+// error rather than a real full disk here: tests/faults fills a real small file system).
+TEST(SafeFile, WriteErrorsAreNamed) {
+  TempDir dir;
+  write_text(dir / "a.csv", "old");
+  EXPECT_THROW(write_file_atomically(dir / "a.csv",
+                                     [](std::ostream& out) {
+                                       out.setstate(std::ios::badbit);
+                                     }),
+               Error);
+  EXPECT_EQ(testing::read_bytes(dir / "a.csv"), "old");
+  expect_no_temporaries(dir.path());
+}
+
+}  // namespace
+}  // namespace mixlab::store
