@@ -1,19 +1,24 @@
 #!/bin/sh
 # Installs, with apt-get, whatever MixLab's build and tests need that this Debian 12 machine lacks.
-# Usage: scripts/install-deps.sh [--bench]   (run as root, or with everything installed)
+# Usage: scripts/install-deps.sh [--bench] [--fuzz]   (run as root, or with everything installed)
 set -eu
 
 # Installed without their "recommends", so every package needed is named here, those that CMake
 # configs pull in as well: oneDNN's dnnl-config.cmake needs OpenCL (ocl-icd-opencl-dev, only
-# recommended by libdnnl-dev), Qt6Charts' config needs Qt6OpenGL's (libqt6opengl6-dev).
+# recommended by libdnnl-dev), Qt6Charts' config needs Qt6OpenGL's (libqt6opengl6-dev). The
+# fault tests (tests/faults) check stores with python3's sqlite3 module.
 # scripts/fresh-check.sh proves the list on a fresh Debian 12.
 packages="g++ cmake ninja-build pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
           libsqlite3-dev libcli11-dev libgtest-dev libgmock-dev dataset-fashion-mnist
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
-          xvfb xauth desktop-file-utils appstream file dpkg-dev"
+          xvfb xauth desktop-file-utils appstream file dpkg-dev python3"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-torch" ;;
+    # scripts/fuzz.sh: clang 14 and its sanitizer and libFuzzer runtimes (libclang-rt-14-dev,
+    # which clang only recommends; libfuzzer-14-dev is not needed), clang's OpenMP, and
+    # llvm-symbolizer for stack traces.
+    --fuzz) packages="$packages clang-14 libclang-rt-14-dev libomp-14-dev llvm-14" ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
