@@ -2,6 +2,8 @@
 // when it is not there).
 #include "app/store/run_store.h"
 
+#include "app/store/run_owner.h"
+
 namespace mixlab::store {
 
 void RunStore::require_run(std::int64_t run_id) {
@@ -50,15 +52,22 @@ void RunStore::set_note(std::int64_t run_id, const std::string& note) {
 
 void RunStore::delete_run(std::int64_t run_id) {
   require_run(run_id);
-  // A run still recording would lose its rows under it and end with a raw FOREIGN KEY error
-  // while saying "finished". Runs whose process has ended were marked interrupted on open.
-  Statement st = db_.prepare("SELECT owner_host, owner_pid FROM runs WHERE id = ? AND status = ?");
+  // A run still recording on this machine would lose its rows under it (it used to end with a
+  // raw FOREIGN KEY error while saying "finished"): refused while its process lives. A run
+  // recorded on another host cannot be checked; deleting it ends that run `failed` there, its
+  // writer saying why (StoreWriter::stuck_error).
+  Statement st = db_.prepare(
+      "SELECT owner_host, owner_boot_id, owner_pid, owner_start_ticks FROM runs "
+      "WHERE id = ? AND status = ?");
   st.bind(1, run_id);
   st.bind(2, std::string(to_string(RecordStatus::running)));
   if (st.step()) {
-    throw StoreError("run " + std::to_string(run_id) + " is still running (process " +
-                     std::to_string(st.column_int(1)) + " on " + st.column_text(0) +
-                     "): stop it before deleting it");
+    const Owner owner{st.column_text(0), st.column_text(1), st.column_int(2), st.column_int(3)};
+    if (owner.host == this_process().host && owner_alive(owner)) {
+      throw StoreError("run " + std::to_string(run_id) + " is still running (process " +
+                       std::to_string(owner.pid) + " on " + owner.host +
+                       "): stop it before deleting it");
+    }
   }
   db_.prepare("DELETE FROM runs WHERE id = ?").bind(1, run_id).run();
 }

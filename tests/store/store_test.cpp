@@ -241,6 +241,13 @@ TEST(RunStore, EditsAndDeletesWithEverythingTheRunOwns) {
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("still running"), std::string::npos) << e.what();
   }
+  // One recorded on another host cannot be checked: it may be deleted (its writer then ends it
+  // `failed`, saying why).
+  const auto remote = store.insert_run(sample_run("remote"));
+  store.connection().exec("UPDATE runs SET owner_host = 'another-host' WHERE id = " +
+                          std::to_string(remote));
+  store.delete_run(remote);
+  EXPECT_FALSE(store.find_run(remote).has_value());
   RunSummary ended;
   ended.status = RunStatus::stopped;
   store.finish_run(gone, ended, now_utc_ms());
