@@ -420,6 +420,13 @@ part_readonly() {
 
 # Creates a child cgroup limited to 200 MiB without swap; prints its folder, or a reason on
 # stderr and returns 1.
+# True when a process can move itself into the group (a container may let it be made but not
+# joined: then the part skips rather than failing on the setup).
+can_join() {
+  # shellcheck disable=SC2016  # expanded by that sh
+  sh -c 'echo $$ >"$1/cgroup.procs"' sh "$1" 2>/dev/null
+}
+
 make_memory_cgroup() {
   local base name=mixlab-faults-$$ cg
   # cgroup v2: the unified hierarchy where its memory controller is enabled.
@@ -431,7 +438,7 @@ make_memory_cgroup() {
     cg=$base/$name
     mkdir "$cg" 2>/dev/null || continue
     CGROUPS+=("$cg")
-    if echo 200M >"$cg/memory.max" 2>/dev/null; then
+    if echo 200M >"$cg/memory.max" 2>/dev/null && can_join "$cg"; then
       echo 0 >"$cg/memory.swap.max" 2>/dev/null  # absent without swap accounting
       echo "v2 $cg"
       return 0
@@ -445,7 +452,7 @@ make_memory_cgroup() {
     for cg in "$base${own%/}/$name" "$base/$name"; do
       mkdir "$cg" 2>/dev/null || continue
       CGROUPS+=("$cg")
-      if echo 200M >"$cg/memory.limit_in_bytes" 2>/dev/null; then
+      if echo 200M >"$cg/memory.limit_in_bytes" 2>/dev/null && can_join "$cg"; then
         [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo 200M >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null
         echo "v1 $cg"
         return 0
