@@ -41,6 +41,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   history_ = new HistoryView(db_path_);
   compare_ = new CompareView(db_path_);
   doctor_ = new DoctorView(document_, devices);
+  doctor_->set_store_path(db_path_);
   controller_ = new app::RunController(db_path_, this);
   feed_ = new app::RunFeed(controller_, this);
   live_->follow(feed_);

@@ -17,7 +17,7 @@
 #include "app/cli/common.h"
 #include "app/cli/doctor_output.h"
 #include "app/store/doctor_export.h"
-#include "app/store/run_recorder.h"
+#include "app/store/doctor_keeper.h"
 #include "app/store/run_store.h"
 #include "app/store/safe_file.h"
 #include "engine/doctor/local_profile.h"
@@ -195,24 +195,16 @@ int run_doctor(const std::vector<std::string>& argv) {
 
   // --measure keeps its two runs (tagged "doctor") and the report in the run store.
   if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
-  std::optional<store::StoreWriter> writer;
-  std::vector<std::unique_ptr<store::RunRecorder>> recorders;
+  std::optional<store::DoctorKeeper> keeper;
   const std::filesystem::path db_path =
       db_option->count() > 0 ? std::filesystem::path(db) : store::default_store_path();
   if (measure_flag && !no_store) {
-    writer.emplace(db_path);
-    measure_options.also_to = [&](const RunConfig& run_config) -> RunSink* {
-      store::RunRecord record;
-      record.model_name = input.spec.name.empty()
-                              ? std::filesystem::path(models[0]).stem().string()
-                              : input.spec.name;
-      record.model_json = to_json(input.spec);
-      record.config = run_config;
-      record.device = device_used;
-      record.environment.mixlab_version = MIXLAB_VERSION;
-      record.tags = {"doctor"};
-      recorders.push_back(std::make_unique<store::RunRecorder>(*writer, std::move(record)));
-      return recorders.back().get();
+    keeper.emplace(db_path, input,
+                   input.spec.name.empty() ? std::filesystem::path(models[0]).stem().string()
+                                           : input.spec.name,
+                   device_used);
+    measure_options.also_to = [&](const RunConfig& run_config) {
+      return keeper->begin_run(run_config);
     };
   }
   std::optional<doctor::Measurement> measured;
@@ -220,25 +212,15 @@ int run_doctor(const std::vector<std::string>& argv) {
   measure_options.also_to = nullptr;  // sweeps and what-ifs are not kept
   const Diagnosis diagnosis = doctor::diagnose(input, measured);
   nlohmann::ordered_json out = doctor::to_json(diagnosis);
-  if (writer) {
-    writer->flush();
-    store::DoctorReportRecord report;
-    report.model_name = input.spec.name.empty() ? std::filesystem::path(models[0]).stem().string()
-                                                : input.spec.name;
-    report.device = input.device.name;
-    report.batch_size = input.batch;
-    report.mixed_policy = std::string(to_string(input.mixed));
-    report.verdict = diagnosis.verdict;
-    report.report_json = out.dump();
-    for (const auto& r : recorders) report.run_ids.push_back(r->run_id());
-    store::RunStore kept = store::RunStore::open(db_path);
-    const std::int64_t id = kept.insert_doctor_report(report);
+  if (keeper) {
+    const std::int64_t id = keeper->keep_report(diagnosis, out.dump());
+    const std::vector<std::int64_t> run_ids = keeper->run_ids();
     out["report_id"] = id;
-    out["run_ids"] = report.run_ids;
+    out["run_ids"] = run_ids;
     if (!json) {
       std::fprintf(stderr, "mixlab-cli doctor: kept as report %lld with runs %lld and %lld in %s\n",
-                   static_cast<long long>(id), static_cast<long long>(report.run_ids.at(0)),
-                   static_cast<long long>(report.run_ids.at(1)), db_path.c_str());
+                   static_cast<long long>(id), static_cast<long long>(run_ids.at(0)),
+                   static_cast<long long>(run_ids.at(1)), db_path.c_str());
     }
   }
   if (!json) print_diagnosis(diagnosis);

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "app/store/doctor_export.h"
+#include "app/store/run_store.h"
 #include "engine/backend/backend.h"
 #include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
@@ -305,6 +306,25 @@ class DoctorViewTest : public QObject {
     QVERIFY2(verdict.contains(QStringLiteral("Measured:")), qPrintable(verdict));
     QVERIFY2(doctor()->status_text().startsWith(QStringLiteral("Measured")),
              qPrintable(doctor()->status_text()));
+    // Nothing measured is lost: both runs (tagged "doctor") and the report are in the window's
+    // run store, as mixlab-cli doctor --measure keeps them.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        doctor()->status_text().contains(QStringLiteral("Kept in the history")), 30000);
+    {
+      store::RunStore kept = store::RunStore::open(dir_->path() / "runs.sqlite",
+                                                   store::StoreOptions{.read_only = true});
+      const auto runs = kept.list_runs();
+      QCOMPARE(runs.size(), std::size_t(2));
+      for (const store::RunRecord& r : runs) {
+        QCOMPARE(r.status, store::RecordStatus::finished);
+        QCOMPARE(r.tags, std::vector<std::string>{"doctor"});
+      }
+      const auto reports = kept.doctor_reports(runs[0].id);
+      QCOMPARE(reports.size(), std::size_t(1));
+      QCOMPARE(reports[0].run_ids.size(), std::size_t(2));
+      QVERIFY2(doctor()->status_text().contains(QStringLiteral("report %1").arg(reports[0].id)),
+               qPrintable(doctor()->status_text()));
+    }
     PlotChart* roofline = doctor()->charts()->roofline();
     QVERIFY(roofline->plotted_count(DoctorCharts::MeasuredFloat32) > 0);
     QVERIFY(roofline->plotted_count(DoctorCharts::MeasuredMixed) > 0);

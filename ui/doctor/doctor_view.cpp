@@ -111,6 +111,9 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
   });
   connect(worker_, &DoctorWorker::progress, this, [this](const QString& text) { set_status(text); });
   connect(worker_, &DoctorWorker::measured, this, &DoctorView::on_measured);
+  connect(worker_, &DoctorWorker::kept, this, [this](const QString& text, bool ok) {
+    set_status(status_->text() + QStringLiteral(". ") + text, !ok);
+  });
   connect(worker_, &DoctorWorker::measure_failed, this, &DoctorView::on_failed);
 
   select_device(settings::kDoctorDevice.get());
@@ -356,6 +359,10 @@ void DoctorView::on_cpu_profiled(const doctor::DeviceProfile& profile, bool meas
                    .arg(QString::fromStdString(doctor::default_cpu_profile_cache().string())));
   }
   schedule();
+}
+
+void DoctorView::set_store_path(const std::filesystem::path& db) {
+  worker_->set_store_path(db);
 }
 
 void DoctorView::on_measured(const doctor::Measurement& m, const doctor::DiagnosisInput& input) {

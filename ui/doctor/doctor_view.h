@@ -11,6 +11,7 @@
 #include <QMap>
 #include <QStringList>
 #include <QWidget>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -42,6 +43,8 @@ class DoctorView : public QWidget {
              QWidget* parent = nullptr);
   ~DoctorView() override;
 
+  // Where Measure keeps its two runs (tagged "doctor") and the report: the window's run store.
+  void set_store_path(const std::filesystem::path& db);
   // The Run panel's batch size and optimizer, which the diagnosis is made at.
   void set_training(int batch_size, const OptimizerConfig& optimizer);
   // The Compare tab's float32 vs mixed pair of runs: their model, batch size, optimizer, mixed

@@ -3,11 +3,17 @@
 #include <QMetaObject>
 #include <QStringList>
 #include <chrono>
-#include <functional>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <utility>
+#include <vector>
 
+#include "app/store/doctor_keeper.h"
+#include "app/store/run_recorder.h"
 #include "engine/backend/backend.h"
+#include "engine/doctor/report_json.h"
 #include "engine/doctor/local_profile.h"
 #include "ui/qt_text.h"
 
@@ -107,7 +113,8 @@ bool DoctorWorker::measure(const doctor::DiagnosisInput& input, const std::strin
   if (busy_) return false;
   measuring_ = true;
   const int generation = ++generation_;
-  start([this, generation, input, device, options = doctor::MeasureOptions(options)]() mutable {
+  start([this, generation, input, device, options = doctor::MeasureOptions(options),
+         db = store_path_]() mutable {
     // Read only by the GUI thread's queued call.
     ProgressSink progress_sink([this, generation](QString text) {
       QMetaObject::invokeMethod(
@@ -117,14 +124,48 @@ bool DoctorWorker::measure(const doctor::DiagnosisInput& input, const std::strin
           },
           Qt::QueuedConnection);
     });
-    options.also_to = [&progress_sink](const RunConfig& config) {
+    // Each policy's run also goes to the run store, as mixlab-cli doctor --measure keeps it.
+    std::optional<store::DoctorKeeper> keeper;
+    QString keep_error;
+    if (!db.empty()) {
+      try {
+        keeper.emplace(db, input, input.spec.name.empty() ? "model" : input.spec.name, device);
+      } catch (const std::exception& e) {
+        keep_error = QString::fromUtf8(e.what());
+      }
+    }
+    std::vector<std::unique_ptr<store::FanoutSink>> fanouts;
+    options.also_to = [&](const RunConfig& config) -> RunSink* {
       progress_sink.begin(config);
-      return &progress_sink;
+      if (!keeper) return &progress_sink;
+      fanouts.push_back(std::make_unique<store::FanoutSink>(
+          std::initializer_list<RunSink*>{&progress_sink, keeper->begin_run(config)}));
+      return fanouts.back().get();
     };
     try {
       BackendChoice choice = make_backend(device, options.threads, false);
       const doctor::Measurement m = doctor::measure(input, *choice.backend, options, cancel_);
       post(generation, [this, m, input] { emit measured(m, input); });
+      if (keeper) {
+        try {
+          const doctor::Diagnosis d = doctor::diagnose(input, m);
+          const std::int64_t report = keeper->keep_report(d, doctor::to_json(d).dump());
+          const std::vector<std::int64_t> runs = keeper->run_ids();
+          keep_error.clear();
+          const QString text = tr("Kept in the history: runs %1 and %2, report %3")
+                                   .arg(runs.at(0))
+                                   .arg(runs.at(1))
+                                   .arg(report);
+          post(generation, [this, text] { emit kept(text, true); });
+        } catch (const std::exception& e) {
+          keep_error = QString::fromUtf8(e.what());
+        }
+      }
+      if (!keep_error.isEmpty()) {
+        post(generation, [this, keep_error] {
+          emit kept(tr("Not kept in the history: %1").arg(keep_error), false);
+        });
+      }
     } catch (const std::exception& e) {
       const bool cancelled = cancel_;
       post(generation, [this, cancelled, message = QString::fromUtf8(e.what())] {

@@ -8,6 +8,7 @@
 #include <QObject>
 #include <QString>
 #include <atomic>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -40,6 +41,9 @@ class DoctorWorker : public QObject {
   // Stops a measurement between steps and drops whatever it still sends (a calibration goes
   // on: its profile is worth having).
   void cancel();
+  // Where measurements are kept (store::DoctorKeeper: both runs, tagged "doctor", and the
+  // report, as mixlab-cli doctor --measure keeps them); empty: nowhere.
+  void set_store_path(const std::filesystem::path& db) { store_path_ = db; }
 
  signals:
   void cpu_profiled(const mixlab::doctor::DeviceProfile& profile, bool measured_now);
@@ -48,6 +52,9 @@ class DoctorWorker : public QObject {
   void measured(const mixlab::doctor::Measurement& measurement,
                 const mixlab::doctor::DiagnosisInput& input);
   void measure_failed(const QString& message, bool cancelled);
+  // After measured: where the measurement was kept ("runs 12 and 13, report 4 in PATH"), or why
+  // it could not be (`ok` false); the measurement itself stands either way.
+  void kept(const QString& text, bool ok);
 
  private:
   // Joins the last job's thread (done, or finishing a cancelled job) and starts `job` on a new
@@ -63,6 +70,7 @@ class DoctorWorker : public QObject {
   int generation_ = 0;  // of the job whose results count (GUI thread only)
   bool busy_ = false;
   bool measuring_ = false;
+  std::filesystem::path store_path_;  // copied into each measurement's job
 };
 
 }  // namespace mixlab::ui
