@@ -81,6 +81,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   connect(run_panel_, &RunPanel::precision_changed, document_, &ModelDocument::set_policy);
   connect(run_panel_, &RunPanel::training_changed, editor_, &EditorWidget::set_training);
   connect(run_panel_, &RunPanel::training_changed, doctor_, &DoctorView::set_training);
+  connect(run_panel_, &RunPanel::gpu_options_changed, doctor_, &DoctorView::set_gpu_options);
   // The doctor's findings badge their layers in the editor; a finding selects its first layer
   // there, and activating it shows the layer.
   connect(doctor_, &DoctorView::layer_findings_changed, editor_->stack_model(),
@@ -144,6 +145,8 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   document_->set_policy(run_panel_->precision());
   editor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
   doctor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
+  doctor_->set_gpu_options(run_panel_->tf32(), run_panel_->cuda_graphs(),
+                           run_panel_->data_on_device());
 
   if (!restoreGeometry(settings::kWindowGeometry.get())) resize(1400, 900);
   restoreState(settings::kWindowState.get());

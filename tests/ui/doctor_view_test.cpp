@@ -6,6 +6,7 @@
 // GPU present whose measurement fails, leaving the tab usable; the report's JSON and CSV.
 #include <QAbstractItemView>
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -247,6 +248,30 @@ class DoctorViewTest : public QObject {
     // Turing has no bfloat16: it cannot run.
     QVERIFY2(doctor()->verdict_text().startsWith(QStringLiteral("mixed_bfloat16 cannot run")),
              qPrintable(doctor()->verdict_text()));
+  }
+
+  // The Run panel's GPU options reach a GPU's diagnosis: TF32 speeds float32 up on an A100, so
+  // mixed precision gains less over it.
+  void the_run_panels_gpu_options_reach_the_diagnosis() {
+    QVERIFY(doctor()->select_device(QStringLiteral("A100 40GB")));
+    doctor()->refresh_now();
+    QVERIFY(!doctor()->diagnosis()->input.options.tf32);
+    const double without = doctor()->diagnosis()->predicted_speedup();
+    auto* tf32 = window_->run_panel()->findChild<QCheckBox*>(QStringLiteral("tf32"));
+    QVERIFY(tf32 != nullptr);
+    tf32->setChecked(true);
+    doctor()->refresh_now();
+    QVERIFY(doctor()->diagnosis()->input.options.tf32);
+    QVERIFY2(doctor()->diagnosis()->predicted_speedup() < without,
+             qPrintable(QStringLiteral("%1 vs %2")
+                            .arg(doctor()->diagnosis()->predicted_speedup())
+                            .arg(without)));
+    auto* graphs = window_->run_panel()->findChild<QCheckBox*>(QStringLiteral("cuda_graphs"));
+    graphs->setChecked(true);
+    doctor()->refresh_now();
+    QVERIFY(doctor()->diagnosis()->input.options.cuda_graphs);
+    tf32->setChecked(false);
+    graphs->setChecked(false);
   }
 
   void the_csv_writer_writes_a_header_and_one_row_per_finding() {

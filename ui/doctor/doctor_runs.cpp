@@ -88,6 +88,9 @@ std::optional<RunPair> load_run_pair(const std::filesystem::path& db, qint64 flo
     pair.optimizer = mixed.config.optimizer;
     pair.mixed = mixed.config.precision;
     pair.device = mixed.device;
+    pair.options.tf32 = mixed.config.tf32;
+    pair.options.cuda_graphs = mixed.config.cuda_graphs;
+    pair.options.data_on_device = mixed.config.data_on_device;
     pair.measured.float32 = measured_run(store, f32);
     pair.measured.mixed = measured_run(store, mixed);
     return pair;

@@ -20,6 +20,7 @@ struct RunPair {
   OptimizerConfig optimizer;
   Policy mixed = Policy::mixed_float16;
   std::string device;  // where the runs ran: "cpu", "cuda:0"
+  doctor::CostOptions options;  // their GPU options (TF32, CUDA graphs, data on the device)
   doctor::Measurement measured;
 };
 

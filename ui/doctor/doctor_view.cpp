@@ -183,6 +183,13 @@ void DoctorView::set_training(int batch_size, const OptimizerConfig& optimizer) 
   schedule();
 }
 
+void DoctorView::set_gpu_options(bool tf32, bool cuda_graphs, bool data_on_device) {
+  gpu_options_.tf32 = tf32;
+  gpu_options_.cuda_graphs = cuda_graphs;
+  gpu_options_.data_on_device = data_on_device;
+  schedule();
+}
+
 void DoctorView::diagnose_runs(const RunPair& pair) {
   pinned_ = pair;
   for (std::size_t i = 0; i < devices_.size(); ++i) {
@@ -267,6 +274,10 @@ std::optional<doctor::DiagnosisInput> DoctorView::current_input(QString* why_non
   input.device = *dev.profile;
   input.batch = pinned_ ? pinned_->batch_size : batch_size_;
   input.optimizer = pinned_ ? pinned_->optimizer : optimizer_;
+  const doctor::CostOptions& gpu = pinned_ ? pinned_->options : gpu_options_;
+  input.options.tf32 = gpu.tf32;
+  input.options.cuda_graphs = gpu.cuda_graphs;
+  input.options.data_on_device = gpu.data_on_device;
   const int chosen = policy_->currentData().toInt();
   input.mixed = chosen < 0 ? comparison_mixed_policy(dev.info) : static_cast<Policy>(chosen);
   return input;

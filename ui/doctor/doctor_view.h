@@ -47,6 +47,8 @@ class DoctorView : public QWidget {
   void set_store_path(const std::filesystem::path& db);
   // The Run panel's batch size and optimizer, which the diagnosis is made at.
   void set_training(int batch_size, const OptimizerConfig& optimizer);
+  // The Run panel's GPU options, which a GPU's diagnosis (and its measurement) is made with.
+  void set_gpu_options(bool tf32, bool cuda_graphs, bool data_on_device);
   // The Compare tab's float32 vs mixed pair of runs: their model, batch size, optimizer, mixed
   // policy and device instead of the editor's and the Run panel's, with the runs as the
   // measurement, until back_to_editor() (the "Back to the editor's model" button).
@@ -114,6 +116,7 @@ class DoctorView : public QWidget {
   std::vector<DoctorDevice> devices_;
   int batch_size_ = 32;
   OptimizerConfig optimizer_ = default_optimizer(OptimizerKind::adam);
+  doctor::CostOptions gpu_options_;
   bool run_active_ = false;
   std::optional<doctor::Diagnosis> diagnosis_;
   // The last measurement and the input it was made at: shown while the input stays the same.

@@ -293,6 +293,12 @@ void RunPanel::build() {
   connect(device_, &QComboBox::currentIndexChanged, this, changed);
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_})
     connect(box, &QCheckBox::toggled, this, changed);
+  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_}) {
+    connect(box, &QCheckBox::toggled, this, [this] {
+      emit gpu_options_changed(tf32_->isChecked(), cuda_graphs_->isChecked(),
+                               data_on_device_->isChecked());
+    });
+  }
 }
 
 namespace {
@@ -576,6 +582,16 @@ OptimizerConfig RunPanel::optimizer() const {
     }
   }
   return c.optimizer;
+}
+
+bool RunPanel::tf32() const {
+  return tf32_->isChecked();
+}
+bool RunPanel::cuda_graphs() const {
+  return cuda_graphs_->isChecked();
+}
+bool RunPanel::data_on_device() const {
+  return data_on_device_->isChecked();
 }
 
 RunConfig RunPanel::config() const {

@@ -53,6 +53,10 @@ class RunPanel : public QWidget {
   int batch_size() const;
   // The optimizer as the panel holds it (its kind, learning rate and remembered settings).
   OptimizerConfig optimizer() const;
+  // The GPU options' boxes.
+  bool tf32() const;
+  bool cuda_graphs() const;
+  bool data_on_device() const;
 
   // The synthetic dataset takes the model's input shape and as many classes as it has outputs
   // (2 for one sigmoid output).
@@ -90,6 +94,8 @@ class RunPanel : public QWidget {
   void precision_changed(mixlab::Policy policy);
   // The batch size or the optimizer changed (the editor's memory for training follows).
   void training_changed(int batch_size, const mixlab::OptimizerConfig& optimizer);
+  // The GPU options' boxes (the Doctor tab diagnoses a GPU with them).
+  void gpu_options_changed(bool tf32, bool cuda_graphs, bool data_on_device);
 
  private:
   void build();
