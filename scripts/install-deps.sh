@@ -6,12 +6,15 @@ set -eu
 # Installed without their "recommends", so every package needed is named here, those that CMake
 # configs pull in as well: oneDNN's dnnl-config.cmake needs OpenCL (ocl-icd-opencl-dev, only
 # recommended by libdnnl-dev), Qt6Charts' config needs Qt6OpenGL's (libqt6opengl6-dev). The
-# fault tests (tests/faults) check stores with python3's sqlite3 module.
+# fault tests (tests/faults) check stores with python3's sqlite3 module; the sweep tests
+# (tests/slurm) start a single-node Slurm from slurmctld, slurmd, slurm-client and munge (their
+# services are not started by the packages where no init system runs, and need no config).
 # scripts/fresh-check.sh proves the list on a fresh Debian 12.
 packages="g++ cmake ninja-build pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
           libsqlite3-dev libcli11-dev libgtest-dev libgmock-dev dataset-fashion-mnist
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
-          xvfb xauth desktop-file-utils appstream file dpkg-dev python3"
+          xvfb xauth desktop-file-utils appstream file dpkg-dev python3
+          slurmctld slurmd slurm-client munge"
 for arg in "$@"; do
   case "$arg" in
     --bench) packages="$packages python3-torch" ;;

@@ -27,5 +27,6 @@ int run_self_test(const std::vector<std::string>& args);
 // stderr. Never throws.
 int run_cli(std::vector<std::string> args);
 int run_runs(const std::vector<std::string>& args);
+int run_sweep(const std::vector<std::string>& args);
 
 }  // namespace mixlab::cli

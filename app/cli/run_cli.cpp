@@ -34,7 +34,10 @@ constexpr const char* kHelp =
     "  self-test a short run on every backend and policy, a store round trip and a CSV export;\n"
     "            exits non-zero on any failure\n"
     "  runs      the recorded runs: mixlab-cli runs list|show|export|compare|rename|tag|note|\n"
-    "            delete [--db PATH] (mixlab-cli runs --help says more)\n"
+    "            delete|import [--db PATH] (mixlab-cli runs --help says more)\n"
+    "  sweep     a grid of runs, here or as a Slurm job array: mixlab-cli sweep --model M\n"
+    "            --precision float32,mixed_float16 --batch-size 32,64 --repeats 3\n"
+    "            [--executor slurm --shared-dir DIR]; sweep list|show|resume|status|cancel ID\n"
     "\n"
     "MODEL is a model file (JSON) or a built-in model: fashion-mlp, fashion-cnn, cifar10-mlp,\n"
     "cifar100-convnet.\n"
@@ -69,8 +72,9 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     if (command == "devices") return run_devices(args);
     if (command == "self-test") return run_self_test(args);
     if (command == "runs") return run_runs(args);
+    if (command == "sweep") return run_sweep(args);
     throw UsageError("unknown command '" + command +
-                     "' (train, inspect, bench, doctor, devices, runs, self-test)");
+                     "' (train, inspect, bench, doctor, devices, runs, sweep, self-test)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <span>
@@ -18,7 +19,9 @@
 #include "app/cli/common.h"
 #include "app/cli/runs_support.h"
 #include "app/store/csv_export.h"
+#include "app/store/run_import.h"
 #include "app/store/run_store.h"
+#include "app/store/sweeps.h"
 #include "app/store/safe_file.h"
 #include "engine/core/error.h"
 
@@ -43,6 +46,7 @@ int list_runs(const RunsArgs& args) {
     Json out = Json::array();
     for (const RunRecord& r : runs) {
       out.push_back({{"id", r.id},
+                     {"uid", r.uid},
                      {"name", r.name},
                      {"status", std::string(store::to_string(r.status))},
                      {"created_at", store::format_utc(r.created_at_ms)},
@@ -82,10 +86,38 @@ int list_runs(const RunsArgs& args) {
 
 // --- export ---------------------------------------------------------------------------------
 
+// To -o FILE (whole or not at all) or to stdout.
+int write_export(const RunsArgs& args, const std::function<void(std::ostream&)>& write) {
+  if (!args.output.empty()) {
+    store::write_file_atomically(args.output, write);
+  } else {
+    write(std::cout);
+    std::cout.flush();
+    if (!std::cout) throw Error("cannot write the export to stdout");
+  }
+  return kExitOk;
+}
+
 int export_runs(const RunsArgs& args) {
+  if (!args.sweep.empty()) {
+    // A sweep in long form: one row per member, with every setting and figure of its run.
+    if (!args.positionals.empty() || args.steps || args.layers) {
+      throw UsageError("--sweep ID exports the sweep's members; give no run ids, --steps or "
+                       "--layers with it\nusage: " + args.usage);
+    }
+    RunStore store = open_for_reading(store_path(args));
+    store::SweepRecord sweep;
+    try {
+      sweep = store::sweep(store, args.sweep);
+    } catch (const store::StoreError& e) {
+      throw RunNotFoundError(e.what());
+    }
+    return write_export(args, [&](std::ostream& out) { store::write_sweep_csv(out, store, sweep); });
+  }
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX));
   if (int(args.steps) + int(args.summary) + int(args.layers) != 1) {
-    throw UsageError("give one of --steps, --summary or --layers\nusage: " + args.usage);
+    throw UsageError("give one of --steps, --summary, --layers or --sweep ID\nusage: " +
+                     args.usage);
   }
   OpenRuns open = open_runs(store_path(args), ids, Access::read);
   const auto write = [&](std::ostream& out) {
@@ -99,14 +131,7 @@ int export_runs(const RunsArgs& args) {
       store::write_long_steps_csv(out, open.store, ids);
     }
   };
-  if (!args.output.empty()) {
-    store::write_file_atomically(args.output, write);
-  } else {
-    write(std::cout);
-    std::cout.flush();
-    if (!std::cout) throw Error("cannot write the export to stdout");
-  }
-  return kExitOk;
+  return write_export(args, write);
 }
 
 // --- compare --------------------------------------------------------------------------------
@@ -206,6 +231,54 @@ int delete_runs(const RunsArgs& args) {
   return kExitOk;
 }
 
+// --- import ---------------------------------------------------------------------------------
+
+int import_runs(const RunsArgs& args) {
+  const std::vector<std::string>& files = positionals(args, 1, SIZE_MAX);
+  RunStore store = RunStore::open(store_path(args));
+  Json out = Json::array();
+  int added = 0, present = 0;
+  for (const std::string& file : files) {
+    // Each file whole or not at all; a bad one stops here, the ones before it stay imported.
+    const store::ImportResult r = store::import_runs(store, file);
+    added += static_cast<int>(r.added.size());
+    present += static_cast<int>(r.already_here.size());
+    if (args.json) {
+      Json f;
+      f["file"] = file;
+      const auto ids = [](const std::vector<store::ImportedRun>& runs) {
+        Json a = Json::array();
+        for (const auto& run : runs) a.push_back({{"uid", run.uid}, {"id", run.id}, {"source_id", run.source_id}});
+        return a;
+      };
+      f["added"] = ids(r.added);
+      f["already_here"] = ids(r.already_here);
+      f["still_running"] = ids(r.still_running);
+      out.push_back(f);
+      continue;
+    }
+    std::cout << file << ": " << count_of(static_cast<std::int64_t>(r.added.size()), "run")
+              << " added";
+    if (!r.added.empty()) {
+      std::cout << " (";
+      for (std::size_t i = 0; i < r.added.size(); ++i)
+        std::cout << (i == 0 ? "" : ", ") << r.added[i].id;
+      std::cout << ")";
+    }
+    if (!r.already_here.empty())
+      std::cout << ", " << r.already_here.size() << " already here";
+    if (!r.still_running.empty())
+      std::cout << ", " << r.still_running.size()
+                << " left out: still running (import the file again once they end)";
+    std::cout << "\n";
+  }
+  if (args.json) print_json(out);
+  else if (files.size() > 1)
+    std::cout << "in all: " << count_of(added, "run") << " added, " << present
+              << " already here\n";
+  return kExitOk;
+}
+
 // --- dispatch -------------------------------------------------------------------------------
 
 struct Subcommand {
@@ -218,7 +291,7 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"list", "[--json]", "the recorded runs, newest first", list_runs},
     {"show", "ID [--json]", "one run: configuration, environment, figures, epochs", show_run},
-    {"export", "ID... --steps|--summary|--layers [-o FILE]",
+    {"export", "ID... --steps|--summary|--layers [-o FILE] | --sweep ID [-o FILE]",
      "CSV: one run's steps, several runs' steps (one row per run and step), one summary row "
      "per run, or per-layer times (one row per run and layer); stdout without -o",
      export_runs},
@@ -227,6 +300,10 @@ const Subcommand kSubcommands[] = {
     {"tag", "ID TAG... [--remove]", "add tags (or remove them)", tag_run},
     {"note", "ID TEXT", "set the note; an empty TEXT clears it", note_run},
     {"delete", "ID...", "delete runs with their steps and epochs", delete_runs},
+    {"import", "FILE... [--json]",
+     "add the runs of other run databases (from another machine, a Slurm task); a run already "
+     "here (the same uid) is not added twice",
+     import_runs},
 };
 
 }  // namespace
@@ -238,7 +315,7 @@ int run_runs(const std::vector<std::string>& argv) {
   };
   if (!argv.empty() && !argv[0].starts_with("-") && !known(argv[0])) {
     throw UsageError("unknown runs subcommand '" + argv[0] +
-                     "' (list, show, export, compare, rename, tag, note, delete)");
+                     "' (list, show, export, compare, rename, tag, note, delete, import)");
   }
   CommandLine command("mixlab-cli runs", "The recorded runs.");
   command.app().footer(kDatabaseNote);
@@ -249,13 +326,16 @@ int run_runs(const std::vector<std::string>& argv) {
     app->add_option("arguments", args.positionals, sub.usage);
     command.add_path_option(*app, "--db", args.db, "the run database")->type_name("PATH");
     const std::string_view name = sub.name;
-    if (name == "list" || name == "show" || name == "compare")
+    if (name == "list" || name == "show" || name == "compare" || name == "import")
       app->add_flag("--json", args.json, "JSON instead of a table");
     if (name == "export") {
       app->add_flag("--steps", args.steps, "every step of the runs");
       app->add_flag("--summary", args.summary, "one row per run");
       app->add_flag("--layers", args.layers, "per-layer times, one row per run and layer");
       command.add_path_option(*app, "-o,--output", args.output, "the CSV file")->type_name("FILE");
+      command.add_option(*app, "--sweep", args.sweep,
+                         "a sweep's members, one row each with every setting and figure")
+          ->type_name("ID");
     }
     if (name == "tag") app->add_flag("--remove", args.remove, "remove the tags instead");
     subcommands.emplace_back(app, &sub);
@@ -267,8 +347,8 @@ int run_runs(const std::vector<std::string>& argv) {
     return sub->run(args);
   }
   throw UsageError(
-      "give a subcommand: list, show, export, compare, rename, tag, note or "
-      "delete (mixlab-cli runs --help says more)");
+      "give a subcommand: list, show, export, compare, rename, tag, note, delete or "
+      "import (mixlab-cli runs --help says more)");
 }
 
 }  // namespace mixlab::cli

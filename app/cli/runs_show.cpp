@@ -83,6 +83,7 @@ Json run_json(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
   Json model = Json::parse(r.model_json, nullptr, false);
   if (model.is_discarded()) model = r.model_json;
   return {{"id", r.id},
+          {"uid", r.uid},
           {"name", r.name},
           {"status", std::string(store::to_string(r.status))},
           {"message", r.message},

@@ -29,6 +29,7 @@ struct RunsArgs {
   bool layers = false;
   bool remove = false;
   std::string output;  // empty: stdout
+  std::string sweep;   // export --sweep ID
   std::string usage;   // "mixlab-cli runs show ID [--json]"
 };
 

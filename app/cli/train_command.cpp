@@ -32,6 +32,24 @@ extern "C" void on_signal(int) {
   g_cancel.store(true);
 }
 
+// Sets g_cancel on SIGINT / SIGTERM while it lives; then the previous handlers are back.
+class CancelOnSignal {
+ public:
+  CancelOnSignal()
+      : previous_int_(std::signal(SIGINT, on_signal)),
+        previous_term_(std::signal(SIGTERM, on_signal)) {}
+  ~CancelOnSignal() {
+    std::signal(SIGINT, previous_int_);
+    std::signal(SIGTERM, previous_term_);
+  }
+  CancelOnSignal(const CancelOnSignal&) = delete;
+  CancelOnSignal& operator=(const CancelOnSignal&) = delete;
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
+
 constexpr const char* kFooter =
     "--device: auto (the default) trains on the GPU when the CUDA backend can, else on the CPU;\n"
     "cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and says why\n"
@@ -125,8 +143,16 @@ int run_train(const std::vector<std::string>& argv) {
   app.add_flag("--no-store", no_store, "do not record the run");
   app.add_flag("--json", json, "print one JSON object at the end instead of the summary");
   app.add_flag("--quiet", quiet, "no progress bar");
+  // For sweeps: the uid the run is recorded under, so that the sweep finds it (32 hex digits).
+  std::string run_uid;
+  command.add_option(app, "--run-uid", run_uid, "")->group("");
   app.footer(kFooter);
   if (!command.parse(argv)) return kExitOk;
+  // From here a Ctrl+C stops the run (recorded `stopped`) rather than the process, also while
+  // the backend starts and the dataset loads; the caller's handlers come back afterwards (a
+  // sweep running members has its own).
+  g_cancel.store(false);
+  const CancelOnSignal cancel_on_signal;
 
   if (settings.given("epochs") && settings.given("steps"))
     throw UsageError("give --epochs or --steps, not both");
@@ -134,6 +160,9 @@ int run_train(const std::vector<std::string>& argv) {
   settings.apply(config);
   const ModelSpec spec = load_model_argument(model_argument);
   if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
+  if (!run_uid.empty() &&
+      (run_uid.size() != 32 || run_uid.find_first_not_of("0123456789abcdef") != std::string::npos))
+    throw UsageError("--run-uid must be 32 lower-case hex digits, got '" + run_uid + "'");
 
   // The device: a GPU asked for that cannot be used trains on the CPU, saying why.
   const BackendChoice choice = make_backend(device, config.threads, true);
@@ -158,6 +187,7 @@ int run_train(const std::vector<std::string>& argv) {
     record.config = config;
     record.device = choice.device;
     record.environment.mixlab_version = MIXLAB_VERSION;
+    record.uid = run_uid;
     recorder.emplace(*writer, std::move(record));
   }
   const auto record_failure = [&](const std::exception& e) {
@@ -175,28 +205,19 @@ int run_train(const std::vector<std::string>& argv) {
   store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
                          &layer_timing};
 
-  g_cancel.store(false);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   RunSummary s;
   try {
     const DatasetPair data = load_dataset(config.dataset);
     s = train(spec, config, data, backend, sink, g_cancel);
   } catch (const Error& e) {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     record_failure(e);
     throw;
   } catch (const std::bad_alloc&) {
     // The trainer turns its own allocation failures into a failed run; this is the dataset's.
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     const Error e("out of memory while loading the dataset " + config.dataset.to_string());
     record_failure(e);
     throw e;
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
 
   // Everything the run produced is committed before the summary is shown.
   std::string store_error;

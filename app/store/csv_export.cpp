@@ -1,15 +1,19 @@
 #include "app/store/csv_export.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "app/store/sweep_plan.h"
+#include "app/store/sweeps.h"
 #include "engine/core/error.h"
 #include "engine/train/run_fields.h"
 
@@ -208,51 +212,67 @@ void write_long_steps_csv(std::ostream& out, RunStore& store,
   }
 }
 
-void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids) {
-  const std::vector<RunRecord> records = records_of(store, run_ids);
+namespace {
+
+// The summary's header: the run's columns, every setting's, then the figures'.
+std::string summary_header() {
   std::string header(kSummaryRunColumns);
   for (const RunField& f : run_fields()) {
     header += ',';
     header += f.csv_column;
   }
+  header += ',';
+  header += kSummaryResultColumns;
+  return header;
+}
+
+// One run's fields of the summary, in summary_header()'s order.
+void append_summary(RowBuffer& row, const RunRecord& r) {
+  const Environment& env = r.environment;
+  const RunSummary& s = r.summary;
+  row.integer(r.id)
+      .text(r.name)
+      .text(to_string(r.status))
+      .text(format_utc(r.created_at_ms))
+      .text(format_utc(r.started_at_ms))
+      .text(format_utc(r.finished_at_ms))
+      .text(r.model_name);
+  for (const RunField& f : run_fields()) row.setting(f.get(r.config));
+  row.integer(r.total_steps)
+      .integer(env.threads)
+      .text(r.device)
+      .text(env.device_name)
+      .text(env.compute_capability)
+      .text(env.cpu_model)
+      .text(env.mixlab_version)
+      .integer(s.steps)
+      .integer(s.skipped_steps)
+      .integer(s.epochs_completed)
+      .integer(s.warmup_steps)
+      .number(s.median_step_ms)
+      .number(s.p5_step_ms)
+      .number(s.p95_step_ms)
+      .number(s.samples_per_s)
+      .number(s.final_loss)
+      .number(s.final_accuracy)
+      .number(s.test_loss)
+      .number(s.test_accuracy)
+      .number(s.final_loss_scale)
+      .integer(s.peak_memory_bytes)
+      .number(s.wall_s)
+      .text(join_tags(r.tags))
+      .text(r.note)
+      .text(r.message);
+}
+
+}  // namespace
+
+void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids) {
+  const std::vector<RunRecord> records = records_of(store, run_ids);
   RowBuffer row(out);
-  row.raw(header).raw(kSummaryResultColumns).end();
+  row.raw(summary_header()).end();
   for (const RunRecord& r : records) {
-    const Environment& env = r.environment;
-    const RunSummary& s = r.summary;
-    row.integer(r.id)
-        .text(r.name)
-        .text(to_string(r.status))
-        .text(format_utc(r.created_at_ms))
-        .text(format_utc(r.started_at_ms))
-        .text(format_utc(r.finished_at_ms))
-        .text(r.model_name);
-    for (const RunField& f : run_fields()) row.setting(f.get(r.config));
-    row.integer(r.total_steps)
-        .integer(env.threads)
-        .text(r.device)
-        .text(env.device_name)
-        .text(env.compute_capability)
-        .text(env.cpu_model)
-        .text(env.mixlab_version)
-        .integer(s.steps)
-        .integer(s.skipped_steps)
-        .integer(s.epochs_completed)
-        .integer(s.warmup_steps)
-        .number(s.median_step_ms)
-        .number(s.p5_step_ms)
-        .number(s.p95_step_ms)
-        .number(s.samples_per_s)
-        .number(s.final_loss)
-        .number(s.final_accuracy)
-        .number(s.test_loss)
-        .number(s.test_accuracy)
-        .number(s.final_loss_scale)
-        .integer(s.peak_memory_bytes)
-        .number(s.wall_s)
-        .text(join_tags(r.tags))
-        .text(r.note)
-        .text(r.message);
+    append_summary(row, r);
     row.end();
   }
 }
@@ -280,6 +300,32 @@ void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::i
           .number(l.backward_p95_ms);
       row.end();
     }
+  }
+}
+
+void write_sweep_csv(std::ostream& out, RunStore& store, const SweepRecord& sweep) {
+  const std::string header = summary_header();
+  // A member without a run: as many empty fields as the summary has columns.
+  const std::string no_run(static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')),
+                           ',');
+  RowBuffer row(out);
+  row.raw("sweep_id,sweep_name,member,repeat,member_state,member_message").raw(header).end();
+  for (const SweepMemberRecord& m : sweep.members) {
+    int repeat = 0;
+    try {
+      repeat = parse_sweep_member(m.settings_json).repeat;
+    } catch (const std::exception&) {
+    }
+    row.integer(sweep.id)
+        .text(sweep.name)
+        .integer(m.member)
+        .integer(repeat)
+        .text(to_string(m.state))
+        .text(m.message);
+    const std::optional<RunRecord> run = m.run_id ? store.find_run(*m.run_id) : std::nullopt;
+    if (run) append_summary(row, *run);
+    else row.raw(no_run);
+    row.end();
   }
 }
 

@@ -36,6 +36,12 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
 // forward_p95_ms, backward_p95_ms. A run recorded without layer timing has no rows.
 void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
 
+// A sweep in long form, one row per member: sweep_id, sweep_name, member, repeat,
+// member_state, member_message, then the member's run as write_summary_csv writes it (every
+// setting a column; empty for a member without a run).
+struct SweepRecord;
+void write_sweep_csv(std::ostream& out, RunStore& store, const SweepRecord& sweep);
+
 // One text field, quoted when it must be. A text that starts with '=', '+', '-', '@', TAB or CR
 // (a formula to a spreadsheet) is written quoted with a ' before it, so that run names, tags
 // and notes never run as formulas (OWASP's advice on CSV injection); numbers are never text.

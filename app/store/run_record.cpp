@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <random>
+#include <string>
 
 namespace mixlab::store {
 
@@ -81,6 +83,19 @@ std::string format_utc(std::int64_t ms_since_epoch) {
 std::int64_t now_utc_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string new_uid() {
+  // std::random_device reads the kernel's random source (getrandom) on Linux.
+  std::random_device random;
+  std::string uid;
+  uid.reserve(32);
+  for (int i = 0; i < 4; ++i) {
+    std::array<char, 9> hex{};
+    std::snprintf(hex.data(), hex.size(), "%08x", static_cast<unsigned>(random()));
+    uid += hex.data();
+  }
+  return uid;
 }
 
 }  // namespace mixlab::store

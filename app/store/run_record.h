@@ -48,7 +48,8 @@ struct Environment {
 Environment describe_environment(const DeviceInfo& device, std::string_view mixlab_version);
 
 struct RunRecord {
-  std::int64_t id = 0;
+  std::int64_t id = 0;     // this store's number for it
+  std::string uid;         // 32 hex digits, the same in every store the run is imported into
   std::string name;
   RecordStatus status = RecordStatus::running;
   std::string message;              // why it stopped, diverged, failed or was interrupted
@@ -69,5 +70,8 @@ struct RunRecord {
 // "2026-11-30T02:45:07.123Z"; empty for 0.
 std::string format_utc(std::int64_t ms_since_epoch);
 std::int64_t now_utc_ms();
+
+// A new globally unique id: 128 random bits as 32 lower-case hex digits.
+std::string new_uid();
 
 }  // namespace mixlab::store

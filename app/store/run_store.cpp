@@ -42,7 +42,7 @@ constexpr std::string_view kRecordColumns =
     "total_steps, steps_done, skipped_steps, epochs_completed, final_loss_scale, "
     "warmup_steps_excluded, median_step_ms, p5_step_ms, p95_step_ms, samples_per_s, final_loss, "
     "final_accuracy, test_loss, test_accuracy, peak_memory_bytes, diverged_at_step, "
-    "failed_allocation_bytes, wall_s, note";
+    "failed_allocation_bytes, wall_s, note, uid";
 
 // ", precision, loss_scaling, ...": the settings' columns, each prefixed with ", ".
 const std::string& field_columns() {
@@ -122,6 +122,7 @@ RunRecord read_run(const Statement& st, const std::string& path) {
   s.failed_allocation_bytes = st.column_int(c++);
   s.wall_s = st.column_double(c++);
   r.note = st.column_text(c++);
+  r.uid = st.column_text(c++);
   s.status = r.status == RecordStatus::interrupted ? RunStatus::failed
              : r.status == RecordStatus::running   ? RunStatus::running
                                                    : static_cast<RunStatus>(r.status);
@@ -414,8 +415,8 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   for (std::size_t i = 0; i < run_fields().size(); ++i) placeholders += ", ?";
   Statement st = db_.prepare(
       "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, device, "
-      "total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks" +
-      field_columns() + ") VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + placeholders +
+      "total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks, uid" +
+      field_columns() + ") VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + placeholders +
       ")");
   int c = 1;
   st.bind(c++, r.name);
@@ -430,6 +431,7 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   st.bind(c++, owner.boot_id);
   st.bind(c++, owner.pid);
   st.bind(c++, owner.start_ticks);
+  st.bind(c++, r.uid.empty() ? new_uid() : r.uid);
   for (const RunField& f : run_fields()) bind_field(st, c++, f.get(r.config));
   Transaction tx(db_);
   st.run();

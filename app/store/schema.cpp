@@ -166,8 +166,54 @@ CREATE TABLE doctor_report_runs (
 CREATE INDEX doctor_report_runs_by_run ON doctor_report_runs (run_id);
 )sql";
 
+// Version 5: runs carry a globally unique id (`mixlab-cli runs import` adds a run once however
+// often its file is imported; new runs get 128 random bits, runs recorded before get one made
+// from their own columns here), and sweeps: a grid of runs
+// with its planned members, each member's state and the run that carried it out.
+constexpr std::string_view kVersion5 = R"sql(
+ALTER TABLE runs ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+-- From what the run already has, so that copies of one old file get the same ids: its creation
+-- time, its number and the process that recorded it (32 hex digits).
+UPDATE runs SET uid = printf('%011x%05x%08x%08x', created_at_ms, id & 1048575,
+                             owner_pid & 4294967295, owner_start_ticks & 4294967295)
+  WHERE uid = '';
+CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
+
+CREATE TABLE sweeps (
+  id INTEGER PRIMARY KEY,
+  uid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  executor TEXT NOT NULL CHECK (executor IN ('local', 'slurm')),
+  state TEXT NOT NULL CHECK (state IN ('running', 'stopped', 'finished', 'cancelled')),
+  spec_json TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  -- the Slurm executor's job array and the shared folder its tasks write to
+  slurm_job_id TEXT NOT NULL DEFAULT '',
+  shared_dir TEXT NOT NULL DEFAULT '',
+  -- the process running or following the sweep: tells one still going from one killed
+  owner_host TEXT NOT NULL DEFAULT '',
+  owner_boot_id TEXT NOT NULL DEFAULT '',
+  owner_pid INTEGER NOT NULL DEFAULT 0,
+  owner_start_ticks INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE sweep_members (
+  sweep_id INTEGER NOT NULL REFERENCES sweeps (id) ON DELETE CASCADE,
+  member INTEGER NOT NULL,
+  settings_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('planned', 'running', 'done', 'failed')),
+  run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+  -- the uid given to the run of the member's last try (local executor)
+  run_uid TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (sweep_id, member)
+) WITHOUT ROWID;
+CREATE INDEX sweep_members_by_run ON sweep_members (run_id);
+)sql";
+
 constexpr Migration kMigrations[] = {
-    {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}};
+    {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

@@ -300,8 +300,10 @@ TEST_F(RunsCommand, ListJsonHasTheContractFieldsNewestFirst) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 2u);
   const auto& newest = j[0];
-  EXPECT_EQ(newest.size(), 10u) << newest.dump();
+  EXPECT_EQ(newest.size(), 11u) << newest.dump();
   EXPECT_EQ(newest["id"], second_);
+  EXPECT_EQ(newest["uid"].get<std::string>().size(), 32u);  // runs import matches runs by it
+  EXPECT_NE(newest["uid"], j[1]["uid"]);
   EXPECT_EQ(newest["name"], "bf16, \"fast\"");
   EXPECT_EQ(newest["status"], "finished");
   EXPECT_EQ(newest["created_at"], store::format_utc(1764470807123));

@@ -1,0 +1,234 @@
+#include "app/store/run_import.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <system_error>
+
+#include "app/store/run_owner.h"
+#include "app/store/safe_file.h"
+#include "app/store/schema.h"
+
+namespace mixlab::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The tables that hang off a run, copied with it.
+constexpr const char* kRunTables[] = {"steps", "epochs", "run_tags", "layer_times"};
+
+// A file in the temporary folder, removed (with its -wal/-shm/-journal) when this goes.
+class Snapshot {
+ public:
+  Snapshot() {
+    std::error_code ec;
+    fs::path folder = fs::temp_directory_path(ec);
+    if (ec) folder = "/tmp";
+    std::string name = (folder / "mixlab-import-XXXXXX").string();
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) throw StoreError("cannot make a temporary file in " + folder.string());
+    ::close(fd);
+    path_ = name;
+  }
+  ~Snapshot() {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(path_.string() + suffix, ignored);
+  }
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Detaches the snapshot from the store's connection when the import ends, however it ends.
+class Attached {
+ public:
+  Attached(Connection& db, const fs::path& file) : db_(db) {
+    db_.prepare("ATTACH DATABASE ? AS src").bind(1, file.string()).run();
+  }
+  ~Attached() {
+    try {
+      db_.exec("DETACH DATABASE src");
+    } catch (...) {
+    }
+  }
+  Attached(const Attached&) = delete;
+  Attached& operator=(const Attached&) = delete;
+
+ private:
+  Connection& db_;
+};
+
+// "a, b, c" of a table's columns, less `skip`.
+std::string columns_of(Connection& db, const std::string& table, const std::string& skip) {
+  Statement st = db.prepare("SELECT name FROM pragma_table_info(?) ORDER BY cid");
+  st.bind(1, table);
+  std::string out;
+  while (st.step()) {
+    const std::string name = st.column_text(0);
+    if (name == skip) continue;
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+bool cannot_write_beside(const fs::path& path) {
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  return ::access(path.c_str(), W_OK) != 0 || ::access(folder.c_str(), W_OK) != 0;
+}
+
+// A consistent copy of `file` at `snapshot`, at this MixLab's schema version. Checks that
+// `file` is a MixLab run database this MixLab can read.
+void take_snapshot(const fs::path& file, const fs::path& snapshot) {
+  const std::string left = "; it was left as it was";
+  std::error_code ec;
+  if (!fs::exists(file, ec)) throw StoreError("no run database at " + file.string());
+  if (!fs::is_regular_file(file, ec))
+    throw StoreError(file.string() + " is not a MixLab run database (not a regular file)" + left);
+  std::int64_t version = 0;
+  {
+    Connection src(file.string(), cannot_write_beside(file) ? OpenMode::immutable
+                                                            : OpenMode::read_only);
+    src.exec("PRAGMA busy_timeout = 10000");
+    std::int64_t app_id = 0;
+    try {
+      app_id = src.query_int("PRAGMA application_id");
+      version = src.query_int("PRAGMA user_version");
+    } catch (const StoreError& e) {
+      throw StoreError(file.string() + " is not a MixLab run database (" + e.what() + ")" + left);
+    }
+    if (app_id != kApplicationId) {
+      throw StoreError(file.string() +
+                       " is not a MixLab run database (an SQLite file of another program, or "
+                       "empty)" + left);
+    }
+    if (version > kSchemaVersion) {
+      throw StoreError(file.string() + " was written by a newer MixLab (schema version " +
+                       std::to_string(version) + "; this MixLab reads up to version " +
+                       std::to_string(kSchemaVersion) + ")" + left);
+    }
+    fs::remove(snapshot, ec);  // VACUUM INTO wants a new file
+    if (!cannot_write_beside(file)) {
+      // A MixLab file: read it through a writable connection, which as the last one to close
+      // folds its -wal back and removes the -wal and -shm that reading made beside it. Its
+      // runs are not changed.
+      src = Connection();
+      src = Connection(file.string(), OpenMode::read_write);
+      src.exec("PRAGMA busy_timeout = 10000");
+    }
+    try {
+      src.prepare("VACUUM INTO ?").bind(1, snapshot.string()).run();
+    } catch (const StoreError& e) {
+      throw StoreError("cannot read the run database " + file.string() + ": " + e.what(),
+                       e.code());
+    }
+  }
+  Connection copy(snapshot.string(), OpenMode::read_write);
+  if (version < kSchemaVersion) migrate(copy, schema_migrations(), kSchemaVersion);
+  const std::string check = [&] {
+    Statement st = copy.prepare("PRAGMA quick_check(1)");
+    return st.step() ? st.column_text(0) : std::string("no answer");
+  }();
+  if (check != "ok") {
+    throw StoreError(file.string() + " is damaged (PRAGMA quick_check: " + check + ")" + left);
+  }
+}
+
+}  // namespace
+
+ImportResult import_runs(RunStore& into, const fs::path& file, const ImportOptions& options) {
+  if (same_file(file, into.path())) {
+    throw StoreError(file.string() + " is the run database being imported into");
+  }
+  Snapshot snapshot;
+  take_snapshot(file, snapshot.path());
+
+  Connection& db = into.connection();
+  ImportResult result;
+  {
+    Attached attached(db, snapshot.path());
+    const std::string run_columns = columns_of(db, "runs", "id");
+    Transaction tx(db);
+    struct Source {
+      std::int64_t id;
+      std::string uid, status;
+      Owner owner;
+    };
+    std::vector<Source> sources;
+    {
+      Statement st = db.prepare(
+          "SELECT id, uid, status, owner_host, owner_boot_id, owner_pid, owner_start_ticks "
+          "FROM src.runs ORDER BY id");
+      while (st.step()) {
+        sources.push_back({st.column_int(0), st.column_text(1), st.column_text(2),
+                           Owner{st.column_text(3), st.column_text(4), st.column_int(5),
+                                 st.column_int(6)}});
+      }
+    }
+    Statement find = db.prepare("SELECT id, status FROM main.runs WHERE uid = ?");
+    Statement copy_run = db.prepare("INSERT INTO main.runs (" + run_columns + ") SELECT " +
+                                    run_columns + " FROM src.runs WHERE id = ?");
+    std::vector<Statement> copy_rows;
+    for (const char* table : kRunTables) {
+      const std::string columns = columns_of(db, table, "run_id");
+      copy_rows.push_back(db.prepare("INSERT INTO main." + std::string(table) + " (run_id, " +
+                                     columns + ") SELECT ?, " + columns + " FROM src." + table +
+                                     " WHERE run_id = ?"));
+    }
+    const Owner self = this_process();
+    for (const Source& s : sources) {
+      find.reset();
+      find.bind(1, s.uid);
+      if (find.step()) {
+        result.already_here.push_back({s.uid, s.id, find.column_int(0), find.column_text(1)});
+        continue;
+      }
+      const bool running = s.status == "running";
+      if (running && options.running_means_interrupted.empty() && owner_alive(s.owner)) {
+        result.still_running.push_back({s.uid, s.id, 0, s.status});
+        continue;
+      }
+      copy_run.reset();
+      copy_run.bind(1, s.id).run();
+      const std::int64_t id = db.last_insert_id();
+      for (Statement& rows : copy_rows) {
+        rows.reset();
+        rows.bind(1, id).bind(2, s.id).run();
+      }
+      if (running) {
+        // Its process has ended: the store's own rule marks it interrupted, with its figures
+        // from the steps it kept, once it looks like a run of a process of this host's
+        // previous boot.
+        db.prepare("UPDATE main.runs SET owner_host = ?, owner_boot_id = '', owner_pid = 0 "
+                   "WHERE id = ?")
+            .bind(1, self.host)
+            .bind(2, id)
+            .run();
+      }
+      result.added.push_back({s.uid, s.id, id, s.status});
+    }
+    tx.commit();
+  }
+  if (std::any_of(result.added.begin(), result.added.end(),
+                  [](const ImportedRun& r) { return r.status == "running"; })) {
+    into.mark_interrupted_runs();
+    for (ImportedRun& r : result.added) {
+      if (r.status != "running") continue;
+      r.status = "interrupted";
+      if (!options.running_means_interrupted.empty())
+        into.connection()
+            .prepare("UPDATE runs SET message = ? WHERE id = ?")
+            .bind(1, options.running_means_interrupted)
+            .bind(2, r.id)
+            .run();
+    }
+  }
+  return result;
+}
+
+}  // namespace mixlab::store
