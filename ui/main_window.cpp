@@ -11,6 +11,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <cmath>
 
 #include "engine/backend/backend.h"
 #include "engine/core/error.h"
@@ -23,8 +24,11 @@
 #include "ui/editor/model_document.h"
 #include "ui/history/compare_view.h"
 #include "ui/history/history_view.h"
+#include "ui/history/sweeps_view.h"
 #include "ui/run/live_view.h"
 #include "ui/run/run_panel.h"
+#include "ui/run/sweep_dialog.h"
+#include "ui/run/sweep_runner.h"
 #include "ui/settings.h"
 
 namespace mixlab::ui {
@@ -39,12 +43,17 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   run_panel_ = new RunPanel(devices);
   live_ = new LiveView;
   history_ = new HistoryView(db_path_);
+  sweeps_ = new SweepsView(db_path_);
   compare_ = new CompareView(db_path_);
   doctor_ = new DoctorView(document_, devices);
   doctor_->set_store_path(db_path_);
   controller_ = new app::RunController(db_path_, this);
   feed_ = new app::RunFeed(controller_, this);
   live_->follow(feed_);
+  // A sweep's members start as the window starts a run, without leaving the tab shown.
+  sweep_runner_ = new SweepRunner(
+      db_path_, controller_,
+      [this](app::RunRequest request) { return launch({std::move(request)}, false); }, this);
 
   tabs_ = new QTabWidget;
   tabs_->addTab(editor_, tr("&Model"));
@@ -52,12 +61,18 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   tabs_->addTab(history_, tr("&History"));
   tabs_->addTab(compare_, tr("&Compare"));
   tabs_->addTab(doctor_, tr("&Doctor"));
-  tabs_->setTabToolTip(0, tr("Build the model as a stack of layers"));
-  tabs_->setTabToolTip(1, tr("The run in progress, live"));
-  tabs_->setTabToolTip(2, tr("Every run recorded in %1").arg(QString::fromStdString(db_path_)));
-  tabs_->setTabToolTip(3, tr("Runs side by side"));
-  tabs_->setTabToolTip(4, tr("Why mixed precision is slower or faster than float32 for this "
-                             "model, and what to change (Ctrl+Shift+D)"));
+  // Last, so that the tab remembered by its index from before it existed is still the same.
+  tabs_->addTab(sweeps_, tr("S&weeps"));
+  tabs_->setTabToolTip(tabs_->indexOf(editor_), tr("Build the model as a stack of layers"));
+  tabs_->setTabToolTip(tabs_->indexOf(live_), tr("The run in progress, live"));
+  tabs_->setTabToolTip(tabs_->indexOf(history_),
+                       tr("Every run recorded in %1").arg(QString::fromStdString(db_path_)));
+  tabs_->setTabToolTip(tabs_->indexOf(sweeps_),
+                       tr("Grids of runs: each policy's speed-up over float32 by batch size"));
+  tabs_->setTabToolTip(tabs_->indexOf(compare_), tr("Runs side by side"));
+  tabs_->setTabToolTip(tabs_->indexOf(doctor_),
+                       tr("Why mixed precision is slower or faster than float32 for this "
+                          "model, and what to change (Ctrl+Shift+D)"));
   setCentralWidget(tabs_);
 
   auto* dock = new QDockWidget(tr("Run"), this);
@@ -67,6 +82,10 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   resizeDocks({dock}, {400}, Qt::Horizontal);
 
   device_label_ = new QLabel;
+  sweep_label_ = new QLabel;
+  sweep_label_->setObjectName(QStringLiteral("sweep_progress"));
+  sweep_label_->hide();
+  statusBar()->addPermanentWidget(sweep_label_);
   statusBar()->addPermanentWidget(device_label_);
 
   build_menus();
@@ -92,13 +111,38 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
     tabs_->setCurrentWidget(editor_);
   });
   connect(run_panel_, &RunPanel::start_requested, this, &MainWindow::start_run);
-  connect(run_panel_, &RunPanel::stop_requested, controller_, &app::RunController::stop);
+  connect(run_panel_, &RunPanel::stop_requested, this, [this] {
+    sweep_runner_->stop();  // the sweep stops with its member's run
+    controller_->stop();
+  });
   connect(run_panel_, &RunPanel::compare_requested, this, &MainWindow::start_precision_comparison);
+  connect(run_panel_, &RunPanel::sweep_requested, this, &MainWindow::open_sweep_dialog);
+  connect(sweeps_, &SweepsView::error, this, show_error);
+  connect(sweeps_, &SweepsView::resume_requested, this, &MainWindow::resume_sweep);
+  connect(sweep_runner_, &SweepRunner::member_ended, sweeps_, &SweepsView::reload);
+  connect(sweep_runner_, &SweepRunner::progress, this,
+          [this](qint64 id, int ended, int total, double seconds_left) {
+            QString text = tr("Sweep %1: %2/%3 runs").arg(id).arg(ended).arg(total);
+            if (std::isfinite(seconds_left) && ended < total) {
+              text += seconds_left < 90
+                          ? tr(", about %1 s left").arg(std::lround(seconds_left))
+                          : tr(", about %1 min left").arg(std::lround(seconds_left / 60));
+            }
+            sweep_label_->setText(text);
+            sweep_label_->show();
+          });
+  connect(sweep_runner_, &SweepRunner::sweep_ended, this, [this](qint64 id, const QString& state) {
+    sweep_label_->hide();
+    statusBar()->showMessage(tr("Sweep %1 %2").arg(id).arg(state), 10000);
+    sweeps_->reload();
+    sweeps_->select_sweep(id);
+  });
   connect(history_, &HistoryView::error, this, show_error);
   connect(compare_, &CompareView::error, this, show_error);
   // Runs recorded by mixlab-cli (or another window) show up whenever the history is looked at.
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (tabs_->widget(index) == history_) history_->reload();
+    if (tabs_->widget(index) == sweeps_) sweeps_->reload();
   });
   connect(compare_, &CompareView::diagnose_requested, this,
           [this, show_error](qint64 f32, qint64 mixed) {
@@ -130,13 +174,13 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
                           .arg(status, QString::fromStdString(summary.message)));
           });
   connect(feed_, &app::RunFeed::queue_finished, this, [this](const QList<qint64>& ids) {
-    run_panel_->set_running(false);
-    doctor_->set_run_active(false);
+    set_running(false);
     if (compare_when_done_ && ids.size() == 2) {
       compare_->show_runs(ids);
       tabs_->setCurrentWidget(compare_);
     }
     compare_when_done_ = false;
+    sweep_runner_->queue_finished();  // records the member, starts the next one
   });
 
   device_label_->setText(
@@ -175,8 +219,10 @@ void MainWindow::build_menus() {
   run->addAction(run_panel_->start_action());
   run->addAction(run_panel_->stop_action());
   run->addAction(run_panel_->compare_action());
+  run->addAction(run_panel_->sweep_action());
   // The run panel's shortcuts work wherever the focus is.
-  for (QAction* a : {run_panel_->start_action(), run_panel_->stop_action()})
+  for (QAction* a :
+       {run_panel_->start_action(), run_panel_->stop_action(), run_panel_->sweep_action()})
     a->setShortcutContext(Qt::ApplicationShortcut);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -228,15 +274,68 @@ app::RunRequest MainWindow::request_for(const RunConfig& config) const {
   return r;
 }
 
-bool MainWindow::launch(std::vector<app::RunRequest> runs) {
+bool MainWindow::launch(std::vector<app::RunRequest> runs, bool show_live) {
   if (!controller_->start(std::move(runs))) {
     statusBar()->showMessage(tr("A run is in progress: stop it first (Ctrl+.)"), 5000);
     return false;
   }
-  run_panel_->set_running(true);
-  doctor_->set_run_active(true);
-  tabs_->setCurrentWidget(live_);
+  set_running(true);
+  if (show_live) tabs_->setCurrentWidget(live_);
   return true;
+}
+
+void MainWindow::set_running(bool running) {
+  run_panel_->set_running(running);
+  doctor_->set_run_active(running);
+  sweeps_->set_running(running);
+}
+
+std::string MainWindow::sweep_model_name() const {
+  if (!document_->file_path().isEmpty() && !document_->is_modified())
+    return document_->file_path().toStdString();
+  const ModelSpec& spec = document_->spec();
+  return spec.name.empty() ? QFileInfo(document_->display_name()).baseName().toStdString()
+                           : spec.name;
+}
+
+void MainWindow::open_sweep_dialog() {
+  if (!document_->validation().ok) {
+    statusBar()->showMessage(tr("Cannot start: %1").arg(document_->validation().message), 10000);
+    return;
+  }
+  try {
+    SweepDialog dialog(sweep_base(*run_panel_, sweep_model_name()), this);
+    if (dialog.exec() == QDialog::Accepted) start_sweep(dialog.spec());
+  } catch (const Error& e) {
+    statusBar()->showMessage(tr("Cannot start: %1").arg(QString::fromStdString(e.what())), 10000);
+  }
+}
+
+bool MainWindow::start_sweep(const store::SweepSpec& spec) {
+  if (!document_->validation().ok) {
+    statusBar()->showMessage(tr("Cannot start: %1").arg(document_->validation().message), 10000);
+    return false;
+  }
+  sweep_runner_->set_editor_model(sweep_model_name(), document_->spec());
+  if (sweep_runner_->start(spec) != 0) {
+    tabs_->setCurrentWidget(live_);
+    return true;
+  }
+  statusBar()->showMessage(tr("Cannot start the sweep: %1").arg(sweep_runner_->error()), 10000);
+  return false;
+}
+
+bool MainWindow::resume_sweep(std::int64_t sweep_id) {
+  if (document_->validation().ok)
+    sweep_runner_->set_editor_model(sweep_model_name(), document_->spec());
+  if (sweep_runner_->resume(sweep_id)) {
+    tabs_->setCurrentWidget(live_);
+    return true;
+  }
+  statusBar()->showMessage(
+      tr("Cannot resume sweep %1: %2").arg(sweep_id).arg(sweep_runner_->error()), 10000);
+  sweeps_->reload();
+  return false;
 }
 
 bool MainWindow::start_run() {

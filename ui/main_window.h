@@ -1,14 +1,17 @@
 // The main window only wires the panels together: the layer-stack editor, the run panel (a
-// dock), the live charts, the run history, the comparison and the doctor; menus, shortcuts and
-// the status bar. The live view takes the run controller's events from the feed itself.
+// dock), the live charts, the run history, the sweeps, the comparison and the doctor; menus,
+// shortcuts and the status bar. The live view takes the run controller's events from the feed
+// itself.
 #pragma once
 
 #include <QList>
 #include <QMainWindow>
 #include <filesystem>
+#include <string>
 
 #include "app/run/run_controller.h"
 #include "app/run/run_feed.h"
+#include "app/store/sweep_plan.h"
 
 class QLabel;
 class QTabWidget;
@@ -24,6 +27,8 @@ class HistoryView;
 class LiveView;
 class ModelDocument;
 class RunPanel;
+class SweepRunner;
+class SweepsView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -41,6 +46,8 @@ class MainWindow : public QMainWindow {
   RunPanel* run_panel() const { return run_panel_; }
   LiveView* live_view() const { return live_; }
   HistoryView* history_view() const { return history_; }
+  SweepsView* sweeps_view() const { return sweeps_; }
+  SweepRunner* sweep_runner() const { return sweep_runner_; }
   CompareView* compare_view() const { return compare_; }
   DoctorView* doctor_view() const { return doctor_; }
   app::RunController* controller() const { return controller_; }
@@ -53,6 +60,14 @@ class MainWindow : public QMainWindow {
   // Queues float32 and the mixed policy with otherwise identical settings; opens their
   // comparison when both have finished.
   bool start_precision_comparison();
+  // The editor's model as a sweep names it: its file when saved, else its name.
+  std::string sweep_model_name() const;
+  // Asks for a sweep (the Sweep dialog) and starts it.
+  void open_sweep_dialog();
+  // Runs a sweep's members one after another with the run panel's device; false (with the
+  // reason in the status bar) when it cannot start.
+  bool start_sweep(const store::SweepSpec& spec);
+  bool resume_sweep(std::int64_t sweep_id);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -62,7 +77,9 @@ class MainWindow : public QMainWindow {
   void update_validity();
   void update_title();
   void show_about();
-  bool launch(std::vector<app::RunRequest> runs);
+  // Starts runs on the controller; `show_live`: switch to the Live tab.
+  bool launch(std::vector<app::RunRequest> runs, bool show_live = true);
+  void set_running(bool running);
   app::RunRequest request_for(const RunConfig& config) const;
 
   std::filesystem::path db_path_;
@@ -72,6 +89,9 @@ class MainWindow : public QMainWindow {
   RunPanel* run_panel_ = nullptr;
   LiveView* live_ = nullptr;
   HistoryView* history_ = nullptr;
+  SweepsView* sweeps_ = nullptr;
+  SweepRunner* sweep_runner_ = nullptr;
+  QLabel* sweep_label_ = nullptr;
   CompareView* compare_ = nullptr;
   DoctorView* doctor_ = nullptr;
   app::RunController* controller_ = nullptr;

@@ -541,16 +541,7 @@ int run_sweep(const std::vector<std::string>& argv) {
 
   const fs::path path = args.db.empty() ? store::default_store_path() : fs::path(args.db);
   store::RunStore store = store::RunStore::open(path);
-  store::SweepRecord record;
-  record.name = spec.display_name();
-  record.executor = executor;
-  record.spec_json = store::to_json(spec).dump();
-  for (const store::SweepMember& m : members) {
-    store::SweepMemberRecord planned;
-    planned.member = m.index;
-    planned.settings_json = store::to_json(m).dump();
-    record.members.push_back(std::move(planned));
-  }
+  store::SweepRecord record = store::planned_sweep(spec, executor);
   const std::int64_t sweep_id = store::insert_sweep(store, record);
   const Reporter reporter{args.quiet};
   reporter.line("sweep " + std::to_string(sweep_id) + ": " + record.name + ", " +

@@ -127,6 +127,7 @@ std::int64_t RunController::run_one(const RunRequest& request) {
     record.config = request.config;
     record.device = request.device;
     record.tags = request.tags;
+    record.uid = request.uid;
     record.environment.mixlab_version = MIXLAB_VERSION;
     if (record.name.empty()) record.name = store::default_run_name(record);
     display_name = record.name;

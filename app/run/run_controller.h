@@ -32,6 +32,7 @@ struct RunRequest {
   std::string device = "cpu";  // "cpu" or "cuda:N"
   std::string name;            // empty: the store's "<model> <precision> b<batch>"
   std::vector<std::string> tags;
+  std::string uid;  // empty: a new one; a sweep member's run gets the uid it recorded first
 };
 
 // Steps or epochs of one run, as the live view takes them.

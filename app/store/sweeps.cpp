@@ -101,6 +101,20 @@ MemberState member_state(const RunRecord& run) {
   return MemberState::planned;
 }
 
+SweepRecord planned_sweep(const SweepSpec& spec, std::string executor) {
+  SweepRecord s;
+  s.name = spec.display_name();
+  s.executor = std::move(executor);
+  s.spec_json = to_json(spec).dump();
+  for (const SweepMember& m : plan_sweep(spec)) {
+    SweepMemberRecord planned;
+    planned.member = m.index;
+    planned.settings_json = to_json(m).dump();
+    s.members.push_back(std::move(planned));
+  }
+  return s;
+}
+
 std::int64_t insert_sweep(RunStore& store, SweepRecord s) {
   Connection& db = store.connection();
   if (s.uid.empty()) s.uid = new_uid();

@@ -12,6 +12,7 @@
 
 #include "app/store/run_owner.h"
 #include "app/store/run_store.h"
+#include "app/store/sweep_plan.h"
 
 namespace mixlab::store {
 
@@ -51,6 +52,10 @@ struct SweepRecord {
 // (finished, or diverged: a result too), failed for one that failed or was interrupted, planned
 // (to run again) for one stopped or still running.
 MemberState member_state(const RunRecord& run);
+
+// A new sweep's row for `spec`: its name, its grid as JSON and every member of plan_sweep(spec),
+// planned. Throws ConfigError as plan_sweep does.
+SweepRecord planned_sweep(const SweepSpec& spec, std::string executor = "local");
 
 // Inserts the sweep and its members (all planned), owned by this process; returns its id.
 std::int64_t insert_sweep(RunStore& store, SweepRecord sweep);

@@ -124,15 +124,10 @@ TEST(SweepPlan, FileRoundTripKeepsTheAxesOrder) {
 // --- the tables ---
 
 SweepRecord planned(const SweepSpec& spec) {
-  SweepRecord s;
-  s.name = spec.display_name();
-  s.spec_json = to_json(spec).dump();
-  for (const SweepMember& m : plan_sweep(spec)) {
-    SweepMemberRecord r;
-    r.member = m.index;
-    r.settings_json = to_json(m).dump();
-    s.members.push_back(r);
-  }
+  const SweepRecord s = planned_sweep(spec);
+  EXPECT_EQ(s.members.size(), plan_sweep(spec).size());
+  EXPECT_EQ(s.executor, "local");
+  EXPECT_EQ(s.name, spec.display_name());
   return s;
 }
 

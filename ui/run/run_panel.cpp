@@ -240,19 +240,28 @@ void RunPanel::build() {
   compare_->setToolTip(
       tr("Run float32 and the mixed policy with otherwise identical settings, "
          "then compare them"));
+  sweep_ = new QAction(tr("Sweep…"), this);
+  sweep_->setShortcut(QKeySequence(tr("Ctrl+Shift+R")));
+  sweep_->setToolTip(
+      tr("Run a grid of precision policies and batch sizes with these settings (Ctrl+Shift+R)"));
   start_button_ = new QPushButton(tr("Start"));
   stop_button_ = new QPushButton(tr("Stop"));
   compare_button_ = new QPushButton(tr("float32 vs mixed"));
+  sweep_button_ = new QPushButton(tr("Sweep…"));
+  sweep_button_->setObjectName(QStringLiteral("sweep"));
   connect(start_button_, &QPushButton::clicked, start_, &QAction::trigger);
   connect(stop_button_, &QPushButton::clicked, stop_, &QAction::trigger);
   connect(compare_button_, &QPushButton::clicked, compare_, &QAction::trigger);
+  connect(sweep_button_, &QPushButton::clicked, sweep_, &QAction::trigger);
   connect(start_, &QAction::triggered, this, &RunPanel::start_requested);
   connect(stop_, &QAction::triggered, this, &RunPanel::stop_requested);
   connect(compare_, &QAction::triggered, this, &RunPanel::compare_requested);
+  connect(sweep_, &QAction::triggered, this, &RunPanel::sweep_requested);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(start_button_);
   buttons->addWidget(stop_button_);
   buttons->addWidget(compare_button_);
+  buttons->addWidget(sweep_button_);
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
@@ -642,6 +651,8 @@ void RunPanel::update_state() {
   const bool can_start = !running_ && reason.isEmpty();
   start_->setEnabled(can_start);
   compare_->setEnabled(can_start);
+  sweep_->setEnabled(can_start);
+  sweep_button_->setEnabled(can_start);
   stop_->setEnabled(running_);
   start_button_->setEnabled(can_start);
   compare_button_->setEnabled(can_start);
@@ -654,6 +665,8 @@ void RunPanel::update_state() {
   compare_button_->setToolTip(reason.isEmpty() ? compare_->toolTip()
                                                : tr("Cannot start: %1").arg(reason));
   stop_button_->setToolTip(stop_->toolTip());
+  sweep_button_->setToolTip(reason.isEmpty() ? sweep_->toolTip()
+                                             : tr("Cannot start: %1").arg(reason));
 }
 
 }  // namespace mixlab::ui

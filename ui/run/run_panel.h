@@ -1,9 +1,9 @@
 // The run panel: everything about a run except the model: dataset, precision policy, loss
 // scaling, batch size, epochs or steps, optimizer and learning rate, seed, threads, device and
-// the GPU options; and Start, Stop and "float32 vs mixed". A GPU device starts only when the CUDA
-// backend can train (else Start says why). It remembers the last settings, every field of the
-// run-settings table (engine/train/run_fields.h) through FieldBindings, and flags a policy the
-// chosen device cannot run well.
+// the GPU options; and Start, Stop, "float32 vs mixed" and Sweep…. A GPU device starts only when
+// the CUDA backend can train (else Start says why). It remembers the last settings, every field
+// of the run-settings table (engine/train/run_fields.h) through FieldBindings, and flags a policy
+// the chosen device cannot run well.
 #pragma once
 
 #include <QAction>
@@ -70,6 +70,7 @@ class RunPanel : public QWidget {
   QAction* start_action() const { return start_; }
   QAction* stop_action() const { return stop_; }
   QAction* compare_action() const { return compare_; }
+  QAction* sweep_action() const { return sweep_; }
 
   // Sets the dataset as the engine's spec text ("fashion-mnist", "cifar10:/data/c10",
   // "synthetic"). A spec it cannot show leaves no dataset chosen (Start is then blocked with the
@@ -91,6 +92,7 @@ class RunPanel : public QWidget {
   void start_requested();
   void stop_requested();
   void compare_requested();
+  void sweep_requested();  // Sweep…: a grid of runs with these settings
   void precision_changed(mixlab::Policy policy);
   // The batch size or the optimizer changed (the editor's memory for training follows).
   void training_changed(int batch_size, const mixlab::OptimizerConfig& optimizer);
@@ -142,9 +144,11 @@ class RunPanel : public QWidget {
   QPushButton* start_button_ = nullptr;
   QPushButton* stop_button_ = nullptr;
   QPushButton* compare_button_ = nullptr;
+  QPushButton* sweep_button_ = nullptr;
   QAction* start_ = nullptr;
   QAction* stop_ = nullptr;
   QAction* compare_ = nullptr;
+  QAction* sweep_ = nullptr;
   FieldBindings fields_;
 };
 
