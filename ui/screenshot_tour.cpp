@@ -4,6 +4,10 @@
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QImage>
+#include <QLineEdit>
+#include <QStatusBar>
+#include <QCheckBox>
+#include <QTableWidget>
 #include <QPixmap>
 #include <QSet>
 #include <QTabWidget>
@@ -16,9 +20,12 @@
 #include "ui/doctor/doctor_view.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/history/compare_view.h"
+#include "ui/history/sweeps_view.h"
 #include "ui/main_window.h"
 #include "ui/run/live_view.h"
 #include "ui/run/run_panel.h"
+#include "ui/run/sweep_dialog.h"
+#include "ui/run/sweep_runner.h"
 
 namespace mixlab::ui {
 
@@ -139,8 +146,11 @@ void ScreenshotTour::start() {
   if (!save(window_, QStringLiteral("editor.png"))) return;
   // Both runs have ended and the window has heard (its handler, connected first, has drained
   // their last steps and opened the comparison): the Live tab shows the second run.
-  connect(window_->feed(), &app::RunFeed::queue_finished, this,
-          [this] { QTimer::singleShot(0, this, &ScreenshotTour::shoot_live); });
+  // Once: the sweep's runs later end their queues too.
+  connect(
+      window_->feed(), &app::RunFeed::queue_finished, this,
+      [this] { QTimer::singleShot(0, this, &ScreenshotTour::shoot_live); },
+      Qt::SingleShotConnection);
   if (!window_->start_precision_comparison()) fail(tr("the comparison could not start"));
 }
 
@@ -211,7 +221,48 @@ void ScreenshotTour::shoot_doctor() {
         return {};
       },
       [this] {
-        if (!save(window_, QStringLiteral("doctor.png"))) return;
+        if (save(window_, QStringLiteral("doctor.png"))) start_sweep();
+      });
+}
+
+void ScreenshotTour::start_sweep() {
+  // The editor's model, float32 and mixed_bfloat16 at three batch sizes, as the Sweep dialog
+  // sets it up.
+  store::SweepSpec spec;
+  try {
+    SweepDialog dialog(sweep_base(*window_->run_panel(), window_->sweep_model_name()), window_);
+    dialog.precision_box(Policy::float32)->setChecked(true);
+    dialog.precision_box(Policy::mixed_bfloat16)->setChecked(true);
+    dialog.batch_sizes()->setText(QStringLiteral("16, 32, 64"));
+    spec = dialog.spec();
+  } catch (const Error& e) {
+    fail(tr("the Sweep dialog refused its grid: %1").arg(QString::fromUtf8(e.what())));
+    return;
+  }
+  connect(
+      window_->sweep_runner(), &SweepRunner::sweep_ended, this,
+      [this] { QTimer::singleShot(0, this, &ScreenshotTour::shoot_sweeps); },
+      Qt::SingleShotConnection);
+  if (!window_->start_sweep(spec))
+    fail(tr("the sweep could not start: %1").arg(window_->statusBar()->currentMessage()));
+}
+
+void ScreenshotTour::shoot_sweeps() {
+  SweepsView* sweeps = window_->sweeps_view();
+  window_->tabs()->setCurrentWidget(sweeps);
+  when_drawn(
+      [sweeps]() -> QString {
+        if (sweeps->point_table()->rowCount() != 6)
+          return tr("the Sweeps tab shows %1 grid points, not 6")
+              .arg(sweeps->point_table()->rowCount());
+        PlotChart* chart = sweeps->chart();
+        if (chart == nullptr || chart->series_count() < 1) return tr("the sweep chart is empty");
+        if (chart->curve_pixel_count(0) < kMinCurvePixels)
+          return tr("the sweep chart draws no curve");
+        return {};
+      },
+      [this] {
+        if (!save(window_, QStringLiteral("sweeps.png"))) return;
         emit finished(true, tr("saved %1").arg(files_.join(QStringLiteral(", "))), files_);
       });
 }

@@ -53,6 +53,8 @@ class ScreenshotTour : public QObject {
   void shoot_live();
   void shoot_compare();
   void shoot_doctor();
+  void start_sweep();
+  void shoot_sweeps();
 
   MainWindow* window_;
   QString out_dir_;

@@ -249,9 +249,11 @@ class SweepTest : public QObject {
     QVERIFY(!view.resume_button()->isEnabled());  // finished
 
     PlotChart* chart = view.chart();
-    QCOMPARE(chart->series_count(), 2);
+    QCOMPARE(chart->series_count(), 3);
     QCOMPARE(chart->series_name(0), QStringLiteral("mixed_float16"));
     QCOMPARE(chart->series_name(1), QStringLiteral("mixed_bfloat16"));
+    // The break-even line across the batch sizes.
+    QCOMPARE(chart->points(2), (std::vector<QPointF>{QPointF(32, 1.0), QPointF(64, 1.0)}));
     for (int s = 0; s < 2; ++s) {
       QCOMPARE(chart->points(s).size(), std::size_t(2));
       QCOMPARE(chart->points(s)[0], QPointF(32, 2.0));

@@ -300,6 +300,19 @@ void SweepsView::show_selected() {
     const int s = chart->add_series(QString::fromStdString(name), PlotChart::Kind::line);
     chart->set_points(s, std::move(xy), labels);
   }
+  if (any_speedup) {
+    // Break-even, dashed: above it mixed precision is faster than float32, below it slower.
+    double low = INFINITY, high = 0.0;
+    for (const store::SweepPoint& p : results.points) {
+      if (p.batch_size <= 0) continue;
+      low = std::min(low, static_cast<double>(p.batch_size));
+      high = std::max(high, static_cast<double>(p.batch_size));
+    }
+    if (high > 0.0) {
+      const int s = chart->add_series(tr("float32 (1×)"), PlotChart::Kind::dashed_line);
+      chart->set_points(s, {QPointF(low, 1.0), QPointF(high, 1.0)});
+    }
+  }
   chart_box_->replaceWidget(chart_, chart);
   delete chart_;
   chart_ = chart;
