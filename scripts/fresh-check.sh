@@ -4,7 +4,8 @@
 # it copies the committed tree (git archive HEAD), and runs, as root and without a display, the
 # README's first command and then its second, read from README.md so the two cannot drift.
 # Checks: command 1 exits 0, built the mixlab GUI and trained headless to a test accuracy;
-# command 2 exits 0 and ctest ran the `gui` tests with none skipped. The root has no CUDA
+# command 2 exits 0 and ctest ran the `gui` and `slurm` tests with none skipped (the packages
+# of a single-node Slurm install there too). The root has no CUDA
 # toolkit (the host's run before this one builds and tests the CUDA parts).
 #
 # Usage: scripts/fresh-check.sh   (as root; installs debootstrap on the host when missing)
@@ -165,4 +166,13 @@ if grep -E 'Test +#[0-9]+: ui\.[^ ]* .*Skipped' "$log2" >&2; then
   die "README command 2 skipped GUI tests (above; log: $log2)"
 fi
 say "command 2: ctest ran $gui_tests gui tests, none skipped"
+# The same for the single-node Slurm of the sweep tests (label slurm): its packages installed
+# and its daemons started in the fresh root.
+slurm_tests=$(sed -n 's/^slurm *= .*(\([0-9][0-9]*\) tests\{0,1\}).*$/\1/p' "$log2" | head -n 1)
+[ -n "$slurm_tests" ] && [ "$slurm_tests" -gt 0 ] ||
+  die "README command 2 ran no test labelled slurm (log: $log2)"
+if grep -E 'Test +#[0-9]+: slurm\.[^ ]* .*Skipped' "$log2" >&2; then
+  die "README command 2 skipped the Slurm tests (above; log: $log2)"
+fi
+say "command 2: ctest ran $slurm_tests slurm tests, none skipped"
 say "the README's two commands work on a fresh Debian 12"

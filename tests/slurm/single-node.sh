@@ -265,8 +265,32 @@ start_slurm() {
     # -N: node name even if the host's name differs from the config's.
     slurmctld -D -c -f "$SLURM_CONF" >>"$WORKDIR/slurmctld.out" 2>&1 &
     SLURMCTLD_PID=$!
-    slurmd -D -N "$NODE" -f "$SLURM_CONF" >>"$WORKDIR/slurmd.out" 2>&1 &
+    if cgroup_fs_mounted || ! command -v unshare >/dev/null 2>&1; then
+        slurmd -D -N "$NODE" -f "$SLURM_CONF" >>"$WORKDIR/slurmd.out" 2>&1 &
+    else
+        # slurmd 22.05 will not start without a cgroup file system, which a chroot (the fresh
+        # Debian root of scripts/fresh-check.sh) lacks: mount one in a mount namespace of its
+        # own, seen by slurmd and its jobs only. unshare and sh exec, so $! is slurmd's PID.
+        # The kind the kernel runs this process under: slurmd refuses a mix of the two.
+        local mount_cgroup='mount -t cgroup2 cgroup2 /sys/fs/cgroup'
+        if grep -qs '^[1-9]' /proc/self/cgroup; then
+            # v1: its cgroup/v1 plugin wants the named systemd hierarchy and freezer.
+            mount_cgroup='mount -t tmpfs cgroup /sys/fs/cgroup &&
+                mkdir /sys/fs/cgroup/systemd /sys/fs/cgroup/freezer &&
+                mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd &&
+                mount -t cgroup -o freezer cgroup /sys/fs/cgroup/freezer'
+        fi
+        unshare --mount --propagation unchanged sh -c \
+            "mount -t sysfs sysfs /sys 2>/dev/null; $mount_cgroup && exec \"\$@\"" \
+            sh slurmd -D -N "$NODE" -f "$SLURM_CONF" >>"$WORKDIR/slurmd.out" 2>&1 &
+    fi
     SLURMD_PID=$!
+}
+
+# True when /sys/fs/cgroup holds a cgroup file system (v2, or v1 hierarchies).
+cgroup_fs_mounted() {
+    [[ -e /sys/fs/cgroup/cgroup.controllers ]] && return 0
+    grep -qs ' /sys/fs/cgroup[/ ]' /proc/mounts
 }
 
 # 0 when the node reports idle, 1 on timeout, 2 when a daemon died.
