@@ -183,8 +183,9 @@ Located locate(const std::string& id, const std::string& db, const std::string& 
     try {
       at.sweep = store::sweep(*at.store, key);
       if (at.folder.empty() && !at.sweep->shared_dir.empty()) at.folder = at.sweep->shared_dir;
-    } catch (const store::StoreError&) {
-      if (at.folder.empty() && shared_dir.empty()) throw;
+    } catch (const store::StoreError& e) {
+      // An id this store does not hold is bad input (exit 2), as a run id is.
+      if (at.folder.empty() && shared_dir.empty()) throw RunNotFoundError(e.what());
     }
   }
   if (!at.sweep && at.folder.empty()) {

@@ -130,6 +130,9 @@ TEST_F(SweepCli, GridRunsEveryMemberOnceAndShowsPointsAndSpeedups) {
   EXPECT_EQ(last.tags, std::vector<std::string>{"sweep-1"});
 
   // The table, the list and the long CSV.
+  const Result missing = cli("sweep show 9");  // the store exists; the sweep does not
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("no sweep 9"), std::string::npos) << missing.err;
   const Result show = cli("sweep show 1");
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("mixed_bfloat16, batch-size 16"), std::string::npos) << show.out;
