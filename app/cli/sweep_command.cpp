@@ -51,10 +51,6 @@ std::string number_text(double v, int decimals) {
   return std::isfinite(v) ? format_fixed(v, decimals) : std::string("-");
 }
 
-Json number_or_null(double v) {
-  return std::isfinite(v) ? Json(v) : Json();
-}
-
 // --- output -----------------------------------------------------------------------------------
 
 Json sweep_json(store::RunStore& store, const store::SweepRecord& s) {
@@ -85,11 +81,11 @@ Json sweep_json(store::RunStore& store, const store::SweepRecord& s) {
     point["repeats"] = p.planned;
     point["measured"] = p.measured;
     point["failed"] = p.failed;
-    point["median_step_ms"] = number_or_null(p.median_step_ms);
-    point["min_step_ms"] = number_or_null(p.min_step_ms);
-    point["max_step_ms"] = number_or_null(p.max_step_ms);
-    point["samples_per_s"] = number_or_null(p.median_samples_per_s);
-    point["speedup_over_float32"] = number_or_null(p.speedup_over_float32);
+    point["median_step_ms"] = runs::number_or_null(p.median_step_ms);
+    point["min_step_ms"] = runs::number_or_null(p.min_step_ms);
+    point["max_step_ms"] = runs::number_or_null(p.max_step_ms);
+    point["samples_per_s"] = runs::number_or_null(p.median_samples_per_s);
+    point["speedup_over_float32"] = runs::number_or_null(p.speedup_over_float32);
     point["run_ids"] = p.run_ids;
     points.push_back(point);
   }
