@@ -211,6 +211,34 @@ def store_seeds(cli):
         shutil.rmtree(work)
 
 
+# --- keras_json: the built-in models as export_keras_json writes them (with --mixlab-cli), and
+# the Keras 2 and functional forms by hand. keras3-saved.json, written by Keras 3.12's
+# model.to_json(), is kept as it is.
+def keras_seeds(cli):
+    if cli:
+        for name in ("fashion-mlp", "fashion-cnn", "cifar10-mlp", "cifar100-convnet"):
+            for policy in ("float32", "mixed_float16"):
+                out = subprocess.run([cli, "export", name, "--to", "keras-json", "--precision",
+                                      policy], check=True, capture_output=True).stdout
+                write("keras_json", "%s-%s.json" % (name, policy), out)
+    write("keras_json", "tf-keras-2.json", """{"class_name": "Sequential", "config": {"name": "s",
+  "layers": [{"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8, 8, 3],
+  "dtype": "float32", "name": "input_1"}}, {"class_name": "Conv2D", "config": {"name": "conv2d",
+  "dtype": {"class_name": "Policy", "config": {"name": "mixed_float16"}}, "filters": 4,
+  "kernel_size": [3, 3], "strides": [1, 1], "padding": "same", "activation": "relu"}},
+  {"class_name": "MaxPool2D", "config": {"name": "p", "pool_size": [2, 2], "strides": null}},
+  {"class_name": "Flatten", "config": {"name": "flatten"}}, {"class_name": "Dense", "config":
+  {"name": "dense", "units": 2, "activation": "softmax", "dtype": "float32",
+  "kernel_initializer": {"class_name": "HeNormal", "config": {"seed": 1}}}}]},
+  "keras_version": "2.15.0", "backend": "tensorflow"}""")
+    write("keras_json", "functional.json", """{"class_name": "Functional", "config": {"name": "f",
+  "layers": [{"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8],
+  "name": "in"}, "name": "in", "inbound_nodes": []}, {"class_name": "Dense", "config":
+  {"name": "d", "units": 4}, "name": "d", "inbound_nodes": [[["in", 0, 0, {}]]]},
+  {"class_name": "ReLU", "config": {"name": "r"}, "name": "r", "inbound_nodes":
+  [[["d", 0, 0, {}]]]}], "input_layers": [["in", 0, 0]], "output_layers": [["r", 0, 0]]}}""")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mixlab-cli", help="records the run_store seeds")
@@ -219,6 +247,7 @@ def main():
     idx_seeds()
     cifar_seeds()
     csv_seeds()
+    keras_seeds(args.mixlab_cli)
     if args.mixlab_cli:
         store_seeds(args.mixlab_cli)
     else:

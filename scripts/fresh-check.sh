@@ -4,14 +4,15 @@
 # it copies the committed tree (git archive HEAD), and runs, as root and without a display, the
 # README's first command and then its second, read from README.md so the two cannot drift.
 # Checks: command 1 exits 0, built the mixlab GUI and trained headless to a test accuracy;
-# command 2 exits 0 and ctest ran the `gui` and `slurm` tests with none skipped (the packages
-# of a single-node Slurm install there too). The root has no CUDA
+# command 2 exits 0 and ctest ran the `gui`, `slurm` and `keras` tests with none skipped (the
+# packages of a single-node Slurm install there too, and the Keras venv is made from PyPI). The root has no CUDA
 # toolkit (the host's run before this one builds and tests the CUDA parts).
 #
 # Usage: scripts/fresh-check.sh   (as root; installs debootstrap on the host when missing)
 # Environment: MIXLAB_FRESH_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/mixlab) holds the pristine
 #   root (bookworm-minbase/) and the downloaded packages (apt-archives/: apt still installs
-#   every package in the fresh root, only the download is saved); MIXLAB_FRESH_KEEP=1 keeps the
+#   every package in the fresh root, only the download is saved) and pip's wheels (pip/: the
+#   same for the Keras venv); MIXLAB_FRESH_KEEP=1 keeps the
 #   run's root for a look after it ends.
 set -eu
 
@@ -127,6 +128,10 @@ mounts="$root/dev/pts $mounts"
 # Saves downloads between runs only; apt-get still installs every package in this root.
 mount --bind "$archives" "$root/var/cache/apt/archives"
 mounts="$root/var/cache/apt/archives $mounts"
+# The same for pip's wheels (the `keras` tests' venv is made from PyPI in the root).
+mkdir -p "$cache/pip" "$root/root/.cache/pip"
+mount --bind "$cache/pip" "$root/root/.cache/pip"
+mounts="$root/root/.cache/pip $mounts"
 stage_done
 
 # Runs a README command in the root as root, in a clean environment without a display.
@@ -166,13 +171,17 @@ if grep -E 'Test +#[0-9]+: ui\.[^ ]* .*Skipped' "$log2" >&2; then
   die "README command 2 skipped GUI tests (above; log: $log2)"
 fi
 say "command 2: ctest ran $gui_tests gui tests, none skipped"
-# The same for the single-node Slurm of the sweep tests (label slurm): its packages installed
-# and its daemons started in the fresh root.
-slurm_tests=$(sed -n 's/^slurm *= .*(\([0-9][0-9]*\) tests\{0,1\}).*$/\1/p' "$log2" | head -n 1)
-[ -n "$slurm_tests" ] && [ "$slurm_tests" -gt 0 ] ||
-  die "README command 2 ran no test labelled slurm (log: $log2)"
-if grep -E 'Test +#[0-9]+: slurm\.[^ ]* .*Skipped' "$log2" >&2; then
-  die "README command 2 skipped the Slurm tests (above; log: $log2)"
-fi
-say "command 2: ctest ran $slurm_tests slurm tests, none skipped"
+# The same for the tests that need more than the build: the single-node Slurm of the sweep tests
+# (label slurm: its packages installed and its daemons started in the fresh root) and the parity
+# tests against real Keras (label keras: the venv made from PyPI in the fresh root).
+require_label() {  # $1: the label; $2: the test-name prefix; $3: what they need
+  n=$(sed -n "s/^$1 *= .*(\([0-9][0-9]*\) tests\{0,1\}).*\$/\1/p" "$log2" | head -n 1)
+  [ -n "$n" ] && [ "$n" -gt 0 ] || die "README command 2 ran no test labelled $1 (log: $log2)"
+  if grep -E "Test +#[0-9]+: $2\\.[^ ]* .*Skipped" "$log2" >&2; then
+    die "README command 2 skipped the $1 tests ($3; above; log: $log2)"
+  fi
+  say "command 2: ctest ran $n $1 tests, none skipped"
+}
+require_label slurm slurm "a single-node Slurm"
+require_label keras keras "Keras from PyPI in a venv"
 say "the README's two commands work on a fresh Debian 12"

@@ -9,15 +9,19 @@ set -eu
 # fault tests (tests/faults) check stores with python3's sqlite3 module; the sweep tests
 # (tests/slurm) start a single-node Slurm from slurmctld, slurmd, slurm-client and munge (their
 # services are not started by the packages where no init system runs, and need no config).
+# Keras import reads .keras archives with libzip and their weights with HDF5 (libzip-dev,
+# libhdf5-dev); the `keras` tests make a venv with python3-venv and run exported PyTorch scripts
+# with Debian's python3-torch.
 # scripts/fresh-check.sh proves the list on a fresh Debian 12.
 packages="g++ cmake ninja-build pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
           libsqlite3-dev libcli11-dev libgtest-dev libgmock-dev dataset-fashion-mnist
+          libzip-dev libhdf5-dev
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
-          xvfb xauth desktop-file-utils appstream file dpkg-dev python3
+          xvfb xauth desktop-file-utils appstream file dpkg-dev python3 python3-venv python3-torch
           slurmctld slurmd slurm-client munge"
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages="$packages python3-torch" ;;
+    --bench) ;;  # python3-torch, which bench.sh sets beside MixLab, is in the list above now
     # scripts/fuzz.sh: clang 14 and its sanitizer and libFuzzer runtimes (libclang-rt-14-dev,
     # which clang only recommends; libfuzzer-14-dev is not needed), clang's OpenMP, and
     # llvm-symbolizer for stack traces.

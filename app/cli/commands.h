@@ -28,5 +28,7 @@ int run_self_test(const std::vector<std::string>& args);
 int run_cli(std::vector<std::string> args);
 int run_runs(const std::vector<std::string>& args);
 int run_sweep(const std::vector<std::string>& args);
+int run_export(const std::vector<std::string>& args);
+int run_predict(const std::vector<std::string>& args);
 
 }  // namespace mixlab::cli

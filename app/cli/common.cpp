@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <variant>
 
@@ -11,17 +12,36 @@
 
 namespace mixlab::cli {
 
-ModelSpec load_model_argument(const std::string& argument) {
+ImportedModel load_model_input(const std::string& argument) {
   const std::filesystem::path path(argument);
   std::error_code ec;
-  if (std::filesystem::exists(path, ec)) return load_model_file(path);
+  if (std::filesystem::exists(path, ec)) {
+    ImportedModel model = load_model_source(path);
+    for (const std::string& warning : model.warnings) {
+      std::fprintf(stderr, "mixlab-cli: warning: %s: %s\n", argument.c_str(), warning.c_str());
+    }
+    return model;
+  }
   if (const auto json = builtin_model_json(argument)) {
-    return parse_model_json(*json, "built-in model '" + argument + "'");
+    ImportedModel model;
+    model.spec = parse_model_json(*json, "built-in model '" + argument + "'");
+    model.format = "MixLab JSON";
+    return model;
   }
   std::string names;
   for (auto name : builtin_model_names()) names += (names.empty() ? "" : ", ") + std::string(name);
   throw SpecError("no model file '" + argument +
                   "' and no built-in model of that name (built-in: " + names + ")");
+}
+
+ModelSpec load_model_argument(const std::string& argument) {
+  return load_model_input(argument).spec;
+}
+
+void apply_model_settings(const ImportedModel& model, RunConfig& config) {
+  if (model.policy)
+    set_field(run_field("precision"), config, std::string(to_string(*model.policy)));
+  config.initial_weights = model.weights;
 }
 
 std::string group_digits(std::int64_t value) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/interop/keras_model.h"
 #include "engine/spec/model_spec.h"
 #include "engine/train/run_types.h"
 
@@ -20,8 +21,15 @@ enum ExitCode : int {
   kExitStopped = 130,  // interrupted (Ctrl+C)
 };
 
-// A model argument: a path to a model file, or the name of a built-in model ("fashion-mlp").
+// A model argument: a path to a model file (MixLab's JSON, Keras JSON or a .keras archive), or
+// the name of a built-in model ("fashion-mlp"). What a Keras import did not model is printed to
+// stderr as warnings.
+ImportedModel load_model_input(const std::string& argument);
+// Its spec alone.
 ModelSpec load_model_argument(const std::string& argument);
+// Sets what an imported model brings to a run (its dtype policy, its weights); the command
+// line's settings are applied after it and win.
+void apply_model_settings(const ImportedModel& model, RunConfig& config);
 
 // "1,234,567"
 std::string group_digits(std::int64_t value);

@@ -59,7 +59,7 @@ int run_doctor(const std::vector<std::string>& argv) {
               warmup_text;
   bool json = false, measure_flag = false, what_if = false, recalibrate = false,
        list_profiles = false;
-  app.add_option("model", models, "a model file (JSON) or a built-in model");
+  app.add_option("model", models, "a model file (MixLab or Keras JSON, .keras) or a built-in model");
   command.add_option(app, "--device", device_name,
                      "this machine's device to diagnose (and measure): cpu, cuda, cuda:N, auto")
       ->type_name("DEVICE")

@@ -20,7 +20,8 @@ int run_inspect(const std::vector<std::string>& argv) {
                       "Each layer's output shape, parameters, forward FLOPs and activation bytes.");
   std::vector<std::string> models;
   bool json = false;
-  command.app().add_option("model", models, "a model file (JSON) or a built-in model");
+  command.app().add_option("model", models,
+                           "a model file (MixLab or Keras JSON, .keras) or a built-in model");
   const RunFieldOptions settings(command, {"precision", "batch_size", "optimizer"});
   command.app().add_flag("--json", json, "one JSON object instead of the table");
   if (!command.parse(argv, &models)) return kExitOk;
@@ -29,13 +30,14 @@ int run_inspect(const std::vector<std::string>& argv) {
         "usage: mixlab-cli inspect MODEL.json|BUILTIN [--precision P] [--batch-size N] "
         "[--optimizer O] [--json]");
   }
+  const ImportedModel model = load_model_input(models[0]);
+  const ModelSpec& spec = model.spec;
   RunConfig config;
+  apply_model_settings(model, config);  // a Keras file's policy; --precision wins
   settings.apply(config);
   const Policy policy = config.precision;
-  const ModelSpec spec = load_model_argument(models[0]);
   const ShapeTable table = infer_shapes(spec, policy);
-  const MemoryPlan memory =
-      build_plan(spec, table, config.batch_size, config.optimizer).memory();
+  const MemoryPlan memory = build_plan(spec, table, config.batch_size, config.optimizer).memory();
   constexpr MemoryPurpose kParts[] = {MemoryPurpose::parameters,  MemoryPurpose::weight_copies,
                                       MemoryPurpose::gradients,   MemoryPurpose::optimizer,
                                       MemoryPurpose::activations, MemoryPurpose::workspace};
@@ -96,9 +98,10 @@ int run_inspect(const std::vector<std::string>& argv) {
     parts += (parts.empty() ? "  " : ", ") + std::string(to_string(p)) + " " +
              format_bytes(memory.bytes(p));
   }
-  std::printf("%s\n  (the plan's buffers; library workspaces and re-laid-out weights come on "
-              "top)\n",
-              parts.c_str());
+  std::printf(
+      "%s\n  (the plan's buffers; library workspaces and re-laid-out weights come on "
+      "top)\n",
+      parts.c_str());
   return kExitOk;
 }
 

@@ -38,9 +38,13 @@ constexpr const char* kHelp =
     "  sweep     a grid of runs, here or as a Slurm job array: mixlab-cli sweep --model M\n"
     "            --precision float32,mixed_float16 --batch-size 32,64 --repeats 3\n"
     "            [--executor slurm --shared-dir DIR]; sweep list|show|resume|status|cancel ID\n"
+    "  export    a model out: mixlab-cli export MODEL --to keras-json|keras|pytorch|mixlab\n"
+    "            [--run ID] [train options] [-o FILE] (keras, pytorch: a runnable script)\n"
+    "  predict   the model's outputs for the first test samples: mixlab-cli predict MODEL\n"
+    "            [--dataset D] [--count N] [--json]\n"
     "\n"
-    "MODEL is a model file (JSON) or a built-in model: fashion-mlp, fashion-cnn, cifar10-mlp,\n"
-    "cifar100-convnet.\n"
+    "MODEL is a model file (MixLab's JSON, Keras 3 or tf.keras 2 JSON, or a .keras archive with\n"
+    "its weights) or a built-in model: fashion-mlp, fashion-cnn, cifar10-mlp, cifar100-convnet.\n"
     "DEVICE (train, bench --device): cpu, cuda (the first GPU), cuda:N, or auto (the default:\n"
     "the GPU when the CUDA backend can train on it, else the CPU). The CUDA backend is the\n"
     "library lib/mixlab/libmixlab-cuda.so next to the program ($MIXLAB_CUDA_BACKEND overrides\n"
@@ -73,8 +77,11 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     if (command == "self-test") return run_self_test(args);
     if (command == "runs") return run_runs(args);
     if (command == "sweep") return run_sweep(args);
+    if (command == "export") return run_export(args);
+    if (command == "predict") return run_predict(args);
     throw UsageError("unknown command '" + command +
-                     "' (train, inspect, bench, doctor, devices, runs, sweep, self-test)");
+                     "' (train, inspect, bench, doctor, devices, runs, sweep, export, predict, "
+                     "self-test)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;

@@ -131,7 +131,9 @@ int run_train(const std::vector<std::string>& argv) {
   CLI::App& app = command.app();
   std::string model_argument = "fashion-mlp", device = "auto", db;
   bool json = false, quiet = false, no_store = false;
-  command.add_option(app, "--model", model_argument, "a model file (JSON) or a built-in model")
+  command
+      .add_option(app, "--model", model_argument,
+                  "a model file (MixLab or Keras JSON, .keras) or a built-in model")
       ->type_name("MODEL")
       ->default_str(model_argument);
   const RunFieldOptions settings(command);
@@ -156,9 +158,11 @@ int run_train(const std::vector<std::string>& argv) {
 
   if (settings.given("epochs") && settings.given("steps"))
     throw UsageError("give --epochs or --steps, not both");
+  const ImportedModel model = load_model_input(model_argument);
+  const ModelSpec& spec = model.spec;
   RunConfig config;
+  apply_model_settings(model, config);  // the file's policy and weights; the options win
   settings.apply(config);
-  const ModelSpec spec = load_model_argument(model_argument);
   if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
   if (!run_uid.empty() &&
       (run_uid.size() != 32 || run_uid.find_first_not_of("0123456789abcdef") != std::string::npos))

@@ -20,6 +20,7 @@
 #include "engine/ops/optimizer.h"
 #include "engine/plan/execution_plan.h"
 #include "engine/spec/model_spec.h"
+#include "engine/spec/model_weights.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab {
@@ -30,6 +31,9 @@ struct ExecutorOptions {
   OptimizerConfig optimizer;
   std::uint64_t seed = 1;       // weight initialisation (Keras: glorot_uniform, zero bias), dropout
   bool input_gradient = false;  // also compute the gradient w.r.t. the model's input (op tests)
+  // Starting weights written over the seeded initialisation (an imported Keras model's); null:
+  // the seed's alone.
+  std::shared_ptr<const ModelWeights> initial_weights;
   // Time every layer's forward and backward in training steps (CUDA events on a GPU, the clock
   // on the CPU; slower: a GPU step then synchronises per layer).
   bool layer_timing = false;

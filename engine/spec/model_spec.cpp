@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "engine/core/error.h"
+#include "engine/spec/json_text.h"
 #include "engine/spec/layer_checks.h"
 
 namespace mixlab {
@@ -332,70 +333,6 @@ std::vector<std::int64_t> parse_input(const json& value, const std::string& orig
   return dims;
 }
 
-// Parses JSON text, rejecting duplicate keys (nlohmann would keep the last one silently) and
-// nesting deeper than kMaxJsonDepth (a model is 4 levels deep; "[" x 100000 once crashed the
-// recursive printing of the error message).
-json parse_json_text(std::string_view text, const std::string& origin_prefix) {
-  struct Frame {
-    bool is_object = false;
-    int elements = 0;  // arrays: elements started so far
-    std::string last_key;
-    std::unordered_set<std::string> keys;  // a set: 40,000 keys in one object once took minutes
-  };
-  std::vector<Frame> stack;
-  const auto begin_value = [&stack] {
-    if (!stack.empty() && !stack.back().is_object) ++stack.back().elements;
-  };
-  const auto where = [&stack]() -> std::string {
-    // Inside a layer: [top object] [layers array] [layer object].
-    if (stack.size() == 3 && stack[0].last_key == "layers" && !stack[1].is_object) {
-      return "layer " + std::to_string(stack[1].elements - 1) + ": duplicate field '";
-    }
-    if (stack.size() == 2 && stack[0].last_key == "input") return "input: duplicate key '";
-    return "duplicate key '";
-  };
-  json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth) {
-          throw SpecError(origin_prefix + "invalid JSON: nested deeper than " +
-                          std::to_string(kMaxJsonDepth) + " levels (a model needs 4)");
-        }
-        begin_value();
-        stack.push_back({event == json::parse_event_t::object_start, 0, {}, {}});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        Frame& frame = stack.back();
-        std::string key = parsed.get<std::string>();
-        if (frame.keys.contains(key)) throw SpecError(origin_prefix + where() + key + "'");
-        frame.last_key = key;
-        frame.keys.insert(std::move(key));
-        break;
-      }
-      case json::parse_event_t::value:
-        begin_value();
-        break;
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), callback);
-  } catch (const json::exception& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ...".
-    std::string message = e.what();
-    if (const auto close = message.find("] ");
-        message.starts_with("[json.") && close != std::string::npos) {
-      message.erase(0, close + 2);
-    }
-    throw SpecError(origin_prefix + "invalid JSON: " + message);
-  }
-}
-
 // --- writing ---
 
 // Compact JSON with a space after ':' and ',' ({"shape": [28, 28, 1]}), one line.
@@ -472,6 +409,72 @@ ordered_json layer_json(const LayerSpec& layer) {
 
 }  // namespace
 
+// Parses JSON text, rejecting duplicate keys (nlohmann would keep the last one silently) and
+// nesting deeper than kMaxJsonDepth (a model is 4 levels deep; "[" x 100000 once crashed the
+// recursive printing of the error message).
+nlohmann::json parse_json_text(std::string_view text, const std::string& origin_prefix) {
+  using json = nlohmann::json;
+  struct Frame {
+    bool is_object = false;
+    int elements = 0;  // arrays: elements started so far
+    std::string last_key;
+    std::unordered_set<std::string> keys;  // a set: 40,000 keys in one object once took minutes
+  };
+  std::vector<Frame> stack;
+  const auto begin_value = [&stack] {
+    if (!stack.empty() && !stack.back().is_object) ++stack.back().elements;
+  };
+  const auto where = [&stack]() -> std::string {
+    // Inside a layer: [top object] [layers array] [layer object].
+    if (stack.size() == 3 && stack[0].last_key == "layers" && !stack[1].is_object) {
+      return "layer " + std::to_string(stack[1].elements - 1) + ": duplicate field '";
+    }
+    if (stack.size() == 2 && stack[0].last_key == "input") return "input: duplicate key '";
+    return "duplicate key '";
+  };
+  json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxJsonDepth) {
+          throw SpecError(origin_prefix + "invalid JSON: nested deeper than " +
+                          std::to_string(kMaxJsonDepth) + " levels (a model needs 4)");
+        }
+        begin_value();
+        stack.push_back({event == json::parse_event_t::object_start, 0, {}, {}});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        stack.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        Frame& frame = stack.back();
+        std::string key = parsed.get<std::string>();
+        if (frame.keys.contains(key)) throw SpecError(origin_prefix + where() + key + "'");
+        frame.last_key = key;
+        frame.keys.insert(std::move(key));
+        break;
+      }
+      case json::parse_event_t::value:
+        begin_value();
+        break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), callback);
+  } catch (const json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ...".
+    std::string message = e.what();
+    if (const auto close = message.find("] ");
+        message.starts_with("[json.") && close != std::string::npos) {
+      message.erase(0, close + 2);
+    }
+    throw SpecError(origin_prefix + "invalid JSON: " + message);
+  }
+}
+
+
 ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
   const std::string origin_prefix = origin.empty() ? std::string() : std::string(origin) + ": ";
   const json root = parse_json_text(text, origin_prefix);
@@ -497,7 +500,7 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
   return spec;
 }
 
-ModelSpec load_model_file(const std::filesystem::path& path) {
+std::string read_model_text(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
@@ -532,7 +535,11 @@ ModelSpec load_model_file(const std::filesystem::path& path) {
     throw SpecError(name + ": the model file is over " + std::to_string(kMaxModelFileBytes >> 20) +
                     " MiB");
   }
-  return parse_model_json(text, name);
+  return text;
+}
+
+ModelSpec load_model_file(const std::filesystem::path& path) {
+  return parse_model_json(read_model_text(path), path.string());
 }
 
 std::string to_json(const ModelSpec& spec, int indent) {

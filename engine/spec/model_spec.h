@@ -95,6 +95,9 @@ inline constexpr int kMaxJsonDepth = 64;
 // Reads and parses a model file; errors name the file. Only a regular file of at most
 // kMaxModelFileBytes is read (a FIFO, a device or /dev/zero is refused by name).
 ModelSpec load_model_file(const std::filesystem::path& path);
+// The text of a model file, with load_model_file's checks and errors (parsed by the caller:
+// interop/model_source reads Keras JSON too).
+std::string read_model_text(const std::filesystem::path& path);
 // Writes a spec as JSON in the file format above (fields at their defaults are left out), so
 // that parse_model_json(to_json(s)) == s.
 std::string to_json(const ModelSpec& spec, int indent = 2);

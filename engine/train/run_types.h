@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,9 @@ struct RunConfig {
   bool cuda_graphs = false;     // capture the training step once and replay it
   bool data_on_device = false;  // keep the training split on the GPU when it fits
   bool layer_timing = false;    // per-layer forward/backward device times (RunSink)
+  // Not a run setting (run_fields.h): starting weights from an imported Keras model, written
+  // over the seed's initialisation. Null: the seed's alone.
+  std::shared_ptr<const ModelWeights> initial_weights;
 };
 
 enum class RunStatus : std::uint8_t { running, finished, stopped, diverged, failed };

@@ -148,6 +148,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   options.tf32 = config.tf32;
   options.cuda_graphs = config.cuda_graphs;
   options.layer_timing = config.layer_timing;
+  options.initial_weights = config.initial_weights;
   const DeviceInfo device = backend.device();
   bool data_on_device = false;
   try {
@@ -192,6 +193,9 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
     info.notes.push_back(data_on_device ? "the training split is kept on the device"
                                         : "the training split does not fit on the device: "
                                           "batches are copied from the host");
+  }
+  if (config.initial_weights) {
+    info.notes.push_back("starting weights from " + config.initial_weights->origin);
   }
   sink.on_start(info);
 

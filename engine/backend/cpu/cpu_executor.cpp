@@ -224,6 +224,12 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
                                        kernel_init_seed(seed, slot->layer));
     write_parameter(slot->layer, slot->kind, values);
   }
+  if (options_.initial_weights) {
+    write_model_weights(*options_.initial_weights,
+                        [this](int layer, ParamKind kind, std::span<const float> values) {
+                          write_parameter(layer, kind, values);
+                        });
+  }
   refresh_copies();
 }
 

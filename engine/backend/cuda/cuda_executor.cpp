@@ -279,6 +279,12 @@ void CudaExecutor::initialise_parameters(std::uint64_t seed) {
         s->layer, s->kind,
         glorot_uniform(s->count, s->fan_in, s->fan_out, kernel_init_seed(seed, s->layer)));
   }
+  if (options_.initial_weights) {
+    write_model_weights(*options_.initial_weights,
+                        [this](int layer, ParamKind kind, std::span<const float> values) {
+                          write_parameter(layer, kind, values);
+                        });
+  }
 }
 
 void CudaExecutor::refresh_copy(const ParamSlot& s) {

@@ -1,0 +1,631 @@
+// Keras model JSON in: the Keras graph is walked into MixLab's own model JSON, which
+// parse_model_json() then checks (types and ranges, with its messages). What is Keras-only (the
+// envelope, dtype policies, functional connections, initialisers) is handled here.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+#include <span>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/interop/keras_model.h"
+#include "engine/spec/json_text.h"
+
+namespace mixlab {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+using Keys = std::span<const std::string_view>;
+
+// Keys of a serialized object that carry no model meaning here.
+constexpr auto kEnvelopeKeys = std::to_array<std::string_view>(
+    {"module", "class_name", "config", "registered_name", "build_config", "compile_config",
+     "keras_version", "backend", "name", "inbound_nodes", "shared_object_id"});
+
+// Config keys every Keras layer has.
+constexpr auto kLayerBaseKeys =
+    std::to_array<std::string_view>({"name", "trainable", "dtype", "autocast", "batch_input_shape",
+                                     "input_shape", "batch_size", "input_dim"});
+// Keras fields MixLab does not model, read as warnings when not at their defaults.
+constexpr auto kKernelKeys = std::to_array<std::string_view>(
+    {"kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
+     "activity_regularizer", "kernel_constraint", "bias_constraint", "lora_rank", "lora_alpha",
+     "quantization_config"});
+
+bool contains(Keys keys, std::string_view key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+std::string in_quotes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '\'';
+  out += s;
+  out += '\'';
+  return out;
+}
+
+// "'a', 'b'"
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + in_quotes(n);
+  return out;
+}
+
+// Keras's name for an unnamed layer of class `cls`: snake_case ("max_pooling2d"), then "_1",
+// "_2"... for later ones (keras.src.utils.naming: to_snake_case and uniquify).
+bool is_auto_name(std::string_view name, std::string_view cls) {
+  const std::string snake = keras_snake_case(cls);
+  if (!name.starts_with(snake)) return false;
+  const std::string_view rest = name.substr(snake.size());
+  if (rest.empty()) return true;
+  return rest.size() >= 2 && rest[0] == '_' &&
+         std::all_of(rest.begin() + 1, rest.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// One Keras layer as the importer sees it.
+struct KerasLayer {
+  std::string class_name;
+  std::string name;
+  const json* config = nullptr;
+  const json* object = nullptr;  // the whole serialized layer
+};
+
+class Importer {
+ public:
+  Importer(std::string_view origin, ImportedModel& out)
+      : prefix_(origin.empty() ? std::string() : std::string(origin) + ": "), out_(out) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw SpecError(prefix_ + what); }
+  [[noreturn]] void fail_layer(int index, const KerasLayer& layer, const std::string& what) const {
+    throw SpecError(prefix_ + where(index, layer) + ": " + what, index);
+  }
+  static std::string where(int index, const KerasLayer& layer) {
+    std::string text = index >= 0 ? "layer " + std::to_string(index) + " " : "layer ";
+    return text + in_quotes(layer.name) + " (" + layer.class_name + ")";
+  }
+
+  void import(const json& root) {
+    if (!root.is_object() || !root.contains("class_name") || !root["class_name"].is_string()) {
+      fail("not a Keras model: the JSON has no top-level \"class_name\"");
+    }
+    keras3_ = root.contains("module");
+    check_keys(root, kEnvelopeKeys, "the model");
+    const std::string cls = root["class_name"].get<std::string>();
+    const json* config = root.contains("config") ? &root["config"] : nullptr;
+    if (config == nullptr || !config->is_object()) fail("the model has no \"config\" object");
+    if (cls == "Sequential") {
+      read_sequential(*config);
+    } else if (cls == "Functional" || cls == "Model") {
+      read_functional(*config);
+    } else {
+      fail("a Keras " + in_quotes(cls) +
+           " model: MixLab imports Sequential models and functional models that are a single "
+           "chain of layers");
+    }
+    if (root.contains("compile_config")) read_compile_config(root["compile_config"]);
+    finish();
+  }
+
+ private:
+  void check_keys(const json& object, std::initializer_list<std::string_view> known,
+                  const std::string& what) const {
+    check_keys(object, Keys(known.begin(), known.size()), what);
+  }
+  void check_keys(const json& object, Keys known, const std::string& what) const {
+    for (const auto& [key, value] : object.items()) {
+      if (!contains(known, key)) {
+        fail(what + " has the field " + in_quotes(key) +
+             ", which MixLab does not know (a newer Keras?)");
+      }
+    }
+  }
+
+  static std::vector<KerasLayer> layer_list(const json& config, const Importer& self) {
+    if (!config.contains("layers") || !config["layers"].is_array()) {
+      self.fail("the model's config has no \"layers\" array");
+    }
+    std::vector<KerasLayer> layers;
+    for (const json& l : config["layers"]) {
+      KerasLayer layer;
+      layer.object = &l;
+      if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string()) {
+        self.fail("layer " + std::to_string(layers.size()) + " of the file has no \"class_name\"");
+      }
+      layer.class_name = l["class_name"].get<std::string>();
+      if (!l.contains("config") || !l["config"].is_object()) {
+        self.fail("layer " + in_quotes(layer.class_name) + " has no \"config\" object");
+      }
+      layer.config = &l["config"];
+      if (l.contains("name") && l["name"].is_string()) {
+        layer.name = l["name"].get<std::string>();
+      } else if (layer.config->contains("name") && (*layer.config)["name"].is_string()) {
+        layer.name = (*layer.config)["name"].get<std::string>();
+      }
+      layers.push_back(layer);
+    }
+    return layers;
+  }
+
+  void read_sequential(const json& config) {
+    check_keys(config, {"name", "trainable", "dtype", "layers", "build_input_shape"},
+               "the Sequential model's config");
+    read_name(config);
+    if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model");
+    if (config.contains("build_input_shape")) {
+      read_input_shape(config["build_input_shape"], "build_input_shape");
+    }
+    for (const KerasLayer& layer : layer_list(config, *this)) add_layer(layer);
+  }
+
+  // A functional model: its layers must form one chain from its one input to its one output.
+  void read_functional(const json& config) {
+    check_keys(config, {"name", "trainable", "dtype", "layers", "input_layers", "output_layers"},
+               "the functional model's config");
+    read_name(config);
+    if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model");
+    const std::vector<KerasLayer> layers = layer_list(config, *this);
+    std::map<std::string, const KerasLayer*> by_name;
+    std::map<std::string, std::vector<std::string>> inputs, consumers;
+    for (const KerasLayer& layer : layers) {
+      by_name[layer.name] = &layer;
+      std::vector<std::string> from = inbound_layers(layer);
+      for (const std::string& source : from) consumers[source].push_back(layer.name);
+      inputs[layer.name] = std::move(from);
+    }
+    // The first connection that is not a chain, in the file's layer order.
+    for (const KerasLayer& layer : layers) {
+      const auto& from = inputs[layer.name];
+      if (from.size() > 1) {
+        fail(where(-1, layer) + " takes " + std::to_string(from.size()) + " inputs (" +
+             quoted_list(from) + "): MixLab imports only a single chain of layers");
+      }
+      for (const std::string& source : from) {
+        if (!by_name.contains(source)) {
+          fail(where(-1, layer) + " takes its input from " + in_quotes(source) +
+               ", which is not a layer of the model");
+        }
+      }
+      const auto& to = consumers[layer.name];
+      if (to.size() > 1) {
+        fail(where(-1, layer) + " feeds " + std::to_string(to.size()) + " layers (" +
+             quoted_list(to) + "): MixLab imports only a single chain of layers");
+      }
+    }
+    const std::string input = endpoint(config, "input_layers");
+    const std::string output = endpoint(config, "output_layers");
+    if (!by_name.contains(input)) fail("the model's input " + in_quotes(input) + " is not a layer");
+    std::vector<const KerasLayer*> chain;
+    std::set<std::string> seen;
+    for (std::string at = input;;) {
+      if (!seen.insert(at).second) fail("the layers " + in_quotes(at) + " closes a cycle");
+      chain.push_back(by_name.at(at));
+      if (at == output) break;
+      const auto& to = consumers[at];
+      if (to.empty())
+        fail("no path from the input " + in_quotes(input) + " to the output " + in_quotes(output) +
+             ": " + in_quotes(at) + " feeds nothing");
+      at = to.front();
+    }
+    for (const KerasLayer& layer : layers) {
+      if (!seen.contains(layer.name)) {
+        fail(where(-1, layer) + " is not on the chain from the input " + in_quotes(input) +
+             " to the output " + in_quotes(output));
+      }
+    }
+    for (const KerasLayer* layer : chain) add_layer(*layer);
+  }
+
+  // The one layer named by "input_layers" / "output_layers": [["name", 0, 0]] (or ["name", 0,
+  // 0] for a single one, as Keras 3 writes it).
+  std::string endpoint(const json& config, const char* key) const {
+    if (!config.contains(key) || !config[key].is_array() || config[key].empty()) {
+      fail("the functional model has no \"" + std::string(key) + "\"");
+    }
+    const json& list = config[key];
+    if (list[0].is_string()) return list[0].get<std::string>();
+    if (list.size() > 1) {
+      fail("the model has " + std::to_string(list.size()) + " " +
+           (std::string(key) == "input_layers" ? "inputs" : "outputs") +
+           ": MixLab imports only a single chain of layers");
+    }
+    if (!list[0].is_array() || list[0].empty() || !list[0][0].is_string()) {
+      fail("the functional model's \"" + std::string(key) + "\" is not [[name, node, tensor]]");
+    }
+    return list[0][0].get<std::string>();
+  }
+
+  // The layers a functional layer's inbound nodes read from, in order (Keras 3 "__keras_tensor__"
+  // objects with keras_history, or tf.keras 2's [name, node, tensor, kwargs] lists).
+  std::vector<std::string> inbound_layers(const KerasLayer& layer) const {
+    std::vector<std::string> from;
+    if (!layer.object->contains("inbound_nodes")) return from;
+    const json& nodes = (*layer.object)["inbound_nodes"];
+    if (!nodes.is_array()) fail(where(-1, layer) + ": \"inbound_nodes\" is not an array");
+    if (nodes.size() > 1) {
+      fail(where(-1, layer) + " is called " + std::to_string(nodes.size()) +
+           " times (a shared layer): MixLab imports only a single chain of layers");
+    }
+    const auto visit = [&](const json& value, const auto& self) -> void {
+      if (value.is_object()) {
+        if (value.value("class_name", "") == "__keras_tensor__" && value.contains("config")) {
+          const json& history = value["config"].value("keras_history", json());
+          if (history.is_array() && !history.empty() && history[0].is_string()) {
+            from.push_back(history[0].get<std::string>());
+          }
+          return;
+        }
+        for (const auto& [k, v] : value.items()) {
+          if (k != "kwargs") self(v, self);
+        }
+      } else if (value.is_array()) {
+        // tf.keras 2: ["name", node, tensor, {kwargs}]
+        if (value.size() >= 3 && value[0].is_string() && value[1].is_number()) {
+          from.push_back(value[0].get<std::string>());
+          return;
+        }
+        for (const json& v : value) self(v, self);
+      }
+    };
+    for (const json& node : nodes) {
+      if (node.is_object() && node.contains("args")) {
+        visit(node["args"], visit);
+      } else {
+        visit(node, visit);
+      }
+    }
+    return from;
+  }
+
+  void read_name(const json& config) {
+    if (config.contains("name") && config["name"].is_string()) {
+      name_ = config["name"].get<std::string>();
+    }
+  }
+
+  void read_input_shape(const json& shape, const std::string& field) {
+    if (!shape.is_array() || shape.size() < 2) {
+      fail("\"" + field + "\" must be [null, dims...], got " + shape.dump());
+    }
+    json dims = json::array();
+    for (std::size_t i = 1; i < shape.size(); ++i) {
+      if (!shape[i].is_number_integer() || shape[i].get<std::int64_t>() < 1) {
+        fail("\"" + field + "\" " + shape.dump() +
+             ": every dimension but the batch must be a positive whole number");
+      }
+      dims.push_back(shape[i]);
+    }
+    if (input_shape_.is_null()) input_shape_ = dims;
+  }
+
+  // A dtype policy: "float32", or {"class_name": "DTypePolicy" | "FloatDTypePolicy" | "Policy",
+  // "config": {"name": "mixed_float16"}}. Returns the policy's name.
+  std::string read_policy(const json& value, const std::string& what) const {
+    std::string name;
+    if (value.is_null()) return "";
+    if (value.is_string()) {
+      name = value.get<std::string>();
+    } else if (value.is_object() && value.contains("config") && value["config"].is_object() &&
+               value["config"].contains("name") && value["config"]["name"].is_string()) {
+      name = value["config"]["name"].get<std::string>();
+    } else {
+      fail(what + ": \"dtype\" " + value.dump() + " is not a dtype policy");
+    }
+    if (name == "float32" || parse_policy(name)) return name;
+    fail(what + ": dtype policy " + in_quotes(name) +
+         " is not one MixLab runs (float32, mixed_float16, mixed_bfloat16)");
+  }
+
+  // An activation given by name ("relu"), or as a serialized function or object.
+  std::string activation_name(const json& value, int index, const KerasLayer& layer) const {
+    std::string name;
+    if (value.is_null()) return "linear";
+    if (value.is_string()) {
+      name = value.get<std::string>();
+    } else if (value.is_object() && value.contains("config") && value["config"].is_string()) {
+      name = value["config"].get<std::string>();
+    } else if (value.is_object() && value.contains("class_name") &&
+               value["class_name"].is_string()) {
+      name = value["class_name"].get<std::string>();
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    } else {
+      fail_layer(index, layer, "\"activation\" " + value.dump() + " is not an activation");
+    }
+    if (name == "softmax_v2") name = "softmax";
+    if (!parse_activation(name)) {
+      fail_layer(
+          index, layer,
+          "activation " + in_quotes(name) + " is not one MixLab has (" + activation_list() + ")");
+    }
+    return name;
+  }
+
+  static std::string activation_list() {
+    std::string out;
+    for (ActivationFn fn : all_activations()) {
+      out += (out.empty() ? "" : ", ") + std::string(to_string(fn));
+    }
+    return out;
+  }
+
+  // Warns about an initialiser, regularizer or constraint MixLab does not model.
+  void read_kernel_keys(const json& config, int index, const KerasLayer& layer) {
+    for (std::string_view key : kKernelKeys) {
+      if (!config.contains(key)) continue;
+      const json& v = config[std::string(key)];
+      if (v.is_null()) continue;
+      const std::string cls = v.is_object() ? v.value("class_name", std::string()) : "";
+      if (key == "kernel_initializer" && (cls == "GlorotUniform" || v == "glorot_uniform")) {
+        continue;
+      }
+      if (key == "bias_initializer" && (cls == "Zeros" || v == "zeros")) continue;
+      const std::string shown = v.is_object() && !cls.empty() ? cls : v.dump();
+      out_.warnings.push_back(where(index, layer) + ": " + std::string(key) + " " + shown +
+                              " is not modelled (MixLab " +
+                              (key == "kernel_initializer" ? "starts kernels from glorot_uniform"
+                               : key == "bias_initializer" ? "starts biases at zero"
+                                                           : "trains without it") +
+                              ")");
+    }
+  }
+
+  void add_layer(const KerasLayer& layer) {
+    const json& config = *layer.config;
+    check_keys(*layer.object, kEnvelopeKeys, where(-1, layer));
+    const int index = static_cast<int>(layers_.size());
+    for (const char* key : {"batch_input_shape", "batch_shape"}) {
+      if (config.contains(key) && config[key].is_array()) read_input_shape(config[key], key);
+    }
+    if (layer.class_name == "InputLayer") {
+      check_keys(config,
+                 {"name", "dtype", "batch_shape", "batch_input_shape", "sparse", "ragged",
+                  "optional", "input_shape"},
+                 where(-1, layer) + "'s config");
+      for (const char* key : {"sparse", "ragged", "optional"}) {
+        if (config.contains(key) && config[key] == true) {
+          fail(where(-1, layer) + ": a " + std::string(key) + " input is not supported");
+        }
+      }
+      return;
+    }
+    ordered_json out;
+    std::vector<std::string_view> fields;  // the layer's own config keys, copied as they are
+    bool kernel_keys = false;
+    const std::string& cls = layer.class_name;
+    if (cls == "Dense") {
+      out["type"] = "Dense";
+      fields = {"units", "use_bias"};
+      kernel_keys = true;
+    } else if (cls == "Conv2D" || cls == "Convolution2D") {
+      out["type"] = "Conv2D";
+      fields = {"filters", "kernel_size", "strides", "padding", "use_bias"};
+      kernel_keys = true;
+      expect_default(config, "dilation_rate", {json(1), json({1, 1})}, index, layer);
+      expect_default(config, "groups", {json(1)}, index, layer);
+    } else if (cls == "MaxPooling2D" || cls == "MaxPool2D") {
+      out["type"] = "MaxPooling2D";
+      fields = {"pool_size", "strides", "padding"};
+    } else if (cls == "AveragePooling2D" || cls == "AvgPool2D") {
+      out["type"] = "AveragePooling2D";
+      fields = {"pool_size", "strides", "padding"};
+    } else if (cls == "Flatten") {
+      out["type"] = "Flatten";
+    } else if (cls == "Dropout") {
+      out["type"] = "Dropout";
+      fields = {"rate"};
+      expect_default(config, "noise_shape", {json()}, index, layer);
+      checked_.insert("seed");
+      if (config.contains("seed") && !config["seed"].is_null()) {
+        out_.warnings.push_back(where(index, layer) + ": seed " + config["seed"].dump() +
+                                " is not modelled (dropout masks follow the run's seed)");
+      }
+    } else if (cls == "Activation") {
+      out["type"] = "Activation";
+    } else if (cls == "ReLU") {
+      out["type"] = "Activation";
+      out["activation"] = "relu";
+      expect_default(config, "max_value", {json()}, index, layer);
+      expect_default(config, "negative_slope", {json(0), json(0.0)}, index, layer);
+      expect_default(config, "threshold", {json(0), json(0.0)}, index, layer);
+    } else if (cls == "Softmax") {
+      out["type"] = "Activation";
+      out["activation"] = "softmax";
+      expect_default(config, "axis", {json(-1), json({-1})}, index, layer);
+    } else if (cls == "Rescaling") {
+      out["type"] = "Rescaling";
+      fields = {"scale", "offset"};
+    } else if (cls == "Lambda") {
+      fail_layer(index, layer,
+                 "a Lambda layer is Python code and cannot be imported; for the usual x / 255 "
+                 "use Rescaling(1/255)");
+    } else {
+      fail_layer(index, layer,
+                 "MixLab has no " + cls +
+                     " layer (it imports InputLayer, Dense, Conv2D, MaxPooling2D, "
+                     "AveragePooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling)");
+    }
+    // Every config key must be known: a layer field, a Keras base key, or one checked above.
+    for (const auto& [key, value] : config.items()) {
+      const bool known = contains(kLayerBaseKeys, key) ||
+                         std::find(fields.begin(), fields.end(), key) != fields.end() ||
+                         (kernel_keys && contains(kKernelKeys, key)) || key == "activation" ||
+                         key == "data_format" || key == "batch_shape" || checked_.contains(key);
+      if (!known) {
+        fail_layer(
+            index, layer,
+            "field " + in_quotes(key) + " is not one MixLab knows for this layer (a newer Keras?)");
+      }
+    }
+    checked_.clear();
+    if (config.contains("data_format") && !config["data_format"].is_null() &&
+        config["data_format"] != "channels_last") {
+      fail_layer(index, layer,
+                 "data_format " + config["data_format"].dump() +
+                     ": MixLab runs channels_last (NHWC) only");
+    }
+    if (config.contains("trainable") && config["trainable"] == false) {
+      out_.warnings.push_back(where(index, layer) +
+                              ": trainable false is not modelled (MixLab trains every layer)");
+    }
+    if (!layer.name.empty() && !is_auto_name(layer.name, cls)) out["name"] = layer.name;
+    for (std::string_view key : fields) {
+      if (!config.contains(key)) continue;
+      const json& v = config[std::string(key)];
+      if (key == "strides" && v.is_null()) continue;  // pooling: strides = pool_size
+      out[std::string(key)] = v;
+    }
+    if (config.contains("activation")) {
+      const std::string name = activation_name(config["activation"], index, layer);
+      if (cls == "Activation" || name != "linear") out["activation"] = name;
+    } else if (cls == "Activation") {
+      fail_layer(index, layer, "no \"activation\"");
+    }
+    if (kernel_keys) read_kernel_keys(config, index, layer);
+    layer_policies_.push_back(config.contains("dtype")
+                                  ? read_policy(config["dtype"], where(index, layer))
+                                  : std::string());
+    dtype_is_text_.push_back(config.contains("dtype") && config["dtype"].is_string());
+    layers_.push_back(std::move(out));
+    out_.keras_names.push_back(layer.name);
+    out_.keras_classes.push_back(layer.class_name);
+  }
+
+  // A Keras field MixLab can only take at its default value.
+  void expect_default(const json& config, const char* key, std::initializer_list<json> allowed,
+                      int index, const KerasLayer& layer) {
+    checked_.insert(key);
+    if (!config.contains(key)) return;
+    const json& v = config[key];
+    for (const json& a : allowed) {
+      if (v == a) return;
+    }
+    fail_layer(index, layer,
+               std::string(key) + " " + v.dump() + " is not supported (only " +
+                   allowed.begin()->dump() + ")");
+  }
+
+  void read_compile_config(const json& compile) {
+    // Only the loss is the model's; the optimizer and metrics are run settings, chosen in MixLab.
+    if (!compile.is_object() || !compile.contains("loss")) return;
+    const json& loss = compile["loss"];
+    std::string name = loss.is_string()   ? loss.get<std::string>()
+                       : loss.is_object() ? loss.value("class_name", std::string())
+                                          : std::string();
+    // "SparseCategoricalCrossentropy" -> "sparse_categorical_crossentropy"
+    std::string snake;
+    for (char c : name) {
+      if (std::isupper(static_cast<unsigned char>(c))) {
+        if (!snake.empty()) snake += '_';
+        snake += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else {
+        snake += c;
+      }
+    }
+    if (parse_loss(snake)) {
+      loss_ = snake;
+    } else if (!loss.is_null()) {
+      out_.warnings.push_back("the compiled loss " + loss.dump() +
+                              " is not one MixLab has: the model trains with "
+                              "sparse_categorical_crossentropy");
+    }
+  }
+
+  void finish() {
+    if (input_shape_.is_null()) {
+      fail(
+          "the model has no input shape (no InputLayer, batch_input_shape or "
+          "build_input_shape): give it an Input or build it before saving");
+    }
+    if (layers_.empty()) fail("the model has no layers besides its input");
+    // The model's policy: its own "dtype", else the first mixed policy of its layers, else the
+    // first they name.
+    std::string policy = model_policy_;
+    for (std::size_t i = 0; i < layer_policies_.size() && (policy.empty() || policy == "float32");
+         ++i) {
+      if (layer_policies_[i].starts_with("mixed_") || policy.empty()) policy = layer_policies_[i];
+    }
+    for (std::size_t i = 0; i < layer_policies_.size(); ++i) {
+      const std::string& p = layer_policies_[i];
+      if (p.starts_with("mixed_") && policy.starts_with("mixed_") && p != policy) {
+        fail("layer " + std::to_string(i) + " runs " + p + " but the model " + policy +
+             ": MixLab runs one mixed policy per model");
+      }
+      if (p == "float32" && policy.starts_with("mixed_")) layers_[i]["dtype"] = "float32";
+    }
+    // Under float32 a layer's own "float32" shows only as a plain string among policy objects
+    // (export_keras_json writes it so; Keras 3 writes every other layer's policy as an object).
+    const bool any_object =
+        std::find(dtype_is_text_.begin(), dtype_is_text_.end(), false) != dtype_is_text_.end();
+    for (std::size_t i = 0; i < layer_policies_.size() && !policy.starts_with("mixed_"); ++i) {
+      if (any_object && dtype_is_text_[i] && layer_policies_[i] == "float32") {
+        layers_[i]["dtype"] = "float32";
+      }
+    }
+    if (!policy.empty()) out_.policy = parse_policy(policy);
+    ordered_json model;
+    model["name"] = name_.empty() ? "model" : name_;
+    model["input"] = {{"shape", input_shape_}};
+    if (!loss_.empty()) model["loss"] = loss_;
+    model["layers"] = layers_;
+    out_.spec = parse_model_json(
+        model.dump(), prefix_.empty() ? std::string_view()
+                                      : std::string_view(prefix_).substr(0, prefix_.size() - 2));
+    out_.format = keras3_ ? "Keras 3 JSON" : "tf.keras 2 JSON";
+  }
+
+  std::string prefix_;
+  ImportedModel& out_;
+  bool keras3_ = false;
+  std::string name_;
+  json input_shape_;
+  std::string model_policy_;
+  std::string loss_;
+  std::vector<ordered_json> layers_;
+  std::vector<std::string> layer_policies_;
+  std::vector<bool> dtype_is_text_;  // the layer's "dtype" is a string, not a policy object
+  std::set<std::string, std::less<>> checked_;
+};
+
+}  // namespace
+
+std::string keras_snake_case(std::string_view cls) {
+  // re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name), then re.sub("([a-z])([A-Z])", r"\1_\2", ...)
+  std::string snake;
+  for (std::size_t i = 0; i < cls.size(); ++i) {
+    const auto c = static_cast<unsigned char>(cls[i]);
+    const bool next_lower =
+        i + 1 < cls.size() && std::islower(static_cast<unsigned char>(cls[i + 1])) != 0;
+    if (std::isupper(c) != 0 && i > 0 &&
+        (next_lower || std::islower(static_cast<unsigned char>(cls[i - 1])) != 0)) {
+      snake += '_';
+    }
+    snake += static_cast<char>(std::tolower(c));
+  }
+  return snake;
+}
+
+bool is_keras_json(std::string_view text) {
+  // MixLab's own files never have "class_name" at the top level, Keras's always do. Text that
+  // does not parse (within the depth bound) is left to the real reader to report.
+  try {
+    const json root = parse_json_text(text, {});
+    return root.is_object() && root.contains("class_name");
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+ImportedModel import_keras_json(std::string_view text, std::string_view origin) {
+  const std::string prefix = origin.empty() ? std::string() : std::string(origin) + ": ";
+  const json root = parse_json_text(text, prefix);
+  ImportedModel out;
+  Importer(origin, out).import(root);
+  return out;
+}
+
+}  // namespace mixlab

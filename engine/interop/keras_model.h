@@ -1,0 +1,65 @@
+// Models in and out of Keras: Keras 3 and tf.keras 2.x model JSON (model.to_json()) and Keras 3
+// `.keras` archives with their weights become a MixLab spec; a spec becomes Keras 3 JSON that
+// keras.models.model_from_json loads. Qt-free; mixlab-cli and the GUI both read models through
+// load_model_source(), which takes MixLab's own model files too.
+//
+// What imports: Sequential models, and functional models that are a single chain; the layer
+// types MixLab has, under their Keras names and common spellings (MaxPool2D, ReLU, Softmax,
+// activations given by name or as serialized objects). The model's dtype policy sets the run's
+// precision; a layer's own "float32" under a mixed policy is kept. Fields MixLab does not model
+// (initialisers other than Keras's defaults, regularizers, constraints) become warnings; fields
+// it does not know are errors, as are other layer types and branching graphs. Every error names
+// the file, the layer and the field, and nothing is half-imported.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/precision.h"
+#include "engine/spec/model_spec.h"
+#include "engine/spec/model_weights.h"
+
+namespace mixlab {
+
+// A model as read from a file, with what the file says beyond the layers.
+struct ImportedModel {
+  ModelSpec spec;
+  std::string format;            // "MixLab JSON", "Keras 3 JSON", "tf.keras 2 JSON", ...
+  std::optional<Policy> policy;  // the file's dtype policy, when it names one
+  std::shared_ptr<const ModelWeights> weights;  // a .keras archive's, checked against the spec
+  std::vector<std::string> warnings;            // fields read but not modelled
+  // Each layer's name in the Keras file (its weights are found by it); the spec keeps only the
+  // names Keras did not make up ("dense_3" is left out, so that spec round trips compare).
+  std::vector<std::string> keras_names;
+  std::vector<std::string> keras_classes;  // each layer's Keras class ("Dense", "MaxPooling2D")
+};
+
+// Keras's snake_case of a class name, as it names layers and their weight groups:
+// "MaxPooling2D" -> "max_pooling2d", "ReLU" -> "re_lu".
+std::string keras_snake_case(std::string_view cls);
+
+// True when `text` is a Keras model's JSON (a top-level "class_name") rather than MixLab's.
+bool is_keras_json(std::string_view text);
+
+// Parses Keras 3 or tf.keras 2.x model JSON. `origin` (a file name) prefixes errors. Throws
+// SpecError.
+ImportedModel import_keras_json(std::string_view text, std::string_view origin = {});
+
+// Reads a Keras 3 `.keras` archive: config.json as import_keras_json() does, and the weights of
+// model.weights.h5, checked against the spec's parameter shapes. Throws SpecError naming the
+// archive and what is wrong (not a zip, a member missing, a weight missing or mis-shaped).
+ImportedModel import_keras_archive(const std::filesystem::path& path);
+
+// Any model file: MixLab JSON, Keras JSON or a .keras archive (by its content, not its name).
+ImportedModel load_model_source(const std::filesystem::path& path);
+
+// Keras 3 JSON of a Sequential model that keras.models.model_from_json() loads: the layers,
+// `policy` as the model's and the layers' dtype policy (a layer with force_float32 keeps
+// "float32"), and the loss as a compile config.
+std::string export_keras_json(const ModelSpec& spec, Policy policy = Policy::float32);
+
+}  // namespace mixlab

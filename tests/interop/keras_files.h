@@ -1,0 +1,37 @@
+// Test support: Keras files made by hand, as Keras 3 and tf.keras 2 write them, and .keras
+// archives written with libzip and HDF5 (good ones, and ones broken in one named way).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/data/data_files.h"  // TempDir
+
+namespace mixlab::test {
+
+// One dataset of model.weights.h5: its path ("layers/dense/vars/0"), shape and values.
+struct H5Dataset {
+  std::string path;
+  std::vector<unsigned long long> shape;
+  std::vector<float> values;
+};
+
+// Writes an HDF5 file holding `datasets` (float32).
+void write_h5(const std::filesystem::path& file, const std::vector<H5Dataset>& datasets);
+
+// Writes a zip of `members` (name -> bytes).
+void write_zip(const std::filesystem::path& file,
+               const std::map<std::string, std::string>& members);
+
+// The bytes of a file.
+std::string read_bytes(const std::filesystem::path& file);
+
+// A Keras 3 layer object: {"module": "keras.layers", "class_name": cls, "config": config, ...}.
+std::string keras3_layer(const std::string& cls, const std::string& config_fields);
+// A Keras 3 Sequential model of `layers` (keras3_layer texts) with a model dtype policy.
+std::string keras3_sequential(const std::vector<std::string>& layers,
+                              const std::string& policy = "float32");
+
+}  // namespace mixlab::test

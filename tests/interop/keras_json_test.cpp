@@ -1,0 +1,305 @@
+// Keras model JSON in and out: Keras 3 and tf.keras 2.x files as those versions write them, the
+// functional chain rule, the named refusals, warnings for what MixLab does not model, and the
+// export's round trip for every built-in model.
+#include <gtest/gtest.h>
+
+#include "engine/core/error.h"
+#include "engine/interop/keras_model.h"
+#include "resources/builtin_models.h"
+#include "tests/interop/keras_files.h"
+#include "tests/spec/example_specs.h"
+
+namespace mixlab {
+namespace {
+
+using test::keras3_layer;
+using test::keras3_sequential;
+
+const std::string kGlorot =
+    R"("kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform",
+       "config": {"seed": null}, "registered_name": null},
+       "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {},
+       "registered_name": null}, "kernel_regularizer": null, "bias_regularizer": null,
+       "kernel_constraint": null, "bias_constraint": null)";
+
+std::string policy(const std::string& name) {
+  return R"({"module": "keras", "class_name": "DTypePolicy", "config": {"name": ")" + name +
+         R"("}, "registered_name": null})";
+}
+
+std::string dense(const std::string& name, int units, const std::string& activation,
+                  const std::string& dtype = policy("float32")) {
+  return keras3_layer("Dense", R"("name": ")" + name + R"(", "trainable": true, "dtype": )" +
+                                   dtype + R"(, "units": )" + std::to_string(units) +
+                                   R"(, "activation": ")" + activation +
+                                   R"(", "use_bias": true, )" + kGlorot);
+}
+
+std::string input(const std::string& shape) {
+  return keras3_layer("InputLayer", R"("batch_shape": [null, )" + shape +
+                                        R"(], "dtype": "float32", "sparse": false,
+                                        "name": "input_layer")");
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    import_keras_json(text, "m.json");
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(KerasJson, Keras3ConvnetImportsWithItsPolicyAndFloat32Softmax) {
+  const std::string mixed = policy("mixed_float16");
+  const std::string text = keras3_sequential(
+      {input("28, 28, 1"),
+       keras3_layer("Rescaling", R"("name": "rescaling", "trainable": true, "dtype": )" + mixed +
+                                     R"(, "scale": 0.00392156862745098, "offset": 0.0)"),
+       keras3_layer("Conv2D", R"("name": "conv2d", "trainable": true, "dtype": )" + mixed +
+                                  R"(, "filters": 16, "kernel_size": [3, 3], "strides": [1, 1],
+                                  "padding": "same", "data_format": "channels_last",
+                                  "dilation_rate": [1, 1], "groups": 1, "activation": "relu",
+                                  "use_bias": true, )" +
+                                  kGlorot),
+       keras3_layer("MaxPooling2D", R"("name": "max_pooling2d", "trainable": true, "dtype": )" +
+                                        mixed + R"(, "pool_size": [2, 2], "padding": "valid",
+                                        "strides": [2, 2], "data_format": "channels_last")"),
+       keras3_layer("Flatten", R"("name": "flatten", "trainable": true, "dtype": )" + mixed +
+                                   R"(, "data_format": "channels_last")"),
+       keras3_layer("Dropout", R"("name": "dropout", "trainable": true, "dtype": )" + mixed +
+                                   R"(, "rate": 0.25, "seed": null, "noise_shape": null)"),
+       dense("classifier", 10, "linear", mixed),
+       keras3_layer("Activation", R"("name": "activation", "trainable": true,
+                                  "dtype": "float32", "activation": "softmax")")},
+      "mixed_float16");
+  const ImportedModel model = import_keras_json(text, "m.json");
+  EXPECT_EQ(model.format, "Keras 3 JSON");
+  ASSERT_TRUE(model.policy.has_value());
+  EXPECT_EQ(*model.policy, Policy::mixed_float16);
+  EXPECT_TRUE(model.warnings.empty()) << model.warnings.front();
+  ModelSpec expected;
+  expected.name = "sequential";
+  expected.input_shape = {28, 28, 1};
+  expected.layers = {test::rescaling(0.00392156862745098),
+                     test::conv2d(16, {3, 3}, Padding::same, ActivationFn::relu),
+                     test::max_pool(2),
+                     test::flatten(),
+                     test::dropout(0.25),
+                     test::dense(10),
+                     test::activation(ActivationFn::softmax, true)};
+  expected.layers[5].name = "classifier";  // a name Keras did not make up is kept
+  EXPECT_EQ(model.spec, expected);
+  EXPECT_EQ(model.keras_names.at(1), "conv2d");
+  EXPECT_EQ(model.keras_names.at(5), "classifier");
+}
+
+TEST(KerasJson, TfKeras2JsonImports) {
+  // TensorFlow <= 2.15: no module / registered_name, batch_input_shape, Policy objects.
+  const std::string p = R"({"class_name": "Policy", "config": {"name": "mixed_float16"}})";
+  const std::string text = R"({"class_name": "Sequential", "config": {"name": "sequential",
+    "layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 32, 32, 3],
+       "dtype": "float32", "sparse": false, "ragged": false, "name": "input_1"}},
+      {"class_name": "Flatten", "config": {"name": "flatten", "trainable": true, "dtype": )" +
+                           p + R"(, "data_format": "channels_last"}},
+      {"class_name": "Dense", "config": {"name": "dense", "trainable": true, "dtype": )" +
+                           p +
+                           R"(, "units": 64, "activation": "relu", "use_bias": true,
+       "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null}},
+       "bias_initializer": {"class_name": "Zeros", "config": {}}, "kernel_regularizer": null,
+       "bias_regularizer": null, "activity_regularizer": null, "kernel_constraint": null,
+       "bias_constraint": null}},
+      {"class_name": "Dense", "config": {"name": "dense_1", "trainable": true, "dtype": )" +
+                           p +
+                           R"(, "units": 10, "activation": "linear", "use_bias": true}},
+      {"class_name": "Activation", "config": {"name": "softmax_out", "trainable": true,
+       "dtype": "float32", "activation": "softmax"}}]},
+    "keras_version": "2.15.0", "backend": "tensorflow"})";
+  const ImportedModel model = import_keras_json(text, "tf2.json");
+  EXPECT_EQ(model.format, "tf.keras 2 JSON");
+  ASSERT_TRUE(model.policy.has_value());
+  EXPECT_EQ(*model.policy, Policy::mixed_float16);
+  EXPECT_EQ(model.spec.input_shape, (std::vector<std::int64_t>{32, 32, 3}));
+  ASSERT_EQ(model.spec.layers.size(), 4U);
+  EXPECT_EQ(model.spec.layers[1], test::dense(64, ActivationFn::relu));
+  EXPECT_TRUE(model.spec.layers[3].force_float32);
+  EXPECT_EQ(model.spec.layers[3].name, "softmax_out");
+}
+
+TEST(KerasJson, FirstLayerBatchInputShapeOfTfKeras2) {
+  const std::string text = R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "Dense", "config": {"name": "dense", "batch_input_shape": [null, 784],
+       "dtype": "float32", "units": 10, "activation": "softmax"}}]}})";
+  const ImportedModel model = import_keras_json(text);
+  EXPECT_EQ(model.spec.input_shape, (std::vector<std::int64_t>{784}));
+  EXPECT_EQ(model.spec.layers.at(0), test::dense(10, ActivationFn::softmax));
+  EXPECT_EQ(model.policy, Policy::float32);
+}
+
+std::string functional(const std::string& layers, const std::string& out = "dense_1") {
+  return R"({"module": "keras", "class_name": "Functional", "config": {"name": "f",
+    "trainable": true, "layers": [)" +
+         layers + R"(], "input_layers": [["input_layer", 0, 0]],
+    "output_layers": [[")" +
+         out + R"(", 0, 0]]}, "registered_name": "Functional"})";
+}
+
+std::string node(const std::string& from) {
+  return R"([{"args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 8],
+    "dtype": "float32", "keras_history": [")" +
+         from + R"(", 0, 0]}}], "kwargs": {}}])";
+}
+
+std::string fn_layer(const std::string& cls, const std::string& name, const std::string& config,
+                     const std::string& inbound) {
+  return R"({"module": "keras.layers", "class_name": ")" + cls + R"(", "config": {"name": ")" +
+         name + R"(", )" + config + R"(}, "registered_name": null, "name": ")" + name +
+         R"(", "inbound_nodes": )" + inbound + "}";
+}
+
+const std::string kFnInput =
+    R"({"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape":
+    [null, 8], "dtype": "float32", "sparse": false, "name": "input_layer"},
+    "registered_name": null, "name": "input_layer", "inbound_nodes": []})";
+
+TEST(KerasJson, FunctionalChainImports) {
+  const std::string text = functional(
+      kFnInput + "," +
+      fn_layer("Dense", "dense", R"("units": 4, "activation": "relu")", node("input_layer")) + "," +
+      fn_layer("Dense", "dense_1", R"("units": 2, "activation": "linear")", node("dense")));
+  const ImportedModel model = import_keras_json(text);
+  ASSERT_EQ(model.spec.layers.size(), 2U);
+  EXPECT_EQ(model.spec.layers[0], test::dense(4, ActivationFn::relu));
+  EXPECT_EQ(model.spec.layers[1], test::dense(2));
+}
+
+TEST(KerasJson, BranchingFunctionalIsRefusedNamingTheConnection) {
+  const std::string add = R"({"module": "keras.layers", "class_name": "Add", "config":
+    {"name": "add"}, "registered_name": null, "name": "add", "inbound_nodes": [{"args": [[
+    {"class_name": "__keras_tensor__", "config": {"keras_history": ["dense", 0, 0]}},
+    {"class_name": "__keras_tensor__", "config": {"keras_history": ["dense_1", 0, 0]}}]],
+    "kwargs": {}}]})";
+  const std::string text = functional(
+      kFnInput + "," + fn_layer("Dense", "dense", R"("units": 8)", node("input_layer")) + "," +
+          fn_layer("Dense", "dense_1", R"("units": 8)", node("input_layer")) + "," + add,
+      "add");
+  const std::string error = error_of(text);
+  EXPECT_NE(error.find("'input_layer' (InputLayer) feeds 2 layers ('dense', 'dense_1')"),
+            std::string::npos)
+      << error;
+}
+
+TEST(KerasJson, LayerWithTwoInputsIsRefused) {
+  // tf.keras 2's inbound nodes: [[["name", node, tensor, {kwargs}], ...]].
+  const std::string add = R"({"class_name": "Add", "config": {"name": "add"}, "name": "add",
+    "inbound_nodes": [[["dense", 0, 0, {}], ["input_2", 0, 0, {}]]]})";
+  const std::string text = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8], "name": "input_1"},
+     "name": "input_1", "inbound_nodes": []},
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8], "name": "input_2"},
+     "name": "input_2", "inbound_nodes": []},
+    {"class_name": "Dense", "config": {"name": "dense", "units": 8}, "name": "dense",
+     "inbound_nodes": [[["input_1", 0, 0, {}]]]}, )" +
+                           add + R"(], "input_layers": [["input_1", 0, 0]],
+    "output_layers": [["add", 0, 0]]}})";
+  const std::string error = error_of(text);
+  EXPECT_NE(error.find("takes 2 inputs ('dense', 'input_2')"), std::string::npos) << error;
+}
+
+TEST(KerasJson, LambdaIsRefusedSuggestingRescaling) {
+  const std::string text = keras3_sequential(
+      {input("4"), keras3_layer("Lambda", R"("name": "lambda", "function": "x / 255")"),
+       dense("dense", 2, "linear")});
+  const std::string error = error_of(text);
+  EXPECT_NE(error.find("m.json: layer 0 'lambda' (Lambda)"), std::string::npos) << error;
+  EXPECT_NE(error.find("Rescaling"), std::string::npos) << error;
+}
+
+TEST(KerasJson, UnsupportedLayerAndUnknownFieldAreNamed) {
+  std::string error = error_of(
+      keras3_sequential({input("4, 8"), keras3_layer("LSTM", R"("name": "lstm", "units": 4)")}));
+  EXPECT_NE(error.find("layer 0 'lstm' (LSTM): MixLab has no LSTM layer"), std::string::npos)
+      << error;
+  error = error_of(keras3_sequential(
+      {input("4"), keras3_layer("Dense", R"("name": "d", "units": 4, "flash_mode": true)")}));
+  EXPECT_NE(error.find("layer 0 'd' (Dense): field 'flash_mode' is not one MixLab knows"),
+            std::string::npos)
+      << error;
+  error = error_of(R"({"module": "keras", "class_name": "Sequential", "config": {"layers": []},
+                       "quantum": 1})");
+  EXPECT_NE(error.find("the model has the field 'quantum'"), std::string::npos) << error;
+  error = error_of(keras3_sequential({input("4"), dense("d", 4, "swish")}));
+  EXPECT_NE(error.find("activation 'swish' is not one MixLab has"), std::string::npos) << error;
+  error = error_of(keras3_sequential({dense("d", 4, "relu")}));
+  EXPECT_NE(error.find("no input shape"), std::string::npos) << error;
+  error = error_of(keras3_sequential({input("4"), dense("d", 0, "relu")}));
+  EXPECT_NE(error.find("layer 0 (Dense)"), std::string::npos) << error;  // parse_model_json's
+  error = error_of(keras3_sequential(
+      {input("8, 8, 3"), keras3_layer("Conv2D", R"("name": "c", "filters": 4, "kernel_size": 3,
+                                                 "dilation_rate": [2, 2])")}));
+  EXPECT_NE(error.find("dilation_rate [2,2] is not supported"), std::string::npos) << error;
+  error = error_of(keras3_sequential(
+      {input("8, 8, 3"), keras3_layer("Conv2D", R"("name": "c", "filters": 4, "kernel_size": 3,
+                                                 "data_format": "channels_first")")}));
+  EXPECT_NE(error.find("channels_last (NHWC) only"), std::string::npos) << error;
+  EXPECT_NE(error_of("{not json").find("m.json: invalid JSON"), std::string::npos);
+}
+
+TEST(KerasJson, NonDefaultInitializersAndRegularizersAreWarnings) {
+  const std::string text = keras3_sequential(
+      {input("4"),
+       keras3_layer("Dense", R"("name": "d", "units": 4, "kernel_initializer": {"module":
+         "keras.initializers", "class_name": "HeNormal", "config": {"seed": null}},
+         "kernel_regularizer": {"module": "keras.regularizers", "class_name": "L2",
+         "config": {"l2": 0.01}}, "trainable": false)")});
+  const ImportedModel model = import_keras_json(text);
+  ASSERT_EQ(model.warnings.size(), 3U);
+  EXPECT_NE(model.warnings[0].find("trainable false"), std::string::npos) << model.warnings[0];
+  EXPECT_NE(model.warnings[1].find("kernel_initializer HeNormal is not modelled"),
+            std::string::npos)
+      << model.warnings[1];
+  EXPECT_NE(model.warnings[2].find("kernel_regularizer L2"), std::string::npos)
+      << model.warnings[2];
+}
+
+TEST(KerasJson, KerasSpellingsOfActivations) {
+  const std::string text =
+      keras3_sequential({input("4"), keras3_layer("ReLU", R"("name": "r", "max_value": null,
+                                         "negative_slope": 0.0, "threshold": 0.0)"),
+                         keras3_layer("Dense", R"("name": "d", "units": 3, "activation": {"module":
+         "keras.activations", "class_name": "function", "config": "tanh",
+         "registered_name": "function"})"),
+                         keras3_layer("Softmax", R"("name": "s", "axis": -1)")});
+  const ImportedModel model = import_keras_json(text);
+  ASSERT_EQ(model.spec.layers.size(), 3U);
+  EXPECT_EQ(model.spec.layers[0].activation, ActivationFn::relu);
+  EXPECT_EQ(model.spec.layers[0].type, LayerType::Activation);
+  EXPECT_EQ(model.spec.layers[1].activation, ActivationFn::tanh);
+  EXPECT_EQ(model.spec.layers[2].activation, ActivationFn::softmax);
+  const std::string error = error_of(
+      keras3_sequential({input("4"), keras3_layer("ReLU", R"("name": "r6", "max_value": 6.0)")}));
+  EXPECT_NE(error.find("'r6' (ReLU): max_value 6.0 is not supported"), std::string::npos) << error;
+}
+
+TEST(KerasJson, ExportImportsBackToTheSameSpecForEveryBuiltin) {
+  for (const auto name : builtin_model_names()) {
+    const ModelSpec spec = parse_model_json(*builtin_model_json(name));
+    for (const Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
+      const std::string text = export_keras_json(spec, p);
+      ASSERT_TRUE(is_keras_json(text));
+      const ImportedModel back = import_keras_json(text, name);
+      EXPECT_EQ(to_json(back.spec), to_json(spec)) << name << " " << to_string(p);
+      EXPECT_EQ(back.policy, p) << name;
+      EXPECT_TRUE(back.warnings.empty()) << back.warnings.front();
+    }
+  }
+}
+
+TEST(KerasJson, MixLabJsonIsNotKerasJson) {
+  EXPECT_FALSE(is_keras_json(*builtin_model_json("fashion-mlp")));
+  EXPECT_FALSE(is_keras_json("{broken"));
+}
+
+}  // namespace
+}  // namespace mixlab

@@ -1,0 +1,667 @@
+#!/usr/bin/env python3
+"""MixLab against the real Keras 3 (issue 14, part 3): the numbers MixLab shows are Keras's.
+
+Runs inside the venv of scripts/keras-env.sh (Keras 3 on JAX's CPU backend), driving mixlab-cli:
+
+  structure  each built-in model: MixLab's Keras JSON builds in Keras with the same parameter
+             count and per-layer output shapes as `mixlab-cli inspect`; Keras's own to_json() of
+             it imports back to the same MixLab spec
+  forward    same weights (a .keras archive Keras wrote), same test samples: MixLab's
+             `predict` equals Keras's model.predict to 1e-5 relative in float32
+  train      20 SGD steps and 20 Adam steps on a one-batch training split from the same
+             .keras weights: per-step losses within 1e-4 relative (float32); SGD under
+             mixed_bfloat16 and mixed_float16 within the bounds argued at BF16_LOSS_RTOL
+  names      a .keras archive whose layers carry their own names (not the class-based names
+             under which Keras files their weights) imports with its weights
+  tfkeras    a hand-written tf.keras 2.x JSON file (fixtures/) imports, with its policy
+  torch      the exported PyTorch script's model, given Keras's weights, computes Keras's outputs
+             (its layout switches, paddings and Flatten order are Keras's)
+  scripts    `export --to keras` runs here and `--to pytorch` runs with Debian's python3-torch
+             (/usr/bin/python3) for 3 steps, each printing Keras's step-time line
+
+  parity.py --cli MIXLAB_CLI [--source DIR] [--work DIR] PART...
+
+Prints PASS/FAIL lines and, at the end, a table of the largest differences seen (the README's
+parity figures). Exit status: 0 all passed, 1 a check failed.
+"""
+import argparse
+import contextlib
+import csv
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import keras  # noqa: E402
+
+BUILTINS = ["fashion-mlp", "fashion-cnn", "cifar10-mlp", "cifar100-convnet"]
+
+# --- Tolerances -----------------------------------------------------------------------------
+# Relative difference of two arrays a (MixLab) and b (Keras), elementwise:
+#   |a - b| / max(|b|, 1e-6 * max|b|)
+# The floor keeps outputs that are nearly zero (a softmax's unlikely classes, 1e-9 and less)
+# from turning last-bit differences of an exp() into huge ratios; a value a millionth of the
+# largest output is still compared to 1e-5 of that millionth, i.e. far below float32's own
+# resolution of the largest output (6e-8 relative).
+FORWARD_RTOL = 1e-5
+F32_LOSS_RTOL = 1e-4
+# mixed_bfloat16: bfloat16 keeps 8 significant bits (machine epsilon 2^-8 = 3.9e-3, one
+# rounding moves a value by up to 2^-9). Both sides round the weights' bfloat16 copies and the
+# layer inputs alike, but need not round intermediate results at the same points (XLA fuses a
+# Dense's matmul, bias add and activation and may round once where an op-by-op executor rounds
+# after each op). So each logit differs by about one rounding, 2^-9 relative, and
+# the batch-mean crossentropy (computed in float32 from float32 softmax logits on both sides)
+# by a fraction of that, since the per-sample errors are independent and partly cancel; 20 SGD
+# steps at these rates carry the difference along without amplifying it much (float32's 1e-7
+# stays 1e-7 over the same 20 steps). Bound: 2 * 2^-8 = 7.8e-3 relative on every step's loss,
+# two bfloat16 epsilons, i.e. four times a single rounding (measured: at most 2.5e-3).
+BF16_LOSS_RTOL = 2 * 2.0**-8
+
+# mixed_float16 (with Keras's dynamic loss scale on both sides): the same argument with
+# float16's 11 significant bits, epsilon 2^-10: 2 * 2^-10 = 2.0e-3.
+F16_LOSS_RTOL = 2 * 2.0**-10
+
+TRAIN_STEPS = 20
+FORWARD_COUNT = 8
+
+RESULTS = []  # (check, model, largest difference, tolerance, passed)
+FAILURES = []
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def record(check, model, diff, tol):
+    passed = bool(diff <= tol)
+    RESULTS.append((check, model, diff, tol, passed))
+    log(f"{'PASS' if passed else 'FAIL'}: {check} {model}: largest difference {diff:.3g} (tolerance {tol:.3g})")
+    if not passed:
+        FAILURES.append(f"{check} {model}")
+
+
+def check(condition, what):
+    log(f"{'PASS' if condition else 'FAIL'}: {what}")
+    if not condition:
+        FAILURES.append(what)
+    return condition
+
+
+@contextlib.contextmanager
+def attempt(what):
+    """A failed command inside fails `what` and lets the loop go on to the next model."""
+    try:
+        yield
+    except Exception as e:
+        FAILURES.append(f"{what}: {e}")
+        log(f"FAIL: {what}: {e}")
+
+
+def rel_diff(a, b):
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    floor = 1e-6 * max(float(np.max(np.abs(b))), np.finfo(np.float64).tiny)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), floor)))
+
+
+# --- mixlab-cli -----------------------------------------------------------------------------
+
+
+class Cli:
+    def __init__(self, path):
+        self.path = path
+
+    def run(self, *args, check_rc=True):
+        command = [self.path] + [str(a) for a in args]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if check_rc and done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}\n{done.stderr}")
+        return done.stdout
+
+    def json(self, *args):
+        return json.loads(self.run(*args))
+
+
+# --- Models on the Keras side ---------------------------------------------------------------
+
+
+def builtin_spec(source, name):
+    with open(source / "resources" / "models" / f"{name}.json") as f:
+        return json.load(f)
+
+
+def build_keras(spec, policy="float32"):
+    """A Keras Sequential model from a MixLab spec (its JSON as a dict) under `policy`."""
+    previous = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(policy)
+    try:
+        layers = [keras.Input(shape=tuple(spec["input"]["shape"]))]
+        for l in spec["layers"]:
+            kw = {}
+            if l.get("dtype") == "float32":
+                kw["dtype"] = "float32"
+            if "name" in l:
+                kw["name"] = l["name"]
+            t = l["type"]
+            if t == "Dense":
+                layer = keras.layers.Dense(l["units"], activation=l.get("activation", "linear"),
+                                           use_bias=l.get("use_bias", True), **kw)
+            elif t == "Conv2D":
+                layer = keras.layers.Conv2D(l["filters"], l["kernel_size"], strides=l.get("strides", 1),
+                                            padding=l.get("padding", "valid"),
+                                            activation=l.get("activation", "linear"),
+                                            use_bias=l.get("use_bias", True), **kw)
+            elif t in ("MaxPooling2D", "AveragePooling2D"):
+                cls = getattr(keras.layers, t)
+                layer = cls(pool_size=l.get("pool_size", 2), strides=l.get("strides"),
+                            padding=l.get("padding", "valid"), **kw)
+            elif t == "Flatten":
+                layer = keras.layers.Flatten(**kw)
+            elif t == "Dropout":
+                layer = keras.layers.Dropout(l["rate"], **kw)
+            elif t == "Activation":
+                layer = keras.layers.Activation(l["activation"], **kw)
+            elif t == "Rescaling":
+                layer = keras.layers.Rescaling(l["scale"], offset=l.get("offset", 0.0), **kw)
+            else:
+                raise ValueError(f"layer type {t} unknown to the harness")
+            layers.append(layer)
+        return keras.Sequential(layers, name=spec["name"])
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous)
+
+
+def reduced(spec, name, widths=None, drop_dropout=False):
+    """A smaller copy of a built-in for the weight and training checks: Dense widths replaced
+    (the structure otherwise the same), Dropout left out where training must be deterministic."""
+    spec = json.loads(json.dumps(spec))
+    spec["name"] = name
+    layers = []
+    dense = 0
+    for l in spec["layers"]:
+        if l["type"] == "Dropout" and drop_dropout:
+            continue
+        if l["type"] == "Dense" and widths is not None and dense < len(widths):
+            l["units"] = widths[dense]
+            dense += 1
+        layers.append(l)
+    spec["layers"] = layers
+    return spec
+
+
+# --- Datasets in the files MixLab reads (engine/data/idx.cpp, cifar.cpp) --------------------
+
+
+def _idx(path, array, magic):
+    header = struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in array.shape)
+    path.write_bytes(header + np.ascontiguousarray(array, np.uint8).tobytes())
+
+
+def write_mnist(directory, train, test):
+    """mnist:DIR: the four IDX files; images (N, 28, 28, 1) uint8, labels < 10."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for prefix, (x, y) in (("train", train), ("t10k", test)):
+        _idx(directory / f"{prefix}-images-idx3-ubyte", x[..., 0], 0x803)
+        _idx(directory / f"{prefix}-labels-idx1-ubyte", y, 0x801)
+
+
+def _cifar_records(x, y, coarse):
+    planes = x.transpose(0, 3, 1, 2).reshape(len(x), -1)  # HWC -> R, G, B planes
+    labels = y.reshape(-1, 1).astype(np.uint8)
+    if coarse:
+        labels = np.concatenate([(y % 20).reshape(-1, 1).astype(np.uint8), labels], axis=1)
+    return np.concatenate([labels, planes], axis=1).tobytes()
+
+
+def write_cifar10(directory, train, test):
+    """cifar10:DIR: data_batch_1..5.bin (each non-empty; MixLab reads them in order) and
+    test_batch.bin, records of a label byte and the three 32x32 planes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    x, y = train
+    parts = np.array_split(np.arange(len(y)), 5)
+    for i, part in enumerate(parts, 1):
+        (directory / f"data_batch_{i}.bin").write_bytes(_cifar_records(x[part], y[part], False))
+    (directory / "test_batch.bin").write_bytes(_cifar_records(*test, False))
+
+
+def write_cifar100(directory, train, test):
+    """cifar100:DIR: train.bin and test.bin, records of a coarse and a fine label byte."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "train.bin").write_bytes(_cifar_records(*train, True))
+    (directory / "test.bin").write_bytes(_cifar_records(*test, True))
+
+
+def make_dataset(work, spec, n_train, n_test, seed=1234):
+    """Random pixels and labels in the files MixLab reads for the model's input; returns the
+    dataset argument and the arrays ((x_train, y_train), (x_test, y_test)) as Keras sees them."""
+    shape = tuple(spec["input"]["shape"])
+    classes = spec_outputs(spec)
+    rng = np.random.default_rng(seed)
+    # Pixels 0..255, except for a model that does not rescale them (cifar10-mlp): its first
+    # Dense then sums 3072 products of size ~255, pre-activations reach ~10^3, the final sigmoid
+    # saturates, and float32's rounding of such sums (6e-8 x 10^3, in a summation order that
+    # oneDNN and XLA choose differently) moves the tiny saturated outputs by ~1e-4 relative and
+    # flips Adam's sign-like steps on gradients that are nearly zero: a comparison of summation
+    # orders, not of MixLab with Keras. Pixels 0..3 keep that model well-conditioned.
+    rescales = any(l["type"] == "Rescaling" for l in spec["layers"])
+    pixel_end = 256 if rescales else 4
+
+    def split(n):
+        return rng.integers(0, pixel_end, (n,) + shape, dtype=np.uint8), rng.integers(0, classes, n).astype(np.uint8)
+
+    train, test = split(n_train), split(n_test)
+    directory = work / f"data-{spec['name']}"
+    if shape == (28, 28, 1):
+        write_mnist(directory, train, test)
+        dataset = f"mnist:{directory}"
+    elif shape == (32, 32, 3) and classes <= 10:
+        write_cifar10(directory, train, test)
+        dataset = f"cifar10:{directory}"
+    elif shape == (32, 32, 3):
+        write_cifar100(directory, train, test)
+        dataset = f"cifar100:{directory}"
+    else:
+        raise ValueError(f"no dataset format for input {shape}")
+
+    def as_keras(x, y):
+        return x.astype(np.float32), y.astype(np.int64)
+
+    return dataset, as_keras(*train), as_keras(*test)
+
+
+def spec_outputs(spec):
+    units = [l["units"] for l in spec["layers"] if l["type"] == "Dense"]
+    return units[-1]
+
+
+# --- Checks ---------------------------------------------------------------------------------
+
+
+def part_structure(cli, source, work):
+    for name in BUILTINS:
+        with attempt(f"structure {name}"):
+            info = cli.json("inspect", name, "--json")
+            path = work / f"{name}.keras.json"
+            cli.run("export", name, "--to", "keras-json", "-o", path)
+            model = keras.models.model_from_json(path.read_text())
+            check(model.count_params() == info["params_total"],
+                  f"structure {name}: Keras counts {model.count_params()} parameters, MixLab {info['params_total']}")
+            keras_shapes = [list(layer.output.shape[1:]) for layer in model.layers]
+            mixlab_shapes = [layer["output_shape"] for layer in info["layers"]]
+            check(keras_shapes == mixlab_shapes,
+                  f"structure {name}: per-layer output shapes {'agree' if keras_shapes == mixlab_shapes else f'differ: Keras {keras_shapes}, MixLab {mixlab_shapes}'}")
+            check(keras_shapes[-1] == info["output_shape"],
+                  f"structure {name}: output shape {keras_shapes[-1]} (MixLab {info['output_shape']})")
+
+            # Keras's own JSON of that model, imported back. Under the float32 policy every layer of
+            # the Keras model is float32, so a layer's "dtype": "float32" (kept in float32 under a
+            # mixed policy) cannot survive: compared without it. The same model built in Keras under
+            # mixed_float16 keeps it, and must come back whole.
+            original = json.loads(cli.run("export", name, "--to", "mixlab"))
+            original.pop("name", None)  # Keras may rename the model
+
+            def without_dtype(spec):
+                return dict(spec, layers=[{k: v for k, v in l.items() if k != "dtype"} for l in spec["layers"]])
+
+            for policy, keras_model, compare in (
+                    ("float32", model, without_dtype),
+                    ("mixed_float16", build_keras(builtin_spec(source, name), "mixed_float16"), lambda s: s)):
+                own = work / f"{name}.{policy}.keras-own.json"
+                own.write_text(keras_model.to_json())
+                back = work / f"{name}.{policy}.back.json"
+                cli.run("export", own, "--to", "mixlab", "-o", back)
+                returned = json.loads(back.read_text())
+                returned.pop("name", None)
+                same = compare(returned) == compare(original)
+                check(same, f"structure {name}: Keras's to_json() under {policy} imports back to the same spec"
+                      + ("" if same else f"\n  built-in: {original}\n  back:     {returned}"))
+                if policy != "float32":
+                    script = cli.run("export", own, "--to", "keras", "--steps", 1)
+                    check(f'POLICY = "{policy}"' in script,
+                          f"structure {name}: the Keras JSON's policy {policy} becomes the run's")
+
+
+def forward_models(source):
+    """(spec, training spec) pairs: the built-ins where they are small, reduced copies where
+    they are big (cifar10-mlp's 12 M and cifar100-convnet's 55 M parameters would make the
+    .keras files and the 20-step loops slow); training copies without Dropout (its masks are
+    each framework's own random numbers)."""
+    mlp = builtin_spec(source, "fashion-mlp")
+    cnn = builtin_spec(source, "fashion-cnn")
+    c10 = reduced(builtin_spec(source, "cifar10-mlp"), "cifar10-mlp-small", widths=[300, 100])
+    c100 = reduced(builtin_spec(source, "cifar100-convnet"), "cifar100-convnet-small",
+                   widths=[64, 64, 64, 64])
+    c100_train = reduced(c100, "cifar100-convnet-small-nodrop", drop_dropout=True)
+    return [(mlp, mlp), (cnn, cnn), (c10, c10), (c100, c100_train)]
+
+
+# SGD's learning rate in the training checks: Keras's default 0.01, but 0.001 for cifar10-mlp,
+# whose loss at 0.01 on 16 samples jumps about (0.46 -> 1.95 -> 0.28 within a few steps; its
+# crossentropy of normalised sigmoid outputs is steep where they saturate): on such a chaotic
+# path float32's last-bit differences grow exponentially and, under bfloat16, change the path
+# itself, whatever the implementation. At 0.001 the loss falls smoothly.
+SGD_LR = {"cifar10-mlp-small": 0.001}
+
+
+# Every layout path of the PyTorch export and of MixLab's padding: 'same' with strides (Keras
+# pads the extra row and column at the bottom and right), average pooling that leaves padded
+# cells out of its means, max pooling over padding, a non-square kernel, Dense and softmax on an
+# image's channels, Flatten in HWC order, Dropout (off in inference).
+LAYOUTS_SPEC = {
+    "name": "layouts", "input": {"shape": [28, 28, 1]}, "loss": "sparse_categorical_crossentropy",
+    "layers": [
+        {"type": "Rescaling", "scale": 0.00392156862745098, "offset": -0.5},
+        {"type": "Conv2D", "filters": 4, "kernel_size": 3, "strides": 2, "padding": "same", "activation": "tanh"},
+        {"type": "AveragePooling2D", "pool_size": 3, "strides": 2, "padding": "same"},
+        {"type": "MaxPooling2D", "pool_size": 2, "strides": 1, "padding": "same"},
+        {"type": "Conv2D", "filters": 6, "kernel_size": [2, 3], "activation": "gelu", "use_bias": False},
+        {"type": "Dense", "units": 5, "activation": "sigmoid"},
+        {"type": "Activation", "activation": "softmax"},
+        {"type": "Flatten"},
+        {"type": "Dropout", "rate": 0.5},
+        {"type": "Dense", "units": 10},
+        {"type": "Activation", "activation": "softmax", "dtype": "float32"},
+    ],
+}
+
+
+def save_keras(spec, path, seed):
+    # A fresh session: the layers get Keras's first names (dense, dense_1, ...), which are also
+    # the class-based names model.weights.h5 files them under. part_archive_names checks layers
+    # whose names differ from those.
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(seed)
+    model = build_keras(spec)
+    model.save(path)
+    return model
+
+
+def part_forward(cli, source, work, batch):
+    for spec in [m for m, _ in forward_models(source)] + [LAYOUTS_SPEC]:
+        name = spec["name"]
+        with attempt(f"forward {name}"):
+            path = work / f"{name}.keras"
+            model = save_keras(spec, path, seed=7)
+            dataset, _, (x_test, _) = make_dataset(work, spec, batch, FORWARD_COUNT)
+            got = cli.json("predict", path, "--dataset", dataset, "--count", FORWARD_COUNT, "--json",
+                           "--precision", "float32", "--device", "cpu")
+            mixlab = np.array(got["outputs"], np.float64)
+            expected = model.predict(x_test[:FORWARD_COUNT], verbose=0)
+            if check(mixlab.shape == expected.shape,
+                     f"forward {name}: output shape {mixlab.shape} (Keras {expected.shape})"):
+                record("forward float32", name, rel_diff(mixlab, expected), FORWARD_RTOL)
+
+
+def part_archive_names(cli, source, work, batch):
+    """Keras 3 files a layer's weights in model.weights.h5 under a name made from its class
+    (layers/dense, layers/dense_1, ... in model order), not under the layer's own name: a model
+    whose layers are named otherwise (named by the user, or built after other models in one
+    session, dense_2...) must import with its weights all the same."""
+    spec = json.loads(json.dumps(builtin_spec(source, "fashion-mlp")))
+    spec["name"] = "named-layers"
+    for i, layer in enumerate(spec["layers"]):
+        layer["name"] = f"my_{layer['type'].lower()}_{i}"
+    path = work / "named-layers.keras"
+    model = save_keras(spec, path, seed=5)
+    dataset, _, (x_test, _) = make_dataset(work, spec, batch, FORWARD_COUNT)
+    got = cli.json("predict", path, "--dataset", dataset, "--count", FORWARD_COUNT, "--json",
+                   "--precision", "float32", "--device", "cpu")
+    record("forward float32, own layer names", spec["name"],
+           rel_diff(np.array(got["outputs"]), model.predict(x_test[:FORWARD_COUNT], verbose=0)), FORWARD_RTOL)
+
+
+# Runs under Debian's python3 with torch: imports an exported PyTorch script as a module, loads
+# Keras's weights into its build_model() (kernels transposed to PyTorch's layouts) and writes its
+# inference outputs for the given inputs.
+TORCH_FORWARD = r"""
+import importlib.util, sys
+import numpy as np
+import torch
+script, weights_path, x_path, out_path = sys.argv[1:]
+sys.argv = [script]  # the script parses its own options when it is imported
+spec = importlib.util.spec_from_file_location("exported", script)
+exported = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(exported)
+model = exported.build_model()
+weights = list(np.load(weights_path).values())
+with torch.no_grad():
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Linear, torch.nn.Conv2d)):
+            kernel = weights.pop(0)
+            # Keras: Dense (in, out), Conv2D (kh, kw, in, out); PyTorch: (out, in), (out, in, kh, kw).
+            kernel = kernel.T if kernel.ndim == 2 else kernel.transpose(3, 2, 0, 1)
+            module.weight.copy_(torch.from_numpy(np.ascontiguousarray(kernel)))
+            if module.bias is not None:
+                module.bias.copy_(torch.from_numpy(weights.pop(0)))
+assert not weights, f"{len(weights)} Keras weights left over"
+model.eval()
+with torch.no_grad():
+    out = model(torch.from_numpy(np.load(x_path)))
+np.save(out_path, out.numpy())
+"""
+
+
+def part_torch_forward(cli, source, work, torch_python):
+    """The exported PyTorch script's model, given Keras's weights, computes Keras's outputs: its
+    NHWC/NCHW switches, paddings and Flatten order are Keras's (float32, 1e-5 relative)."""
+    specs = [builtin_spec(source, "fashion-cnn"), forward_models(source)[3][0], LAYOUTS_SPEC]
+    for spec in specs:
+        with attempt(f"PyTorch export {spec['name']}"):
+            name = spec["name"]
+            spec_path = work / f"{name}.mixlab.json"
+            spec_path.write_text(json.dumps(spec))
+            script = work / f"{name}-torch-forward.py"
+            cli.run("export", spec_path, "--to", "pytorch", "--steps", 1, "-o", script)
+            keras.backend.clear_session()
+            keras.utils.set_random_seed(3)
+            model = build_keras(spec)
+            # Random biases too: zero ones would not show a bias in the wrong place.
+            rng = np.random.default_rng(8)
+            model.set_weights([w if w.ndim > 1 else rng.normal(0, 0.1, w.shape).astype(np.float32)
+                               for w in model.get_weights()])
+            shape = tuple(spec["input"]["shape"])
+            x = np.random.default_rng(4).integers(0, 256, (FORWARD_COUNT,) + shape).astype(np.float32)
+            np.savez(work / f"{name}-weights.npz", *model.get_weights())
+            np.save(work / f"{name}-x.npy", x)
+            out = work / f"{name}-torch-out.npy"
+            done = subprocess.run([torch_python, "-c", TORCH_FORWARD, script, work / f"{name}-weights.npz",
+                                   work / f"{name}-x.npy", out], capture_output=True, text=True)
+            if not check(done.returncode == 0, f"PyTorch export {name}: forward ran"
+                         + ("" if done.returncode == 0 else f"\n{done.stderr[-3000:]}")):
+                continue
+            record("PyTorch export forward float32", name,
+                   rel_diff(np.load(out), model.predict(x, verbose=0)), FORWARD_RTOL)
+
+
+def keras_losses(spec, weights, x, y, optimizer, policy, steps):
+    """Keras's loss before each of `steps` updates on the one batch (x, y)."""
+    model = build_keras(spec, policy)
+    model.set_weights(weights)
+    # mixed_float16: Keras's dynamic LossScaleOptimizer (MixLab's --loss-scale dynamic); else none.
+    model.compile(optimizer=optimizer, loss=spec.get("loss", "sparse_categorical_crossentropy"),
+                  auto_scale_loss=policy == "mixed_float16")
+    losses = []
+    for _ in range(steps):
+        model.reset_metrics()  # train_on_batch reports a running mean otherwise
+        losses.append(float(model.train_on_batch(x, y)))
+    return np.array(losses)
+
+
+def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps, tag):
+    db = work / f"{tag}.sqlite"
+    if db.exists():
+        db.unlink()
+    result = cli.json("train", "--model", path, "--dataset", dataset, "--steps", steps,
+                      "--batch-size", batch, "--optimizer", optimizer, "--lr", lr,
+                      "--precision", policy, "--loss-scale", "dynamic" if policy == "mixed_float16" else "none",
+                      "--no-eval", "--device", "cpu",
+                      "--db", db, "--json", "--quiet")
+    if result.get("status") != "finished":
+        raise RuntimeError(f"mixlab-cli train {tag}: {result.get('status')}: {result.get('message')}")
+    text = cli.run("runs", "export", result["run_id"], "--steps", "--db", db)
+    rows = sorted(csv.DictReader(io.StringIO(text)), key=lambda r: int(r["step"]))
+    return np.array([float(r["loss"]) for r in rows])
+
+
+def part_train(cli, source, work, batch, policies):
+    for _, spec in forward_models(source):
+        name = spec["name"]
+        path = work / f"{name}.train.keras"
+        model = save_keras(spec, path, seed=11)
+        weights = model.get_weights()
+        # A training split of exactly one batch: every step sees all of it, so MixLab's
+        # shuffling cannot change the (order-invariant) mean loss.
+        dataset, (x, y), _ = make_dataset(work, spec, batch, FORWARD_COUNT, seed=99)
+        sgd_lr = SGD_LR.get(name, 0.01)
+        runs = []
+        if "float32" in policies:
+            runs += [("sgd", sgd_lr, "float32", F32_LOSS_RTOL), ("adam", 0.001, "float32", F32_LOSS_RTOL)]
+        if "mixed_bfloat16" in policies:
+            runs += [("sgd", sgd_lr, "mixed_bfloat16", BF16_LOSS_RTOL)]
+        if "mixed_float16" in policies:
+            runs += [("sgd", sgd_lr, "mixed_float16", F16_LOSS_RTOL)]
+        for optimizer, lr, policy, tol in runs:
+            tag = f"{name}-{optimizer}-{policy}"
+            with attempt(f"train {tag}"):
+                mixlab = mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, TRAIN_STEPS, tag)
+                opt = (keras.optimizers.SGD(learning_rate=lr) if optimizer == "sgd"
+                       else keras.optimizers.Adam(learning_rate=lr))
+                expected = keras_losses(spec, weights, x, y, opt, policy, TRAIN_STEPS)
+                if not check(len(mixlab) == TRAIN_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
+                    continue
+                diffs = np.abs(mixlab - expected) / np.abs(expected)
+                log(f"  {tag}: losses Keras {expected[0]:.6f} -> {expected[-1]:.6f}, "
+                    f"MixLab {mixlab[0]:.6f} -> {mixlab[-1]:.6f}; worst step {int(np.argmax(diffs)) + 1}")
+                record(f"{TRAIN_STEPS} {optimizer} steps {policy}", name, float(np.max(diffs)), tol)
+
+
+def part_tfkeras(cli, source, work):
+    fixture = pathlib.Path(__file__).resolve().parent / "fixtures" / "tf_keras_2_cnn.json"
+    info = cli.json("inspect", fixture, "--json")
+    # Conv2D 3x3x1x8 + 8, Conv2D 3x3x8x16 + 16, Dense 400x32 + 32, Dense 32x10 + 10.
+    expected = (3 * 3 * 1 * 8 + 8) + (3 * 3 * 8 * 16 + 16) + (400 * 32 + 32) + (32 * 10 + 10)
+    check(info["params_total"] == expected,
+          f"tf.keras 2 JSON: {info['params_total']} parameters (expected {expected})")
+    check(info["output_shape"] == [10], f"tf.keras 2 JSON: output shape {info['output_shape']}")
+    # Its layers' Policy objects ({"class_name": "Policy", ...}) set the run's precision (a
+    # script's settings, the Keras JSON's model policy) ...
+    script = cli.run("export", fixture, "--to", "keras", "--steps", 1)
+    check('POLICY = "mixed_float16"' in script, "tf.keras 2 JSON: its Policy becomes the run's precision")
+    policy = json.loads(cli.run("export", fixture, "--to", "keras-json"))["config"]["dtype"]["config"]["name"]
+    check(policy == "mixed_float16", f"tf.keras 2 JSON: exported again as Keras 3 JSON with policy {policy}")
+    # ... and its final Activation's plain "float32" keeps that layer in float32.
+    mixed = cli.json("inspect", fixture, "--json", "--precision", "mixed_float16")
+    dtypes = [layer["dtype"] for layer in mixed["layers"]]
+    check(dtypes[-1] == "float32" and dtypes[:-1] == ["float16"] * (len(dtypes) - 1),
+          f"tf.keras 2 JSON: layer dtypes under mixed_float16 {dtypes} (the final softmax in float32)")
+    spec = json.loads(cli.run("export", fixture, "--to", "mixlab"))
+    types = [l["type"] for l in spec["layers"]]
+    check(types == ["Rescaling", "Conv2D", "MaxPooling2D", "Conv2D", "MaxPooling2D", "Flatten",
+                    "Dense", "Dropout", "Dense", "Activation"],
+          f"tf.keras 2 JSON: layers {types}")
+
+
+STEP_LINE = re.compile(r"^(\d+)/\1 - \d+s \d+(s|ms|us)/step - accuracy: [0-9.]+ - loss: [0-9.na]+$", re.M)
+MEDIAN_LINE = re.compile(r"^median step ms: [0-9.]+ ", re.M)
+
+
+def part_scripts(cli, source, work, torch_python):
+    """Each built-in's exported Keras and PyTorch scripts train for 3 steps and print step
+    times. fashion-* on Debian's Fashion-MNIST when it is installed, else on IDX files written
+    here; the CIFAR models on synthetic data of their shape (batch 8 to keep cifar100-convnet's
+    4096-wide layers quick)."""
+    fashion = "fashion-mnist"
+    if not os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+        fashion, _, _ = make_dataset(work, builtin_spec(source, "fashion-mlp"), 64, 16)
+    plans = {
+        "fashion-mlp": (fashion, "mixed_float16", 32),
+        "fashion-cnn": (fashion, "mixed_bfloat16", 32),
+        "cifar10-mlp": ("synthetic:32x32x3:10:64", "float32", 8),
+        "cifar100-convnet": ("synthetic:32x32x3:100:64", "mixed_bfloat16", 8),
+    }
+    env = dict(os.environ, KERAS_BACKEND="jax")
+    for name, (dataset, policy, batch) in plans.items():
+        with attempt(f"scripts {name}"):
+            for kind, python in (("keras", sys.executable), ("pytorch", torch_python)):
+                script = work / f"{name}-{kind}.py"
+                cli.run("export", name, "--to", kind, "--steps", 3, "--dataset", dataset,
+                        "--precision", policy, "--batch-size", batch, "--no-eval", "-o", script)
+                start = time.monotonic()
+                done = subprocess.run([python, script], capture_output=True, text=True, env=env)
+                seconds = time.monotonic() - start
+                out = done.stdout
+                ok = done.returncode == 0 and STEP_LINE.search(out) and MEDIAN_LINE.search(out)
+                line = STEP_LINE.search(out)
+                check(bool(ok), f"script {name} {kind} ({policy}): ran 3 steps in {seconds:.1f} s: "
+                      + (line.group(0) if line else f"exit {done.returncode}\n{out}\n{done.stderr[-3000:]}"))
+
+
+def print_table():
+    if not RESULTS:
+        return
+    log("\nParity with Keras 3 (largest differences seen):")
+    log(f"| {'check':<30} | {'model':<30} | {'largest rel. diff':>17} | {'tolerance':>9} |")
+    log(f"|{'-' * 32}|{'-' * 32}|{'-' * 19}:|{'-' * 10}:|")
+    for check_name, model, diff, tol, passed in RESULTS:
+        log(f"| {check_name:<30} | {model:<30} | {diff:>17.2e} | {tol:>9.1e} |" + ("" if passed else " FAIL"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", required=True, help="mixlab-cli")
+    parser.add_argument("--source", default=str(pathlib.Path(__file__).resolve().parents[2]),
+                        help="MixLab's source tree (for resources/models)")
+    parser.add_argument("--work", help="a folder for the files (default: a temporary one, removed)")
+    parser.add_argument("--batch", type=int, default=16, help="the training batch (and split) size")
+    parser.add_argument("--policies", default="float32,mixed_bfloat16,mixed_float16",
+                        help="train: the policies (comma-separated)")
+    parser.add_argument("--torch-python", default="/usr/bin/python3", help="scripts: Python with torch")
+    parser.add_argument("parts", nargs="+",
+                        choices=["structure", "forward", "names", "train", "tfkeras", "torch", "scripts"])
+    args = parser.parse_args()
+    cli = Cli(os.path.abspath(args.cli))
+    source = pathlib.Path(args.source)
+    work = pathlib.Path(args.work) if args.work else pathlib.Path(tempfile.mkdtemp(prefix="mixlab-keras-"))
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"Keras {keras.__version__}, backend {keras.backend.backend()}; mixlab-cli {args.cli}; work {work}")
+    parts = {
+        "structure": lambda: part_structure(cli, source, work),
+        "forward": lambda: part_forward(cli, source, work, args.batch),
+        "names": lambda: part_archive_names(cli, source, work, args.batch),
+        "train": lambda: part_train(cli, source, work, args.batch, args.policies.split(",")),
+        "tfkeras": lambda: part_tfkeras(cli, source, work),
+        "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),
+        "scripts": lambda: part_scripts(cli, source, work, args.torch_python),
+    }
+    try:
+        for part in args.parts:
+            try:
+                parts[part]()
+            except Exception as e:  # a failed command: a failure of this part, with its words
+                FAILURES.append(f"{part}: {e}")
+                log(f"FAIL: {part}: {e}")
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table()
+    if FAILURES:
+        log(f"\n{len(FAILURES)} check(s) failed")
+        return 1
+    log("\nall checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
