@@ -14,6 +14,7 @@
 #include "app/store/sweep_plan.h"
 
 class QLabel;
+class QMimeData;
 class QTabWidget;
 class QTimer;
 
@@ -26,6 +27,7 @@ class EditorWidget;
 class HistoryView;
 class LiveView;
 class ModelDocument;
+class ModelExport;
 class RunPanel;
 class SweepRunner;
 class SweepsView;
@@ -37,12 +39,15 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(std::filesystem::path db_path, QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  // Opens a model: a file path or a built-in model's name ("fashion-mlp").
+  // Opens a model: a file path (MixLab or Keras) or a built-in model's name ("fashion-mlp").
   bool open_model(const QString& file_or_builtin);
+  // The model files a drop on the window would open (.json, .keras; the first is opened).
+  static QStringList droppable_models(const QMimeData* mime);
 
   ModelDocument* document() const { return document_; }
   EditorWidget* editor() const { return editor_; }
   DocumentActions* document_actions() const { return document_actions_; }
+  ModelExport* model_export() const { return model_export_; }
   RunPanel* run_panel() const { return run_panel_; }
   LiveView* live_view() const { return live_; }
   HistoryView* history_view() const { return history_; }
@@ -71,12 +76,16 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  // A .json or .keras file dropped on the window opens (a Keras file is imported).
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void build_menus();
   void update_validity();
   void update_title();
   void show_about();
+  void show_import();  // after a Keras import: the run's policy, and what was not modelled
   // Starts runs on the controller; `show_live`: switch to the Live tab.
   bool launch(std::vector<app::RunRequest> runs, bool show_live = true);
   void set_running(bool running);
@@ -86,6 +95,7 @@ class MainWindow : public QMainWindow {
   ModelDocument* document_ = nullptr;
   EditorWidget* editor_ = nullptr;
   DocumentActions* document_actions_ = nullptr;
+  ModelExport* model_export_ = nullptr;
   RunPanel* run_panel_ = nullptr;
   LiveView* live_ = nullptr;
   HistoryView* history_ = nullptr;

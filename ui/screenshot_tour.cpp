@@ -18,7 +18,10 @@
 #include "ui/charts/chart.h"
 #include "ui/doctor/doctor_charts.h"
 #include "ui/doctor/doctor_view.h"
+#include "ui/editor/canvas_items.h"
 #include "ui/editor/editor_widget.h"
+#include "ui/editor/model_canvas.h"
+#include "ui/editor/model_document.h"
 #include "ui/history/compare_view.h"
 #include "ui/history/sweeps_view.h"
 #include "ui/main_window.h"
@@ -144,6 +147,7 @@ void ScreenshotTour::start() {
   window_->tabs()->setCurrentWidget(window_->editor());
   QApplication::processEvents();
   if (!save(window_, QStringLiteral("editor.png"))) return;
+  if (!shoot_canvas()) return;
   // Both runs have ended and the window has heard (its handler, connected first, has drained
   // their last steps and opened the comparison): the Live tab shows the second run.
   // Once: the sweep's runs later end their queues too.
@@ -152,6 +156,34 @@ void ScreenshotTour::start() {
       [this] { QTimer::singleShot(0, this, &ScreenshotTour::shoot_live); },
       Qt::SingleShotConnection);
   if (!window_->start_precision_comparison()) fail(tr("the comparison could not start"));
+}
+
+bool ScreenshotTour::shoot_canvas() {
+  // The diagram beside the table, the first Dense layer selected in both, the whole model in
+  // view.
+  EditorWidget* editor = window_->editor();
+  ModelCanvas* canvas = editor->canvas();
+  const ModelSpec& spec = window_->document()->spec();
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    if (spec.layers[i].type == LayerType::Dense) {
+      editor->select_layer(static_cast<int>(i));
+      break;
+    }
+  }
+  canvas->fit();
+  QApplication::processEvents();
+  if (canvas->block_count() != static_cast<int>(spec.layers.size())) {
+    fail(tr("the canvas shows %1 blocks for %2 layers")
+             .arg(canvas->block_count())
+             .arg(spec.layers.size()));
+    return false;
+  }
+  auto* area = editor->findChild<QWidget*>(QStringLiteral("canvas_table_splitter"));
+  if (area == nullptr) {
+    fail(tr("the editor has no canvas beside its table"));
+    return false;
+  }
+  return save(area, QStringLiteral("canvas.png"));
 }
 
 void ScreenshotTour::shoot_live() {

@@ -1,6 +1,6 @@
 // The screenshot tour: the real application drives itself through a short float32-vs-mixed
-// comparison and saves the editor, the live charts, the comparison and the Doctor tab (an
-// RTX 2060 profile's prediction) as PNG files. It waits until every chart has drawn its points
+// comparison and saves the editor, its model canvas beside the table, the live charts, the
+// comparison and the Doctor tab (an RTX 2060 profile's prediction) as PNG files. It waits until every chart has drawn its points
 // and checks what a user would see: no window that is blank, no chart that should hold a curve
 // and draws none (the points each chart holds, and pixels of each curve's colour inside its
 // plot area). `mixlab --screenshot-tour DIR` runs
@@ -50,6 +50,8 @@ class ScreenshotTour : public QObject {
   // Calls `then` once `problem` returns empty (checked every few ms while the event loop runs);
   // fails with its last answer when that takes longer than the time limit.
   void when_drawn(std::function<QString()> problem, std::function<void()> then);
+  // The canvas beside the table (canvas.png); false when it failed.
+  bool shoot_canvas();
   void shoot_live();
   void shoot_compare();
   void shoot_doctor();

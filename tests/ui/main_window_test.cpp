@@ -2,8 +2,13 @@
 // with the engine's reason; Start on synthetic data ends as a finished row in history with its
 // steps on the live charts; Stop records a stopped run; a failing run leaves the window usable;
 // "float32 vs mixed" opens the comparison of its two runs; CSV export from the UI matches the
-// store's.
+// store's; the Model tab fits a 1366x768 screen with the Run dock open.
 #include <QAbstractItemModel>
+#include <QAbstractItemView>
+#include <QApplication>
+#include <QDockWidget>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTest>
@@ -16,7 +21,9 @@
 #include "engine/plan/execution_plan.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/editor/layer_text.h"
+#include "ui/editor/model_canvas.h"
 #include "ui/editor/model_document.h"
+#include "ui/editor/property_panel.h"
 #include "ui/history/compare_view.h"
 #include "ui/history/history_model.h"
 #include "ui/history/history_view.h"
@@ -67,6 +74,67 @@ class MainWindowTest : public QObject {
   void cleanup() {
     window_.reset();
     dir_.reset();
+  }
+
+  void model_tab_fits_a_1366x768_screen_with_the_run_dock_open() {
+    // The client area of a window maximised on a 1366x768 screen: less a title bar and a panel
+    // (about 30 and 40 px on common desktops).
+    const QSize available(1366, 768 - 70);
+    auto* dock = window_->findChild<QDockWidget*>(QStringLiteral("RunDock"));
+    QVERIFY(dock != nullptr);
+    QVERIFY(dock->isVisible());
+    QVERIFY(!dock->isFloating());
+    QVERIFY(window_->open_model(QStringLiteral("cifar100-convnet")));  // every kind of field
+    window_->tabs()->setCurrentWidget(window_->editor());
+    const QSize minimum = window_->minimumSizeHint();
+    qInfo("the window's minimum size: %dx%d (the Run dock's %dx%d)", minimum.width(),
+          minimum.height(), dock->minimumSizeHint().width(), dock->minimumSizeHint().height());
+    QVERIFY2(minimum.width() <= available.width(), qPrintable(QString::number(minimum.width())));
+    QVERIFY2(minimum.height() <= available.height(), qPrintable(QString::number(minimum.height())));
+    window_->resize(available);
+    QTRY_COMPARE(window_->size(), available);
+
+    EditorWidget* editor = window_->editor();
+    auto* area = editor->findChild<QScrollArea*>(QStringLiteral("properties_area"));
+    QVERIFY(area != nullptr);
+    PropertyPanel* panel = editor->properties();
+    const QRect dock_rect = dock->geometry();
+    const auto check_fits = [&](int layer) {
+      const QString where = QStringLiteral("layer %1").arg(layer);
+      QApplication::processEvents();  // the layouts settle
+      // Beside the dock, inside the window, with no horizontal scroll bar and no field cut off.
+      const QRect in_window(area->mapTo(window_.get(), QPoint()), area->size());
+      QVERIFY2(in_window.right() < dock_rect.left(), qPrintable(where));
+      QVERIFY2(window_->rect().contains(in_window), qPrintable(where));
+      QVERIFY2(!area->horizontalScrollBar()->isVisible(), qPrintable(where));
+      QVERIFY2(panel->width() >= panel->minimumSizeHint().width(), qPrintable(where));
+      QVERIFY2(panel->width() <= area->viewport()->width(), qPrintable(where));
+      for (const QWidget* w : panel->findChildren<QWidget*>()) {
+        if (w->objectName().isEmpty() || !w->isVisibleTo(panel)) continue;
+        const QRect field(w->mapTo(area->viewport(), QPoint()), w->size());
+        QVERIFY2(field.right() < area->viewport()->width(),
+                 qPrintable(where + QLatin1Char(' ') + w->objectName()));
+      }
+    };
+    for (int layer = -1; layer < static_cast<int>(window_->document()->spec().layers.size());
+         ++layer) {
+      editor->select_layer(layer);
+      check_fits(layer);
+    }
+    // The canvas shows its blocks at 1:1 and the table its columns, side by side, neither
+    // scrolling sideways.
+    ModelCanvas* canvas = editor->canvas();
+    QCOMPARE(canvas->zoom(), 1.0);
+    QVERIFY(canvas->isVisible());
+    QVERIFY(!canvas->horizontalScrollBar()->isVisible());
+    QAbstractItemView* table = editor->stack_view();
+    QVERIFY(table->isVisible());
+    QVERIFY(!table->horizontalScrollBar()->isVisible());
+    const QRect canvas_rect(canvas->mapTo(window_.get(), QPoint()), canvas->size());
+    const QRect table_rect(table->mapTo(window_.get(), QPoint()), table->size());
+    QVERIFY(canvas_rect.right() < table_rect.left());
+    const QRect editor_rect(editor->mapTo(window_.get(), QPoint()), editor->size());
+    QVERIFY(editor_rect.right() < dock_rect.left());
   }
 
   void invalid_stack_disables_start_with_the_reason() {

@@ -17,7 +17,8 @@
 namespace mixlab::ui {
 namespace {
 
-const QString kModelFilter = QStringLiteral("*.json");
+const QString kModelFilter = QStringLiteral("*.json *.keras");
+const QString kKerasFilter = QStringLiteral("*.keras *.json");
 
 QString text_of(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
@@ -43,6 +44,10 @@ QAction* DocumentActions::new_action() const {
 QAction* DocumentActions::open_action() const {
   return open_;
 }
+
+QAction* DocumentActions::import_action() const {
+  return import_;
+}
 QAction* DocumentActions::save_action() const {
   return save_;
 }
@@ -56,6 +61,7 @@ QMenu* DocumentActions::templates_menu() const {
 void DocumentActions::set_prompts(Prompts prompts) {
   if (prompts.ask_save) prompts_.ask_save = std::move(prompts.ask_save);
   if (prompts.open_path) prompts_.open_path = std::move(prompts.open_path);
+  if (prompts.import_path) prompts_.import_path = std::move(prompts.import_path);
   if (prompts.save_path) prompts_.save_path = std::move(prompts.save_path);
   if (prompts.show_error) prompts_.show_error = std::move(prompts.show_error);
 }
@@ -74,8 +80,13 @@ DocumentActions::Prompts DocumentActions::default_prompts() {
   p.open_path = [this, filter](const QString& dir) {
     return QFileDialog::getOpenFileName(dialog_parent_, tr("Open model"), dir, filter);
   };
-  p.save_path = [this, filter](const QString& suggested) {
-    return QFileDialog::getSaveFileName(dialog_parent_, tr("Save model as"), suggested, filter);
+  p.import_path = [this](const QString& dir) {
+    return QFileDialog::getOpenFileName(dialog_parent_, tr("Import Keras model"), dir,
+                                        tr("Keras models (%1)").arg(kKerasFilter));
+  };
+  p.save_path = [this](const QString& suggested) {
+    return QFileDialog::getSaveFileName(dialog_parent_, tr("Save model as"), suggested,
+                                        tr("MixLab model files (*.json)"));
   };
   p.show_error = [this](const QString& title, const QString& message) {
     QMessageBox::warning(dialog_parent_, title, message);
@@ -93,10 +104,19 @@ void DocumentActions::create_actions() {
 
   open_ = new QAction(tr("&Open…"), this);
   open_->setShortcut(QKeySequence::Open);
-  open_->setToolTip(tr("Open a model file (JSON)"));
+  open_->setToolTip(tr("Open a model file (MixLab or Keras JSON, .keras)"));
   connect(open_, &QAction::triggered, this, [this] {
     if (!maybe_save()) return;
     const QString path = prompts_.open_path(dialog_directory());
+    if (!path.isEmpty()) open_file(path);
+  });
+
+  import_ = new QAction(tr("&Import Keras model…"), this);
+  import_->setShortcut(QKeySequence(tr("Ctrl+I")));
+  import_->setToolTip(tr("A Keras 3 or tf.keras 2 model (.keras with its weights, or JSON)"));
+  connect(import_, &QAction::triggered, this, [this] {
+    if (!maybe_save()) return;
+    const QString path = prompts_.import_path(dialog_directory());
     if (!path.isEmpty()) open_file(path);
   });
 

@@ -1,4 +1,5 @@
-// File > New, Open, Save, Save As and the built-in templates for a ModelDocument: the dialogs,
+// File > New, Open, Import Keras model, Save, Save As and the built-in templates for a
+// ModelDocument: the dialogs,
 // the "save changes?" question, the remembered directory and model, and the error boxes.
 //
 // The modal dialogs go through Prompts, which tests replace so that nothing blocks on them.
@@ -28,6 +29,8 @@ class DocumentActions : public QObject {
     std::function<QMessageBox::StandardButton(const QString& name)> ask_save;
     // A model file to open, starting in `dir`; empty when cancelled.
     std::function<QString(const QString& dir)> open_path;
+    // A Keras file to import (.keras, .json), starting in `dir`; empty when cancelled.
+    std::function<QString(const QString& dir)> import_path;
     // Where to save, starting at `suggested` (a path); empty when cancelled.
     std::function<QString(const QString& suggested)> save_path;
     // Shows an error that error() also carries.
@@ -39,6 +42,7 @@ class DocumentActions : public QObject {
 
   QAction* new_action() const;      // QKeySequence::New
   QAction* open_action() const;     // QKeySequence::Open
+  QAction* import_action() const;   // Ctrl+I: a Keras model (open_file() reads them too)
   QAction* save_action() const;     // QKeySequence::Save
   QAction* save_as_action() const;  // QKeySequence::SaveAs
   // One entry per built-in model (resources/builtin_models.h).
@@ -77,6 +81,7 @@ class DocumentActions : public QObject {
   Prompts prompts_;
   QAction* new_ = nullptr;
   QAction* open_ = nullptr;
+  QAction* import_ = nullptr;
   QAction* save_ = nullptr;
   QAction* save_as_ = nullptr;
   QPointer<QMenu> templates_;

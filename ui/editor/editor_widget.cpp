@@ -6,6 +6,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
 #include <QToolBar>
@@ -17,6 +18,7 @@
 #include "ui/editor/layer_palette.h"
 #include "ui/editor/layer_stack_model.h"
 #include "ui/editor/layer_text.h"
+#include "ui/editor/model_canvas.h"
 #include "ui/editor/model_document.h"
 #include "ui/editor/property_panel.h"
 
@@ -42,6 +44,8 @@ EditorWidget::EditorWidget(ModelDocument* doc, QWidget* parent)
       properties_(new PropertyPanel(doc)) {
   create_actions();
 
+  // The palette as wide as its longest entry, not QListWidget's default 256 px.
+  palette_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   auto* palette_area = new QWidget;
   auto* palette_layout = new QVBoxLayout(palette_area);
   palette_layout->setContentsMargins(0, 0, 0, 0);
@@ -51,15 +55,32 @@ EditorWidget::EditorWidget(ModelDocument* doc, QWidget* parent)
   add_button->setToolButtonStyle(Qt::ToolButtonTextOnly);
   palette_layout->addWidget(add_button);
 
-  auto* properties_area = new QScrollArea;
-  properties_area->setWidget(properties_);
-  properties_area->setWidgetResizable(true);
-  properties_area->setFrameShape(QFrame::NoFrame);
+  // The panel scrolls vertically only: the area is never narrower than the panel's minimum, so
+  // the splitter cannot clip it (a horizontal scroll bar would hide the fields' right half).
+  properties_area_ = new QScrollArea;
+  properties_area_->setObjectName(QStringLiteral("properties_area"));
+  properties_area_->setWidget(properties_);
+  properties_area_->setWidgetResizable(true);
+  properties_area_->setFrameShape(QFrame::NoFrame);
+  properties_area_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  properties_->installEventFilter(this);
+  update_properties_width();
+
+  // The palette above the property panel, as Neural Network Console has them: the canvas and
+  // the table get the width (the window fits a 1366 px screen with the Run dock open).
+  auto* left = new QSplitter(Qt::Vertical);
+  left->setObjectName(QStringLiteral("palette_properties_splitter"));
+  left->addWidget(palette_area);
+  left->addWidget(properties_area_);
+  left->setStretchFactor(0, 0);
+  left->setStretchFactor(1, 1);
+  left->setChildrenCollapsible(false);
 
   auto* splitter = new QSplitter(Qt::Horizontal);
-  splitter->addWidget(palette_area);
+  splitter->setObjectName(QStringLiteral("editor_splitter"));
+  splitter->addWidget(left);
   splitter->addWidget(build_stack_area());
-  splitter->addWidget(properties_area);
+  splitter->setStretchFactor(0, 0);
   splitter->setStretchFactor(1, 1);
   splitter->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
@@ -71,7 +92,12 @@ EditorWidget::EditorWidget(ModelDocument* doc, QWidget* parent)
   connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
     if (properties_->current_layer() != current_layer())
       properties_->set_current_layer(current_layer());
+    if (canvas_->current_layer() != current_layer()) canvas_->select_layer(current_layer());
     update_actions();
+  });
+  // A block selected on the canvas selects its row, and the row the panel.
+  connect(canvas_, &ModelCanvas::layer_selected, this, [this](int index) {
+    if (index != current_layer()) select_layer(index);
   });
   // The selection follows the edit, undo and redo included, so the user sees what changed.
   // (The model's handlers ran first: it connected to the document before these.)
@@ -91,6 +117,16 @@ EditorWidget::EditorWidget(ModelDocument* doc, QWidget* parent)
   });
   update_actions();
   update_summary();
+}
+
+void EditorWidget::update_properties_width() {
+  properties_area_->setMinimumWidth(properties_->minimumSizeHint().width() +
+                                    properties_area_->verticalScrollBar()->sizeHint().width());
+}
+
+bool EditorWidget::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == properties_ && event->type() == QEvent::LayoutRequest) update_properties_width();
+  return QWidget::eventFilter(watched, event);
 }
 
 QWidget* EditorWidget::build_stack_area() {
@@ -131,6 +167,8 @@ QWidget* EditorWidget::build_stack_area() {
          "panel's batch size and optimizer (the execution plan's buffers; library workspaces "
          "come on top)"));
   totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Wrapped: one line of totals is wider than the editor at 1366 px.
+  totals_->setWordWrap(true);
   message_ = new QLabel;
   message_->setObjectName(QStringLiteral("validation_message"));
   message_->setToolTip(tr("Why the model cannot be trained as it is"));
@@ -140,13 +178,38 @@ QWidget* EditorWidget::build_stack_area() {
   red.setColor(QPalette::WindowText, QColor(160, 0, 0));
   message_->setPalette(red);
 
+  // The diagram beside the table; the table takes what is left over.
+  auto* views = new QSplitter(Qt::Horizontal);
+  views->setObjectName(QStringLiteral("canvas_table_splitter"));
+  views->addWidget(build_canvas_area());
+  views->addWidget(view_);
+  views->setStretchFactor(0, 0);
+  views->setStretchFactor(1, 1);
+  views->setChildrenCollapsible(false);
+
   auto* area = new QWidget;
   auto* layout = new QVBoxLayout(area);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(toolbar);
-  layout->addWidget(view_, 1);
+  layout->addWidget(views, 1);
   layout->addWidget(totals_);
   layout->addWidget(message_);
+  return area;
+}
+
+QWidget* EditorWidget::build_canvas_area() {
+  canvas_ = new ModelCanvas(doc_);
+  // Delete and Alt+Up / Alt+Down act on the selected block as on the selected row.
+  canvas_->addActions({remove_, move_up_, move_down_});
+  auto* toolbar = new QToolBar;
+  toolbar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  toolbar->addActions(canvas_->view_actions());
+  auto* area = new QWidget;
+  auto* layout = new QVBoxLayout(area);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  layout->addWidget(toolbar);
+  layout->addWidget(canvas_, 1);
   return area;
 }
 
@@ -220,6 +283,9 @@ QList<QAction*> EditorWidget::edit_actions() const {
 QAbstractItemView* EditorWidget::stack_view() const {
   return view_;
 }
+ModelCanvas* EditorWidget::canvas() const {
+  return canvas_;
+}
 LayerStackModel* EditorWidget::stack_model() const {
   return model_;
 }
@@ -244,9 +310,11 @@ void EditorWidget::select_layer(int index) {
                                QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     view_->scrollTo(model_->index(index, 0));
   }
-  // A model reset clears the selection without selectionChanged: tell the panel here too.
+  // A model reset clears the selection without selectionChanged: tell the panel and the canvas
+  // here too.
   if (properties_->current_layer() != current_layer())
     properties_->set_current_layer(current_layer());
+  if (canvas_->current_layer() != current_layer()) canvas_->select_layer(current_layer());
   update_actions();
 }
 

@@ -1,5 +1,7 @@
-// The layer-stack editor: palette | stack table with totals and the validation message |
-// property panel, side by side in a splitter, and the edit actions that work on them.
+// The layer-stack editor: the palette above the property panel | the model as a diagram
+// (ModelCanvas) beside the stack table, with totals and the validation message below, in
+// splitters; and the edit actions that work on them. The canvas and the table share one
+// selection.
 #pragma once
 
 #include <QList>
@@ -11,12 +13,14 @@
 class QAbstractItemView;
 class QAction;
 class QLabel;
+class QScrollArea;
 class QTableView;
 
 namespace mixlab::ui {
 
 class LayerPalette;
 class LayerStackModel;
+class ModelCanvas;
 class ModelDocument;
 class PropertyPanel;
 
@@ -34,6 +38,7 @@ class EditorWidget : public QWidget {
   QList<QAction*> edit_actions() const;
 
   QAbstractItemView* stack_view() const;
+  ModelCanvas* canvas() const;
   LayerStackModel* stack_model() const;
   LayerPalette* palette() const;
   PropertyPanel* properties() const;
@@ -46,24 +51,33 @@ class EditorWidget : public QWidget {
   void set_training(int batch_size, const OptimizerConfig& optimizer);
   QString totals_text() const;
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   enum class Placement { after_selection, before_selection };
 
   QAction* make_action(const QString& name, const QString& text, const QString& tooltip);
   void create_actions();
   QWidget* build_stack_area();
+  QWidget* build_canvas_area();
   void add_layer(LayerType type, Placement placement);
   void duplicate_layer();
   void remove_layer();
   void move_layer(int delta);
   void update_actions();
   void update_summary();
+  // Keeps the property panel's area as wide as the panel's minimum (which changes with the
+  // layer's fields), so the splitter never clips it.
+  void update_properties_width();
 
   ModelDocument* doc_;
   LayerStackModel* model_;
   QTableView* view_ = nullptr;
+  ModelCanvas* canvas_ = nullptr;
   LayerPalette* palette_;
   PropertyPanel* properties_;
+  QScrollArea* properties_area_ = nullptr;
   QLabel* totals_ = nullptr;
   QLabel* message_ = nullptr;
   int batch_size_ = 32;

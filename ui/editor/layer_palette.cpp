@@ -1,6 +1,7 @@
 #include "ui/editor/layer_palette.h"
 
 #include <QKeyEvent>
+#include <QMimeData>
 
 #include "ui/editor/layer_text.h"
 
@@ -19,7 +20,10 @@ LayerPalette::LayerPalette(QWidget* parent) : QListWidget(parent) {
   setSelectionMode(QAbstractItemView::SingleSelection);
   setToolTip(
       tr("Layer types. Double-click one or press Enter to add it after the selected "
-         "layer."));
+         "layer, or drag it into a gap of the model diagram."));
+  setDragEnabled(true);
+  setDragDropMode(QAbstractItemView::DragOnly);
+  setDefaultDropAction(Qt::CopyAction);
   // The engine's own list, so a layer type added to the engine shows up here.
   for (LayerType type : all_layer_types()) {
     auto* item = new QListWidgetItem(QString::fromUtf8(to_string(type)), this);
@@ -43,6 +47,27 @@ void LayerPalette::set_current_type(LayerType type) {
   for (int row = 0; row < count(); ++row) {
     if (type_of(item(row)) == type) setCurrentRow(row);
   }
+}
+
+QString LayerPalette::mime_type() {
+  return QStringLiteral("application/x-mixlab-layer-type");
+}
+
+QStringList LayerPalette::mimeTypes() const {
+  return {mime_type()};
+}
+
+QMimeData* LayerPalette::mimeData(const QList<QListWidgetItem*>& items) const {
+  if (items.isEmpty()) return nullptr;
+  auto* data = new QMimeData;
+  const std::string_view name = to_string(type_of(items.first()));
+  data->setData(mime_type(), QByteArray(name.data(), static_cast<qsizetype>(name.size())));
+  data->setText(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size())));
+  return data;
+}
+
+void LayerPalette::startDrag(Qt::DropActions /*supported_actions*/) {
+  QListWidget::startDrag(Qt::CopyAction);
 }
 
 void LayerPalette::keyPressEvent(QKeyEvent* event) {

@@ -28,9 +28,10 @@ struct ColumnText {
 // In Column order.
 constexpr std::array<ColumnText, LayerStackModel::Count> kColumnTexts = {{
     {QT_TR_NOOP("Layer"), QT_TR_NOOP("The layer and its main settings, in Keras's terms")},
-    {QT_TR_NOOP("Output shape"),
-     QT_TR_NOOP("The layer's output per sample, without the batch dimension")},
-    {QT_TR_NOOP("Parameters"), QT_TR_NOOP("Trainable parameters (kernel and bias)")},
+    // Short titles (the tooltips say it in full): the table shares the editor with the canvas.
+    {QT_TR_NOOP("Output"),
+     QT_TR_NOOP("The layer's output shape per sample, without the batch dimension")},
+    {QT_TR_NOOP("Params"), QT_TR_NOOP("Trainable parameters (kernel and bias)")},
     {QT_TR_NOOP("FLOPs"), QT_TR_NOOP("Forward floating-point operations per sample")},
     {QT_TR_NOOP("Activations"), QT_TR_NOOP("Bytes of the layer's output per sample, in the dtype "
                                            "the precision policy stores it in")},
@@ -74,11 +75,7 @@ int LayerStackModel::columnCount(const QModelIndex& parent) const {
 }
 
 const LayerInfo* LayerStackModel::info(int row) const {
-  const ModelDocument::Validation& v = doc_->validation();
-  const auto r = static_cast<std::size_t>(row);
-  if (v.table && r < v.table->layers.size()) return &v.table->layers[r];
-  if (!v.ok && r < v.layers_before_error.size()) return &v.layers_before_error[r];
-  return nullptr;
+  return doc_->layer_info(row);
 }
 
 bool LayerStackModel::is_offending(int row) const {

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "engine/core/error.h"
+#include "engine/interop/keras_model.h"
 
 namespace mixlab::ui {
 namespace {
@@ -58,6 +59,15 @@ QUndoStack* ModelDocument::undo_stack() const {
 const ModelDocument::Validation& ModelDocument::validation() const {
   return validation_;
 }
+const LayerInfo* ModelDocument::layer_info(int index) const {
+  if (index < 0) return nullptr;
+  const auto i = static_cast<std::size_t>(index);
+  const Validation& v = validation_;
+  if (v.table && i < v.table->layers.size()) return &v.table->layers[i];
+  if (!v.ok && i < v.layers_before_error.size()) return &v.layers_before_error[i];
+  return nullptr;
+}
+
 Policy ModelDocument::policy() const {
   return policy_;
 }
@@ -88,6 +98,7 @@ void ModelDocument::set_policy(Policy policy) {
 void ModelDocument::reset(ModelSpec spec, QString file_path, QString display_name) {
   // Commands hold indexes into the old spec: drop them first.
   undo_stack_->clear();
+  import_.reset();
   emit about_to_reset();
   spec_ = std::move(spec);
   revalidate();
@@ -100,14 +111,48 @@ void ModelDocument::reset(ModelSpec spec, QString file_path, QString display_nam
 
 bool ModelDocument::load(const QString& path, QString* error) {
   try {
-    ModelSpec spec = load_model_file(to_fs_path(path));
-    reset(std::move(spec), path);
+    ImportedModel model = load_model_source(to_fs_path(path));
+    if (model.format == "MixLab JSON") {
+      reset(std::move(model.spec), path);
+      return true;
+    }
+    Import import{path, model.format, std::move(model.warnings), model.weights, model.spec};
+    reset(std::move(model.spec), {}, QFileInfo(path).fileName());
+    import_ = std::move(import);
+    if (model.policy) set_policy(*model.policy);
+    emit imported();
     return true;
   } catch (const std::exception& e) {
     // The engine's messages start with the file name.
     if (error != nullptr) *error = QString::fromStdString(e.what());
     return false;
   }
+}
+
+const ModelDocument::Import* ModelDocument::last_import() const {
+  return import_ ? &*import_ : nullptr;
+}
+
+std::shared_ptr<const ModelWeights> ModelDocument::initial_weights() const {
+  if (!import_ || !import_->weights) return nullptr;
+  // Names, activations, dropout rates and the like may change; the parameters' shapes may not.
+  try {
+    const ShapeTable now = infer_shapes(spec_);
+    const ShapeTable then = infer_shapes(import_->spec);
+    if (now.layers.size() != then.layers.size()) return nullptr;
+    for (std::size_t i = 0; i < now.layers.size(); ++i) {
+      if (now.layers[i].type != then.layers[i].type) return nullptr;
+      const auto& a = now.layers[i].params;
+      const auto& b = then.layers[i].params;
+      if (a.size() != b.size()) return nullptr;
+      for (std::size_t j = 0; j < a.size(); ++j) {
+        if (a[j].kind != b[j].kind || a[j].shape != b[j].shape) return nullptr;
+      }
+    }
+  } catch (const Error&) {
+    return nullptr;
+  }
+  return import_->weights;
 }
 
 bool ModelDocument::save(const QString& path, QString* error) {

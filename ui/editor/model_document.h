@@ -6,12 +6,14 @@
 
 #include <QObject>
 #include <QString>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/core/precision.h"
 #include "engine/spec/model_spec.h"
+#include "engine/spec/model_weights.h"
 #include "engine/spec/shape_inference.h"
 
 class QUndoStack;
@@ -48,6 +50,9 @@ class ModelDocument : public QObject {
   const ModelSpec& spec() const;
   QUndoStack* undo_stack() const;
   const Validation& validation() const;
+  // Layer `index`'s figures: from the table when the stack is valid, else for the layers above
+  // the offending one; nullptr for the others (and for an index out of range).
+  const LayerInfo* layer_info(int index) const;
 
   void set_policy(Policy policy);
   Policy policy() const;
@@ -58,9 +63,26 @@ class ModelDocument : public QObject {
 
   // Replaces the model (New, Open, a template): clears the undo history and marks it clean.
   void reset(ModelSpec spec, QString file_path = {}, QString display_name = {});
-  // Reads a model file. On failure returns false, leaves the model as it was and sets *error to
-  // the engine's message, which names the file.
+  // Reads a model file: MixLab's JSON, or a Keras file (Keras 3 / tf.keras 2 JSON, a .keras
+  // archive), which becomes a new unsaved model named after the file (saving writes MixLab JSON
+  // elsewhere, never over the Keras file) and sets the policy the file names. On failure returns
+  // false, leaves the model as it was and sets *error to the engine's message, which names the
+  // file.
   bool load(const QString& path, QString* error);
+
+  // What the last Keras import brought besides the layers.
+  struct Import {
+    QString path;
+    std::string format;                 // "Keras 3 archive (.keras)", ...
+    std::vector<std::string> warnings;  // fields read but not modelled
+    std::shared_ptr<const ModelWeights> weights;
+    ModelSpec spec;  // the spec as imported: the weights fit it
+  };
+  // The last import, or nullptr when the model was not imported (or was replaced since).
+  const Import* last_import() const;
+  // The imported starting weights while the model's parameters are still the imported ones
+  // (same layers, same shapes); null otherwise: a run then starts from its seed's weights.
+  std::shared_ptr<const ModelWeights> initial_weights() const;
   // Writes the engine's JSON to path + ".tmp", then renames it over `path`, so a failed write
   // never leaves half a file. Marks the model clean and makes `path` its file.
   bool save(const QString& path, QString* error);
@@ -94,11 +116,14 @@ class ModelDocument : public QObject {
   void layer_changed(int index);
   void about_to_reset();
   void model_reset();
+  // A Keras file was imported (after model_reset): last_import() says what it brought.
+  void imported();
 
  private:
   bool valid_index(int index) const;
   void revalidate();
   void set_file(const QString& path, const QString& display_name);
+  std::optional<Import> import_;
 
   ModelSpec spec_;
   Policy policy_ = Policy::float32;

@@ -38,6 +38,18 @@ class NumberSpinBox : public QDoubleSpinBox {
   }
 };
 
+// The panel sits beside the canvas and the table in a window that fits a 1366x768 screen with
+// the Run dock open, so its fields may be narrower than their longest value: a spin box as
+// narrow as four digits need (a longer value scrolls in it), a combo box ten characters (its
+// popup shows the whole text).
+constexpr int kCompactComboChars = 10;
+
+int compact_spin_width() {
+  QSpinBox probe;
+  probe.setRange(0, 9999);
+  return probe.minimumSizeHint().width();
+}
+
 bool has_field(LayerType type, LayerField field) {
   const bool conv = type == LayerType::Conv2D;
   const bool pool = type == LayerType::MaxPooling2D || type == LayerType::AveragePooling2D;
@@ -85,6 +97,8 @@ void show_data(QComboBox* combo, int data) {
 QComboBox* make_combo(const QString& name, const QString& tooltip) {
   auto* combo = new QComboBox;
   combo->setObjectName(name);
+  combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  combo->setMinimumContentsLength(kCompactComboChars);
   combo->setToolTip(tooltip);
   return combo;
 }
@@ -101,6 +115,7 @@ QComboBox* enum_combo(const QString& name, const QString& tooltip, std::span<con
 
 PropertyPanel::PropertyPanel(ModelDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 4, 0);  // the splitter's handle and the scroll bar frame it
   build_model_group();
   build_layer_group();
   layout->addWidget(model_box_);
@@ -120,6 +135,10 @@ int PropertyPanel::current_layer() const {
   return layer_;
 }
 
+QSize PropertyPanel::sizeHint() const {
+  return {minimumSizeHint().width(), QWidget::sizeHint().height()};
+}
+
 void PropertyPanel::end_merge_session() {
   ++merge_session_;
 }
@@ -130,6 +149,7 @@ QSpinBox* PropertyPanel::count_spin(const QString& name, const QString& tooltip)
   spin->setRange(1, kMaxCount);
   spin->setToolTip(tooltip);
   spin->setAccelerated(true);
+  spin->setMinimumWidth(compact_spin_width());
   connect(spin, &QSpinBox::editingFinished, this, &PropertyPanel::end_merge_session);
   return spin;
 }
@@ -307,6 +327,7 @@ void PropertyPanel::build_layer_group() {
   rate_->setDecimals(3);
   rate_->setRange(0.0, 0.999);
   rate_->setSingleStep(0.05);
+  rate_->setMinimumWidth(compact_spin_width());
   connect(rate_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
     edit_layer(
         LayerField::rate, [&](LayerSpec& l) { l.rate = v; }, true);
@@ -322,6 +343,7 @@ void PropertyPanel::build_layer_group() {
     spin->setDecimals(12);
     spin->setRange(-1e6, 1e6);
     spin->setSingleStep(0.01);
+    spin->setMinimumWidth(compact_spin_width());
     connect(spin, &QDoubleSpinBox::valueChanged, this, [this, field, member](double v) {
       edit_layer(
           field, [&](LayerSpec& l) { l.*member = v; }, true);

@@ -38,6 +38,9 @@ class PropertyPanel : public QWidget {
   void set_current_layer(int index);
   int current_layer() const;
 
+  // As narrow as the fields allow: the panel shares the window with the canvas and the table.
+  QSize sizeHint() const override;
+
  private:
   struct Size2Editor {
     QWidget* row = nullptr;

@@ -1,0 +1,251 @@
+#include "ui/editor/canvas_items.h"
+
+#include <QApplication>
+#include <QCoreApplication>
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QPainterPath>
+#include <QPalette>
+#include <QStyleOptionGraphicsItem>
+#include <algorithm>
+#include <cmath>
+
+namespace mixlab::ui {
+namespace {
+
+QString tr(const char* text) {
+  return QCoreApplication::translate("ModelCanvas", text);
+}
+
+constexpr qreal kRadius = 6.0;
+constexpr qreal kStripe = 6.0;  // the type's colour down the left edge
+constexpr qreal kPadX = 14.0;   // text from the left edge (past the stripe)
+constexpr qreal kPadY = 6.0;
+constexpr qreal kBarGap = 3.0;  // between the figures and the bars, and between bars
+constexpr qreal kBarHeight = 7.0;
+constexpr qreal kArrowSize = 6.0;
+
+// Dark red on light red, as the table's offending row.
+const QColor kErrorText(160, 0, 0);
+const QColor kErrorFill(255, 222, 222);
+const QColor kParamsBar(74, 120, 194);
+const QColor kActivationBar(224, 137, 42);
+
+// One colour per kind of layer, so the stack reads at a glance (as Neural Network Console's
+// blocks do): matmuls blue and green, pooling teal, reshapes grey, elementwise warm.
+QColor type_colour(const BlockContent& content) {
+  if (content.layer < 0) return {85, 85, 85};
+  switch (content.type) {
+    case LayerType::Dense:
+      return {59, 125, 216};
+    case LayerType::Conv2D:
+      return {46, 158, 91};
+    case LayerType::MaxPooling2D:
+    case LayerType::AveragePooling2D:
+      return {23, 162, 184};
+    case LayerType::Flatten:
+      return {138, 143, 152};
+    case LayerType::Dropout:
+      return {142, 91, 216};
+    case LayerType::Activation:
+      return {224, 138, 30};
+    case LayerType::Rescaling:
+      return {181, 101, 74};
+  }
+  return {85, 85, 85};
+}
+
+QPalette palette_of(const QWidget* widget) {
+  // No widget when the scene renders into an image or an SVG file.
+  return widget != nullptr ? widget->palette() : QApplication::palette();
+}
+
+qreal line_height(const QFont& font) {
+  return QFontMetricsF(font).height();
+}
+
+QString percent_text(double share) {
+  if (share < 0) return QStringLiteral("—");
+  const double percent = 100.0 * share;
+  return QStringLiteral("%1 %").arg(percent, 0, 'f', percent < 9.95 && percent > 0 ? 1 : 0);
+}
+
+}  // namespace
+
+LayerBlockItem::LayerBlockItem(BlockContent content, const QFont& font)
+    : content_(std::move(content)), font_(font), bold_(font), small_(font) {
+  bold_.setBold(true);
+  small_.setPointSizeF(std::max(6.0, font.pointSizeF() * 0.85));
+  setFlag(ItemIsSelectable, content_.layer >= 0);
+  setToolTip(content_.error.isEmpty() ? content_.tooltip : content_.error);
+  height_ = kPadY + line_height(bold_) + 2 * line_height(font_) + kPadY;
+  // The offending layer has no figures to share out: its message takes the bars' place.
+  if (is_error())
+    height_ += error_height() + kBarGap;
+  else if (content_.layer >= 0)
+    height_ += kBarGap + 2 * (line_height(small_) + kBarGap);
+}
+
+qreal LayerBlockItem::error_height() const {
+  const QRectF bounds(0, 0, kWidth - kPadX - kPadY, 10000);
+  return QFontMetricsF(font_)
+      .boundingRect(bounds, Qt::TextWordWrap | Qt::AlignLeft, content_.error)
+      .height();
+}
+
+QRectF LayerBlockItem::boundingRect() const {
+  return {0, 0, kWidth, height_};
+}
+
+QColor LayerBlockItem::fill_colour() const {
+  return is_error() ? kErrorFill : QApplication::palette().color(QPalette::Base);
+}
+
+QColor LayerBlockItem::frame_colour() const {
+  return is_error() ? kErrorText : QApplication::palette().color(QPalette::Mid);
+}
+
+void LayerBlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
+                           QWidget* widget) {
+  const QPalette palette = palette_of(widget);
+  const bool selected = option->state.testFlag(QStyle::State_Selected);
+  const QRectF box = boundingRect().adjusted(1, 1, -1, -1);
+  painter->setRenderHint(QPainter::Antialiasing);
+
+  QPainterPath outline;
+  outline.addRoundedRect(box, kRadius, kRadius);
+  painter->fillPath(outline, is_error() ? kErrorFill : palette.color(QPalette::Base));
+  // The type's stripe, clipped to the rounded outline.
+  painter->save();
+  painter->setClipPath(outline);
+  painter->fillRect(QRectF(box.left(), box.top(), kStripe, box.height()), type_colour(content_));
+  painter->restore();
+  QPen frame(selected ? palette.color(QPalette::Highlight)
+                      : (is_error() ? kErrorText : palette.color(QPalette::Mid)),
+             selected || is_error() ? 2.5 : 1.0);
+  painter->setPen(frame);
+  painter->setBrush(Qt::NoBrush);
+  painter->drawPath(outline);
+
+  const QColor text = is_error() ? kErrorText : palette.color(QPalette::Text);
+  QColor dim = text;
+  dim.setAlphaF(0.65f);
+  const qreal left = box.left() + kPadX;
+  const qreal width = box.right() - kPadY - left;
+  qreal y = box.top() + kPadY;
+
+  // The type in bold, the name after it, the index at the right.
+  painter->setFont(bold_);
+  painter->setPen(text);
+  const qreal title_h = line_height(bold_);
+  const QString index = content_.layer >= 0 ? QStringLiteral("#%1").arg(content_.layer) : QString();
+  const qreal index_w = QFontMetricsF(font_).horizontalAdvance(index);
+  const QRectF title_box(left, y, width - index_w - 6, title_h);
+  painter->drawText(title_box, Qt::AlignLeft | Qt::AlignVCenter, content_.title);
+  const qreal title_w = QFontMetricsF(bold_).horizontalAdvance(content_.title);
+  if (!content_.name.isEmpty()) {
+    painter->setFont(font_);
+    painter->setPen(dim);
+    const qreal name_w = title_box.width() - title_w - 6;
+    painter->drawText(QRectF(left + title_w + 6, y, name_w, title_h),
+                      Qt::AlignLeft | Qt::AlignVCenter,
+                      QFontMetricsF(font_).elidedText(content_.name, Qt::ElideRight, name_w));
+  }
+  painter->setFont(font_);
+  painter->setPen(dim);
+  painter->drawText(QRectF(left, y, width, title_h), Qt::AlignRight | Qt::AlignVCenter, index);
+  y += title_h;
+
+  const QFontMetricsF metrics(font_);
+  const qreal line_h = line_height(font_);
+  painter->setPen(text);
+  painter->drawText(QRectF(left, y, width, line_h), Qt::AlignLeft | Qt::AlignVCenter,
+                    metrics.elidedText(content_.settings, Qt::ElideRight, width));
+  y += line_h;
+  painter->setPen(dim);
+  painter->drawText(QRectF(left, y, width, line_h), Qt::AlignLeft | Qt::AlignVCenter,
+                    metrics.elidedText(content_.figures, Qt::ElideRight, width));
+  y += line_h;
+
+  if (content_.layer >= 0 && !is_error()) {
+    y += kBarGap;
+    paint_bar(painter, y, tr("params"), content_.param_share, kParamsBar);
+    y += line_height(small_) + kBarGap;
+    paint_bar(painter, y, tr("activations"), content_.activation_share, kActivationBar);
+    y += line_height(small_) + kBarGap;
+  }
+  if (is_error()) {
+    painter->setFont(font_);
+    painter->setPen(kErrorText);
+    painter->drawText(QRectF(left, y, width, error_height()), Qt::TextWordWrap | Qt::AlignLeft,
+                      content_.error);
+  }
+}
+
+void LayerBlockItem::paint_bar(QPainter* painter, qreal y, const QString& label, double share,
+                               const QColor& colour) const {
+  const QFontMetricsF metrics(small_);
+  const qreal h = line_height(small_);
+  const qreal left = kPadX + 1;
+  const qreal right = kWidth - kPadY - 1;
+  const qreal label_w = std::max(metrics.horizontalAdvance(tr("params")),
+                                 metrics.horizontalAdvance(tr("activations"))) +
+                        6;
+  const qreal percent_w = metrics.horizontalAdvance(QStringLiteral("100 %")) + 6;
+  QColor text = is_error() ? kErrorText : QApplication::palette().color(QPalette::Text);
+  text.setAlphaF(0.65f);
+  painter->setFont(small_);
+  painter->setPen(text);
+  painter->drawText(QRectF(left, y, label_w, h), Qt::AlignLeft | Qt::AlignVCenter, label);
+  painter->drawText(QRectF(right - percent_w, y, percent_w, h), Qt::AlignRight | Qt::AlignVCenter,
+                    percent_text(share));
+
+  const QRectF track(left + label_w, y + (h - kBarHeight) / 2, right - percent_w - left - label_w,
+                     kBarHeight);
+  QColor track_colour = text;
+  track_colour.setAlphaF(0.12f);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(track_colour);
+  painter->drawRoundedRect(track, 2, 2);
+  if (share > 0) {
+    // At least a sliver, so a tiny share still shows as "some".
+    const qreal w = std::max(2.0, track.width() * std::min(share, 1.0));
+    painter->setBrush(colour);
+    painter->drawRoundedRect(QRectF(track.left(), track.top(), w, track.height()), 2, 2);
+  }
+}
+
+EdgeItem::EdgeItem(QPointF from, QPointF to, QString label, const QFont& font)
+    : from_(from), to_(to), label_(std::move(label)), font_(font) {
+  font_.setPointSizeF(std::max(6.0, font.pointSizeF() * 0.85));
+  setToolTip(tr("Tensor shape per sample, without the batch dimension"));
+}
+
+QRectF EdgeItem::boundingRect() const {
+  const QFontMetricsF metrics(font_);
+  const qreal label_w = metrics.horizontalAdvance(label_) + 12;
+  return QRectF(from_, to_).normalized().adjusted(-kArrowSize - 1, 0, label_w + 1, 0);
+}
+
+void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* /*option*/,
+                     QWidget* widget) {
+  const QPalette palette = palette_of(widget);
+  QColor colour = palette.color(QPalette::WindowText);
+  colour.setAlphaF(0.7f);
+  painter->setRenderHint(QPainter::Antialiasing);
+  painter->setPen(QPen(colour, 1.5));
+  const QPointF tip = to_;
+  painter->drawLine(from_, tip - QPointF(0, kArrowSize));
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(colour);
+  const QPointF arrow[3] = {tip, tip + QPointF(-kArrowSize / 1.4, -kArrowSize),
+                            tip + QPointF(kArrowSize / 1.4, -kArrowSize)};
+  painter->drawPolygon(arrow, 3);
+  painter->setFont(font_);
+  painter->setPen(colour);
+  const QRectF text_box(from_.x() + 8, from_.y(), boundingRect().right() - from_.x() - 8,
+                        to_.y() - from_.y());
+  painter->drawText(text_box, Qt::AlignLeft | Qt::AlignVCenter, label_);
+}
+
+}  // namespace mixlab::ui

@@ -1,0 +1,75 @@
+// What the model canvas draws: a block per layer (its type, key settings, output shape and
+// parameter count, and bars for its share of the model's parameters and activation memory; red
+// with the engine's message when it is the offending layer) and the edges between blocks,
+// labelled with the tensor shape that flows along them. The items only paint what they are
+// given; model_canvas.cpp works out the content from the document.
+#pragma once
+
+#include <QFont>
+#include <QGraphicsItem>
+#include <QString>
+
+#include "engine/spec/model_spec.h"
+
+namespace mixlab::ui {
+
+// What a block shows. Texts are final; shares are in [0, 1], or negative when not computed.
+struct BlockContent {
+  int layer = -1;  // the layer's index; -1 for the model's input
+  LayerType type = LayerType::Dense;
+  QString title;     // "Dense", "Input"
+  QString name;      // the layer's name, or empty
+  QString settings;  // "128, relu"; empty when the layer has none
+  QString figures;   // "out 10 · 1,290 params", or why there are none
+  double param_share = -1.0;
+  double activation_share = -1.0;
+  QString error;  // the engine's message when this is the offending layer
+  QString tooltip;
+};
+
+class LayerBlockItem : public QGraphicsItem {
+ public:
+  static constexpr qreal kWidth = 220.0;
+
+  LayerBlockItem(BlockContent content, const QFont& font);
+
+  const BlockContent& content() const { return content_; }
+  int layer() const { return content_.layer; }
+  bool is_error() const { return !content_.error.isEmpty(); }
+  // The fill and frame colours it paints with (red for the offending layer).
+  QColor fill_colour() const;
+  QColor frame_colour() const;
+
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  qreal error_height() const;
+  void paint_bar(QPainter* painter, qreal y, const QString& label, double share,
+                 const QColor& colour) const;
+
+  BlockContent content_;
+  QFont font_;
+  QFont bold_;
+  QFont small_;
+  qreal height_ = 0.0;
+};
+
+// A downward arrow from one block to the next with the tensor shape beside it.
+class EdgeItem : public QGraphicsItem {
+ public:
+  EdgeItem(QPointF from, QPointF to, QString label, const QFont& font);
+
+  const QString& label() const { return label_; }
+
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  QPointF from_;
+  QPointF to_;
+  QString label_;
+  QFont font_;
+};
+
+}  // namespace mixlab::ui

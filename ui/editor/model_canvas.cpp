@@ -1,0 +1,499 @@
+#include "ui/editor/model_canvas.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGraphicsLineItem>
+#include <QGraphicsScene>
+#include <QImage>
+#include <QImageWriter>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QSaveFile>
+#include <QScopedValueRollback>
+#include <QScrollBar>
+#include <QSvgGenerator>
+#include <QUndoStack>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "ui/editor/canvas_items.h"
+#include "ui/editor/layer_commands.h"
+#include "ui/editor/layer_palette.h"
+#include "ui/editor/layer_stack_model.h"
+#include "ui/editor/layer_text.h"
+#include "ui/editor/model_document.h"
+#include "ui/qt_text.h"
+#include "ui/settings.h"
+
+namespace mixlab::ui {
+namespace {
+
+constexpr qreal kEdgeLength = 34.0;  // between one block's bottom and the next one's top
+constexpr qreal kMargin = 12.0;      // around the diagram, on screen and in exports
+constexpr double kZoomStep = 1.25;
+constexpr int kExportScale = 2;  // PNG pixels per scene unit
+
+// The model's totals the shares are of: the table's, or for an invalid stack those of the layers
+// that have figures.
+struct Totals {
+  std::int64_t params = 0;
+  std::int64_t activation_bytes = 0;
+};
+
+Totals totals_of(const ModelDocument& doc) {
+  const ModelDocument::Validation& v = doc.validation();
+  if (v.table) return {v.table->params_total, v.table->activation_bytes_total};
+  Totals t;
+  for (const LayerInfo& info : v.layers_before_error) {
+    t.params += info.param_count;
+    t.activation_bytes += info.activation_bytes;
+  }
+  return t;
+}
+
+double share(std::int64_t part, std::int64_t total) {
+  return total > 0 ? static_cast<double>(part) / static_cast<double>(total) : 0.0;
+}
+
+BlockContent input_content(const ModelDocument& doc) {
+  BlockContent c;
+  c.layer = -1;
+  c.title = ModelCanvas::tr("Input");
+  c.settings = ModelCanvas::tr("%1 per sample").arg(qt_text(format_shape(doc.spec().input_shape)));
+  c.figures = ModelCanvas::tr("policy %1").arg(qt_text(to_string(doc.policy())));
+  const ModelDocument::Validation& v = doc.validation();
+  // Errors that are no layer's (the input shape, an empty model) show on the input.
+  if (!v.ok && v.layer < 0) c.error = v.message;
+  c.tooltip = ModelCanvas::tr("The model's input, per sample (without the batch dimension)");
+  return c;
+}
+
+BlockContent layer_content(const ModelDocument& doc, int index, const Totals& totals) {
+  const LayerSpec& layer = doc.spec().layers[static_cast<std::size_t>(index)];
+  const LayerInfo* info = doc.layer_info(index);
+  const ModelDocument::Validation& v = doc.validation();
+  BlockContent c;
+  c.layer = index;
+  c.type = layer.type;
+  c.title = qt_text(to_string(layer.type));
+  c.name = QString::fromStdString(layer.name);
+  // The table's summary without the type it starts with: "Dense 128, relu" -> "128, relu".
+  QString settings = layer_summary(layer);
+  if (settings.startsWith(c.title)) settings = settings.mid(c.title.size()).trimmed();
+  c.settings = settings.isEmpty() ? ModelCanvas::tr("no settings") : settings;
+  if (!v.ok && v.layer == index) {
+    c.error = v.message;
+    c.figures = ModelCanvas::tr("invalid: no output");
+  } else if (info == nullptr) {
+    c.figures = ModelCanvas::tr("not computed: see the red layer");
+  } else {
+    c.figures =
+        ModelCanvas::tr("out %1 · %2 params")
+            .arg(qt_text(format_shape(info->output_shape)), format_count(info->param_count));
+    c.param_share = share(info->param_count, totals.params);
+    c.activation_share = share(info->activation_bytes, totals.activation_bytes);
+  }
+  c.tooltip = layer_description(layer.type);
+  if (info != nullptr) {
+    c.tooltip +=
+        ModelCanvas::tr("\n%1 parameters (%2), %3 FLOPs, %4 of activations per sample in %5.")
+            .arg(format_count(info->param_count), param_groups_text(*info),
+                 format_flops(info->flops), format_bytes(info->activation_bytes),
+                 qt_text(to_string(info->compute)));
+  }
+  c.tooltip += ModelCanvas::tr("\nDrag the block to move the layer; Delete removes it.");
+  return c;
+}
+
+// The shape a layer hands down, with the dtype it is stored in: "28x28x32 · float16".
+QString edge_label(const ModelDocument& doc, int from_layer) {
+  if (from_layer < 0) return qt_text(format_shape(doc.spec().input_shape));
+  const LayerInfo* info = doc.layer_info(from_layer);
+  if (info == nullptr) return QStringLiteral("?");
+  return QStringLiteral("%1 · %2").arg(qt_text(format_shape(info->output_shape)),
+                                       qt_text(to_string(info->compute)));
+}
+
+QString cannot_write(const QString& path, const QString& why) {
+  return ModelCanvas::tr("Cannot write %1: %2").arg(QDir::toNativeSeparators(path), why);
+}
+
+}  // namespace
+
+ModelCanvas::ModelCanvas(ModelDocument* doc, QWidget* parent) : QGraphicsView(parent), doc_(doc) {
+  setObjectName(QStringLiteral("model_canvas"));
+  setToolTip(
+      tr("The model as a diagram. Drag a layer type from the palette into a gap to insert "
+         "it, drag a block to move it; Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out and to fit."));
+  auto* scene = new QGraphicsScene(this);
+  scene->setBackgroundBrush(palette().color(QPalette::Window));
+  setScene(scene);
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+  setAlignment(Qt::AlignHCenter | Qt::AlignTop);
+  setDragMode(QGraphicsView::NoDrag);
+  setAcceptDrops(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setMinimumWidth(120);
+
+  drop_marker_ = new QGraphicsLineItem;
+  drop_marker_->setPen(
+      QPen(palette().color(QPalette::Highlight), 3.0, Qt::SolidLine, Qt::RoundCap));
+  drop_marker_->setZValue(10);
+  drop_marker_->hide();
+  scene->addItem(drop_marker_);
+
+  create_actions();
+  connect(scene, &QGraphicsScene::selectionChanged, this, [this] {
+    if (syncing_) return;
+    const QList<QGraphicsItem*> items = this->scene()->selectedItems();
+    auto* block = items.isEmpty() ? nullptr : dynamic_cast<LayerBlockItem*>(items.first());
+    selected_ = block != nullptr ? block->layer() : -1;
+    emit layer_selected(selected_);
+  });
+  connect(doc_, &ModelDocument::changed, this, &ModelCanvas::rebuild);
+  rebuild();
+}
+
+ModelCanvas::~ModelCanvas() {
+  // The scene, a child, goes after this body: its selected block's removal must not reach the
+  // editor, which is being destroyed too.
+  scene()->disconnect(this);
+}
+
+void ModelCanvas::create_actions() {
+  const auto make = [this](const QString& name, const QString& text, const QString& tooltip,
+                           QList<QKeySequence> keys) {
+    auto* action = new QAction(text, this);
+    action->setObjectName(name);
+    action->setToolTip(tooltip);
+    action->setShortcuts(keys);
+    action->setShortcutContext(Qt::WidgetShortcut);
+    addAction(action);
+    return action;
+  };
+  zoom_in_ = make(QStringLiteral("zoom_in"), tr("Zoom in"), tr("Zoom in (Ctrl++)"),
+                  {QKeySequence(Qt::CTRL | Qt::Key_Plus), QKeySequence(Qt::CTRL | Qt::Key_Equal)});
+  connect(zoom_in_, &QAction::triggered, this, &ModelCanvas::zoom_in);
+  zoom_out_ = make(QStringLiteral("zoom_out"), tr("Zoom out"), tr("Zoom out (Ctrl+-)"),
+                   {QKeySequence(Qt::CTRL | Qt::Key_Minus)});
+  connect(zoom_out_, &QAction::triggered, this, &ModelCanvas::zoom_out);
+  fit_ = make(QStringLiteral("zoom_fit"), tr("Fit"), tr("Show the whole model (Ctrl+0)"),
+              {QKeySequence(Qt::CTRL | Qt::Key_0)});
+  connect(fit_, &QAction::triggered, this, &ModelCanvas::fit);
+  export_ = make(QStringLiteral("export_canvas"), tr("Export…"),
+                 tr("Save the diagram as a PNG or SVG image"), {});
+  connect(export_, &QAction::triggered, this, &ModelCanvas::export_with_dialog);
+}
+
+QList<QAction*> ModelCanvas::view_actions() const {
+  return {zoom_in_, zoom_out_, fit_, export_};
+}
+
+QSize ModelCanvas::sizeHint() const {
+  const int width = static_cast<int>(LayerBlockItem::kWidth + 2 * kMargin) + 2 * frameWidth() +
+                    verticalScrollBar()->sizeHint().width();
+  return {width, 400};
+}
+
+LayerBlockItem* ModelCanvas::block(int index) const {
+  if (index < 0 || index >= block_count()) return nullptr;
+  return blocks_[static_cast<std::size_t>(index)];
+}
+
+int ModelCanvas::current_layer() const {
+  return selected_;
+}
+
+void ModelCanvas::select_layer(int index) {
+  selected_ = index;
+  apply_selection();
+  if (LayerBlockItem* b = block(index)) ensureVisible(b, 8, 8);
+}
+
+void ModelCanvas::apply_selection() {
+  const QScopedValueRollback guard(syncing_, true);
+  for (LayerBlockItem* b : blocks_) b->setSelected(b->layer() == selected_);
+}
+
+void ModelCanvas::clear_items() {
+  const QScopedValueRollback guard(syncing_, true);
+  for (LayerBlockItem* b : blocks_) delete b;
+  for (EdgeItem* edge : edges_) delete edge;
+  delete input_;
+  input_ = nullptr;
+  blocks_.clear();
+  edges_.clear();
+}
+
+void ModelCanvas::rebuild() {
+  clear_items();
+  const QScopedValueRollback guard(syncing_, true);
+  const int count = static_cast<int>(doc_->spec().layers.size());
+  if (selected_ >= count) selected_ = -1;
+  const Totals totals = totals_of(*doc_);
+  const QFont font = this->font();
+
+  input_ = new LayerBlockItem(input_content(*doc_), font);
+  scene()->addItem(input_);
+  qreal y = input_->boundingRect().height();
+  const qreal centre = LayerBlockItem::kWidth / 2;
+  for (int i = 0; i < count; ++i) {
+    auto* edge =
+        new EdgeItem({centre, y}, {centre, y + kEdgeLength}, edge_label(*doc_, i - 1), font);
+    scene()->addItem(edge);
+    edges_.push_back(edge);
+    y += kEdgeLength;
+    auto* b = new LayerBlockItem(layer_content(*doc_, i, totals), font);
+    b->setPos(0, y);
+    scene()->addItem(b);
+    b->setSelected(i == selected_);
+    blocks_.push_back(b);
+    y += b->boundingRect().height();
+  }
+  // Everything drawn, with room below the last block for the drop marker.
+  QRectF drawn = input_->sceneBoundingRect();
+  for (const LayerBlockItem* b : blocks_) drawn |= b->sceneBoundingRect();
+  for (const EdgeItem* e : edges_) drawn |= e->sceneBoundingRect();
+  drawn.setBottom(drawn.bottom() + kEdgeLength / 2);
+  scene()->setSceneRect(drawn.adjusted(-kMargin, -kMargin, kMargin, kMargin));
+}
+
+int ModelCanvas::gap_at(QPoint view_pos) const {
+  const qreal y = mapToScene(view_pos).y();
+  int gap = 0;
+  for (const LayerBlockItem* b : blocks_)
+    if (b->sceneBoundingRect().center().y() < y) ++gap;
+  return gap;
+}
+
+QPoint ModelCanvas::block_centre(int index) const {
+  const LayerBlockItem* b = block(index);
+  return b != nullptr ? mapFromScene(b->sceneBoundingRect().center()) : QPoint();
+}
+
+void ModelCanvas::show_drop_marker(int gap) {
+  if (gap < 0) {
+    drop_marker_->hide();
+    return;
+  }
+  // Halfway along the edge into the gap.
+  const qreal top = gap == 0 ? input_->sceneBoundingRect().bottom()
+                             : block(gap - 1)->sceneBoundingRect().bottom();
+  const qreal y = top + kEdgeLength / 2;
+  drop_marker_->setLine(-8, y, LayerBlockItem::kWidth + 8, y);
+  drop_marker_->show();
+}
+
+bool ModelCanvas::move_to_gap(int from, int gap) {
+  const int count = block_count();
+  if (from < 0 || from >= count) return false;
+  // The gap is counted with the layer still in place; below it, taking it out shifts by one.
+  const int to = std::clamp(gap > from ? gap - 1 : gap, 0, count - 1);
+  if (to == from) return false;
+  doc_->undo_stack()->push(new MoveLayerCommand(doc_, from, to));
+  return true;
+}
+
+bool ModelCanvas::accepts(const QMimeData* data) const {
+  return data != nullptr && (data->hasFormat(LayerPalette::mime_type()) ||
+                             data->hasFormat(LayerStackModel::mime_type()));
+}
+
+void ModelCanvas::dragEnterEvent(QDragEnterEvent* event) {
+  dragMoveEvent(event);
+}
+
+void ModelCanvas::dragMoveEvent(QDragMoveEvent* event) {
+  if (!accepts(event->mimeData())) {
+    event->ignore();
+    return;
+  }
+  // A palette entry is copied in, a table row moved.
+  event->setDropAction(event->mimeData()->hasFormat(LayerPalette::mime_type()) ? Qt::CopyAction
+                                                                               : Qt::MoveAction);
+  event->accept();
+  show_drop_marker(gap_at(event->position().toPoint()));
+}
+
+void ModelCanvas::dragLeaveEvent(QDragLeaveEvent* event) {
+  show_drop_marker(-1);
+  event->accept();
+}
+
+void ModelCanvas::dropEvent(QDropEvent* event) {
+  show_drop_marker(-1);
+  const QMimeData* data = event->mimeData();
+  const int gap = gap_at(event->position().toPoint());
+  if (data != nullptr && data->hasFormat(LayerPalette::mime_type())) {
+    const std::optional<LayerType> type =
+        parse_layer_type(data->data(LayerPalette::mime_type()).toStdString());
+    if (!type) {
+      event->ignore();
+      return;
+    }
+    doc_->undo_stack()->push(new InsertLayerCommand(doc_, gap, default_layer(*type)));
+    event->setDropAction(Qt::CopyAction);
+    event->accept();
+    setFocus();
+  } else if (data != nullptr && data->hasFormat(LayerStackModel::mime_type())) {
+    bool ok = false;
+    const int from = data->data(LayerStackModel::mime_type()).toInt(&ok);
+    if (ok) move_to_gap(from, gap);
+    event->setDropAction(Qt::MoveAction);
+    event->accept();
+  } else {
+    event->ignore();
+  }
+}
+
+void ModelCanvas::mousePressEvent(QMouseEvent* event) {
+  press_layer_ = -1;
+  dragging_ = false;
+  if (event->button() == Qt::LeftButton) {
+    for (QGraphicsItem* item = itemAt(event->position().toPoint()); item != nullptr;
+         item = item->parentItem()) {
+      if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr && b->layer() >= 0) {
+        press_layer_ = b->layer();
+        press_pos_ = event->position().toPoint();
+        break;
+      }
+    }
+  }
+  QGraphicsView::mousePressEvent(event);
+}
+
+void ModelCanvas::mouseMoveEvent(QMouseEvent* event) {
+  if (press_layer_ >= 0 && event->buttons().testFlag(Qt::LeftButton)) {
+    const QPoint pos = event->position().toPoint();
+    if (!dragging_ && (pos - press_pos_).manhattanLength() >= QApplication::startDragDistance()) {
+      dragging_ = true;
+      viewport()->setCursor(Qt::ClosedHandCursor);
+    }
+    if (dragging_) {
+      show_drop_marker(gap_at(pos));
+      event->accept();
+      return;
+    }
+  }
+  QGraphicsView::mouseMoveEvent(event);
+}
+
+void ModelCanvas::mouseReleaseEvent(QMouseEvent* event) {
+  if (dragging_ && event->button() == Qt::LeftButton) {
+    const int from = press_layer_;
+    dragging_ = false;
+    press_layer_ = -1;
+    show_drop_marker(-1);
+    viewport()->unsetCursor();
+    move_to_gap(from, gap_at(event->position().toPoint()));
+    event->accept();
+    return;
+  }
+  press_layer_ = -1;
+  QGraphicsView::mouseReleaseEvent(event);
+}
+
+void ModelCanvas::wheelEvent(QWheelEvent* event) {
+  if (event->modifiers().testFlag(Qt::ControlModifier)) {
+    // 120 per notch of a wheel; touchpads send less, more often.
+    set_zoom(zoom_ * std::pow(kZoomStep, event->angleDelta().y() / 120.0));
+    event->accept();
+    return;
+  }
+  QGraphicsView::wheelEvent(event);
+}
+
+void ModelCanvas::set_zoom(double zoom) {
+  zoom_ = std::clamp(zoom, kMinZoom, kMaxZoom);
+  setTransform(QTransform::fromScale(zoom_, zoom_));
+}
+
+void ModelCanvas::zoom_in() {
+  set_zoom(zoom_ * kZoomStep);
+}
+
+void ModelCanvas::zoom_out() {
+  set_zoom(zoom_ / kZoomStep);
+}
+
+void ModelCanvas::fit() {
+  const QRectF rect = sceneRect();
+  const QSize view = viewport()->size();
+  if (rect.isEmpty() || view.isEmpty()) return;
+  set_zoom(std::min({1.0, view.width() / rect.width(), view.height() / rect.height()}));
+}
+
+bool ModelCanvas::save_image(const QString& path, QString* error) {
+  const auto fail = [error](const QString& message) {
+    if (error != nullptr) *error = message;
+    return false;
+  };
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  const bool svg = suffix == QLatin1String("svg");
+  const QByteArray format = suffix.isEmpty() ? QByteArray("png") : suffix.toLatin1();
+  if (!svg && !QImageWriter::supportedImageFormats().contains(format))
+    return fail(cannot_write(path, tr("unknown image format \".%1\"").arg(suffix)));
+  // QSaveFile: a failed export leaves no half-written file, and a full disk shows in commit().
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return fail(cannot_write(path, file.errorString()));
+
+  // The selection and the drop marker are the screen's, not the model's.
+  const int selected = selected_;
+  selected_ = -1;
+  apply_selection();
+  drop_marker_->hide();
+  const QRectF source = sceneRect();
+  bool drawn = true;
+  if (svg) {
+    QSvgGenerator generator;
+    generator.setOutputDevice(&file);
+    generator.setSize(source.size().toSize());
+    generator.setViewBox(QRectF(QPointF(), source.size()));
+    generator.setTitle(doc_->display_name());
+    generator.setDescription(
+        tr("The layer stack of %1, drawn by MixLab").arg(doc_->display_name()));
+    QPainter painter;
+    drawn = painter.begin(&generator);
+    if (drawn) scene()->render(&painter, QRectF(QPointF(), source.size()), source);
+  } else {
+    QImage image(source.size().toSize() * kExportScale, QImage::Format_ARGB32_Premultiplied);
+    image.fill(scene()->backgroundBrush().color());
+    QPainter painter(&image);
+    painter.setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+    scene()->render(&painter, QRectF(image.rect()), source);
+    painter.end();
+    drawn = image.save(&file, format.constData());
+  }
+  selected_ = selected;
+  apply_selection();
+  if (!drawn) return fail(cannot_write(path, tr("could not draw the %1").arg(QString(format))));
+  if (!file.commit()) return fail(cannot_write(path, file.errorString()));
+  return true;
+}
+
+void ModelCanvas::export_with_dialog() {
+  const QString base = QFileInfo(doc_->display_name()).completeBaseName();
+  const QString suggested =
+      QDir(settings::kLastDirectory.get())
+          .filePath((base.isEmpty() ? QStringLiteral("model") : base) + QStringLiteral(".png"));
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export the model diagram"), suggested,
+                                                    tr("PNG image (*.png);;SVG image (*.svg)"));
+  if (path.isEmpty()) return;
+  settings::kLastDirectory.set(QFileInfo(path).absolutePath());
+  QString why;
+  if (!save_image(path, &why)) QMessageBox::warning(this, tr("Export the model diagram"), why);
+}
+
+}  // namespace mixlab::ui
+
+// The moc output compiled here rather than in the target's shared mocs_compilation.cpp, which
+// would tie this file to every other moc'd header of mixlab_ui.
+#include "moc_model_canvas.cpp"
