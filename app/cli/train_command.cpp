@@ -192,6 +192,10 @@ int run_train(const std::vector<std::string>& argv) {
     record.device = choice.device;
     record.environment.mixlab_version = MIXLAB_VERSION;
     record.uid = run_uid;
+    // Not a setting but part of what the run was: the history says where its weights came from.
+    if (config.initial_weights) {
+      record.note = "starting weights from " + config.initial_weights->origin;
+    }
     recorder.emplace(*writer, std::move(record));
   }
   const auto record_failure = [&](const std::exception& e) {

@@ -128,6 +128,10 @@ std::int64_t RunController::run_one(const RunRequest& request) {
     record.device = request.device;
     record.tags = request.tags;
     record.uid = request.uid;
+    // Not a setting but part of what the run was: the history says where its weights came from.
+    if (request.config.initial_weights) {
+      record.note = "starting weights from " + request.config.initial_weights->origin;
+    }
     record.environment.mixlab_version = MIXLAB_VERSION;
     if (record.name.empty()) record.name = store::default_run_name(record);
     display_name = record.name;

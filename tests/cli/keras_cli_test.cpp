@@ -81,6 +81,14 @@ TEST_F(KerasCli, TrainTakesTheFilesPolicyUnlessTheCommandLineGivesOne) {
   auto out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["precision"], "mixed_bfloat16");
   EXPECT_EQ(out["status"], "finished");
+  // Recorded with a note that says where the starting weights came from.
+  const std::string db = path("runs.sqlite");
+  r = run_cli("train --model " + model + " " + kData + " --steps 2 --db " + db + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("runs show " + nlohmann::json::parse(r.out)["run_id"].dump() + " --db " + db +
+              " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["note"], "starting weights from mixed.keras") << r.out;
   r = run_cli("train --model " + model + " " + kData +
               " --steps 3 --no-store --json --precision float32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
