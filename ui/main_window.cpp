@@ -343,7 +343,8 @@ bool MainWindow::start_sweep(const store::SweepSpec& spec) {
     statusBar()->showMessage(tr("Cannot start: %1").arg(document_->validation().message), 10000);
     return false;
   }
-  sweep_runner_->set_editor_model(sweep_model_name(), document_->spec());
+  sweep_runner_->set_editor_model(sweep_model_name(), document_->spec(),
+                                  document_->initial_weights());
   if (sweep_runner_->start(spec) != 0) {
     tabs_->setCurrentWidget(live_);
     return true;
@@ -354,7 +355,8 @@ bool MainWindow::start_sweep(const store::SweepSpec& spec) {
 
 bool MainWindow::resume_sweep(std::int64_t sweep_id) {
   if (document_->validation().ok)
-    sweep_runner_->set_editor_model(sweep_model_name(), document_->spec());
+    sweep_runner_->set_editor_model(sweep_model_name(), document_->spec(),
+                                    document_->initial_weights());
   if (sweep_runner_->resume(sweep_id)) {
     tabs_->setCurrentWidget(live_);
     return true;

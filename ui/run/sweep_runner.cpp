@@ -14,7 +14,6 @@
 
 namespace mixlab::ui {
 
-
 SweepRunner::SweepRunner(std::filesystem::path db_path, app::RunController* controller,
                          Launch launch, QObject* parent)
     : QObject(parent),
@@ -24,9 +23,11 @@ SweepRunner::SweepRunner(std::filesystem::path db_path, app::RunController* cont
 
 SweepRunner::~SweepRunner() = default;
 
-void SweepRunner::set_editor_model(std::string name, ModelSpec spec) {
+void SweepRunner::set_editor_model(std::string name, ModelSpec spec,
+                                   std::shared_ptr<const ModelWeights> weights) {
   editor_model_name_ = std::move(name);
   editor_model_ = std::move(spec);
+  editor_weights_ = std::move(weights);
 }
 
 bool SweepRunner::open_store() {
@@ -75,7 +76,8 @@ bool SweepRunner::resume(std::int64_t sweep_id) {
     for (const store::SweepMemberRecord& m : sweep->members) {
       if (m.state != store::MemberState::running) continue;
       const auto run = store::find_run_by_uid(*store_, m.run_uid);
-      const store::MemberState state = run ? store::member_state(*run) : store::MemberState::planned;
+      const store::MemberState state =
+          run ? store::member_state(*run) : store::MemberState::planned;
       store::set_member(*store_, sweep_id, m.member, state,
                         run ? std::optional<std::int64_t>(run->id) : std::nullopt,
                         state == store::MemberState::failed ? run->message : "");
@@ -185,26 +187,29 @@ void SweepRunner::finish(store::SweepState state, const std::string& message) {
   emit sweep_ended(id, QString::fromUtf8(store::to_string(state).data()));
 }
 
-const ModelSpec& SweepRunner::model(const std::string& name) const {
+const ImportedModel& SweepRunner::model(const std::string& name) const {
   if (const auto it = models_.find(name); it != models_.end()) return it->second;
-  ModelSpec spec;
+  ImportedModel model;
   if (name == editor_model_name_) {
-    spec = editor_model_;
+    model.spec = editor_model_;
+    model.weights = editor_weights_;
   } else if (const auto json = builtin_model_json(name)) {
-    spec = parse_model_json(*json, "built-in model '" + name + "'");
+    model.spec = parse_model_json(*json, "built-in model '" + name + "'");
   } else if (std::error_code ec; std::filesystem::exists(name, ec)) {
-    spec = load_model_file(name);
+    model = load_model_source(name);  // MixLab or Keras, as mixlab-cli train reads it
   } else {
     throw SpecError("sweep model '" + name +
                     "': no model file and no built-in model of that "
                     "name");
   }
-  return models_.emplace(name, std::move(spec)).first->second;
+  return models_.emplace(name, std::move(model)).first->second;
 }
 
 app::RunRequest SweepRunner::request_for(const store::SweepMember& member) const {
   app::RunRequest r;
-  r.spec = model(member.model);
+  const ImportedModel& source = model(member.model);
+  r.spec = source.spec;
+  r.config.initial_weights = source.weights;  // a .keras member's, as its train run would have
   r.model_name = r.spec.name.empty()
                      ? QFileInfo(QString::fromStdString(member.model)).baseName().toStdString()
                      : r.spec.name;

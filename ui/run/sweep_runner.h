@@ -18,6 +18,7 @@
 #include "app/run/run_controller.h"
 #include "app/store/sweep_plan.h"
 #include "app/store/sweeps.h"
+#include "engine/interop/keras_model.h"
 
 namespace mixlab::ui {
 
@@ -33,7 +34,8 @@ class SweepRunner : public QObject {
 
   // The editor's model, looked up by this name before built-in models and files (it may be
   // unsaved). Taken as it is when a sweep starts or resumes.
-  void set_editor_model(std::string name, ModelSpec spec);
+  void set_editor_model(std::string name, ModelSpec spec,
+                        std::shared_ptr<const ModelWeights> weights = nullptr);
 
   // Records the sweep and starts its first member; the sweep's id, or 0 (error() says why).
   std::int64_t start(const store::SweepSpec& spec);
@@ -61,7 +63,7 @@ class SweepRunner : public QObject {
   void run_next();
   void finish(store::SweepState state, const std::string& message);
   app::RunRequest request_for(const store::SweepMember& member) const;
-  const ModelSpec& model(const std::string& name) const;  // throws SpecError
+  const ImportedModel& model(const std::string& name) const;  // throws SpecError
 
   std::filesystem::path db_path_;
   app::RunController* controller_;
@@ -69,7 +71,9 @@ class SweepRunner : public QObject {
   std::unique_ptr<store::RunStore> store_;
   std::string editor_model_name_;
   ModelSpec editor_model_;
-  mutable std::map<std::string, ModelSpec> models_;  // this run of the sweep's, resolved once
+  std::shared_ptr<const ModelWeights> editor_weights_;  // an imported model's, while they fit
+  // This run of the sweep's models, resolved once (a Keras file's with its starting weights).
+  mutable std::map<std::string, ImportedModel> models_;
 
   std::int64_t sweep_id_ = 0;  // 0: none running
   store::SweepSpec spec_;
