@@ -119,6 +119,13 @@ say "a fresh root and the committed tree ($(git rev-parse --short HEAD))"
 stage "fresh root and tree"
 cp -a "$base/." "$root/"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's way to PyPI too (the `keras` tests make a venv from it once): the certificates it
+# trusts, for pip only (a package's update-ca-certificates would rewrite the system bundle).
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$root/usr/local/share/fresh-check"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/usr/local/share/fresh-check/host-ca.crt"
+  printf '[global]\ncert = /usr/local/share/fresh-check/host-ca.crt\n' >"$root/etc/pip.conf"
+fi
 mkdir -p "$root/root/mixlab"
 git archive --format=tar HEAD | tar -x -C "$root/root/mixlab"
 mount -t proc proc "$root/proc"

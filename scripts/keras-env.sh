@@ -77,18 +77,17 @@ if ready; then
   exit 0
 fi
 
-# PyPI (or the configured index) must answer before a half-made venv is left behind.
-index=${PIP_INDEX_URL:-https://pypi.org/simple}
-if ! "$python" - "$index" <<'EOF' 2>/dev/null; then
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1].rstrip("/") + "/keras/", timeout=20).read(1)
-EOF
-  die "the package index $index is unreachable: the Keras venv needs PyPI once (set PIP_INDEX_URL for a mirror)"
-fi
-
-say "making $venv (Keras 3 + JAX CPU from $index; once, a few minutes)"
+say "making $venv (Keras 3 + JAX CPU from PyPI; once, a minute or two)"
 rm -rf "$venv"
 "$python" -m venv "$venv" || die "python3 -m venv failed (install Debian's python3-venv)"
+# The index must answer (asked through pip, with pip's configuration: index, proxy,
+# certificates) before anything is installed; nothing half-made is left behind.
+if ! "$venv/bin/python" -m pip download --disable-pip-version-check --no-input -q --no-deps \
+  --only-binary=:all: -d "$venv/.probe" "$(printf '%s\n' "$requirements" | grep '^namex==')" >&2; then
+  rm -rf "$venv"
+  die "the package index is unreachable (above): the Keras venv needs PyPI once (pip's own settings, e.g. PIP_INDEX_URL, apply)"
+fi
+rm -rf "$venv/.probe"
 req=$venv/requirements.txt
 printf '%s\n' "$requirements" >"$req"
 if ! "$venv/bin/python" -m pip install --disable-pip-version-check --no-input -q \
