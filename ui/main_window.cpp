@@ -7,7 +7,6 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
-#include <QGuiApplication>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -207,13 +206,9 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
 
   if (!restoreGeometry(settings::kWindowGeometry.get())) {
     // 1400x900, or the screen's free area when smaller (a 1366x768 laptop): the layouts fit
-    // 1366x698 with the Run dock open. Not on the offscreen platform, whose 800x600 "screen"
-    // is no user's (the GUI tests lay the window out at 1400x900 there).
+    // 1366x698 with the Run dock open.
     QSize size(1400, 900);
-    if (const QScreen* s = screen();
-        s != nullptr && QGuiApplication::platformName() != QLatin1String("offscreen")) {
-      size = size.boundedTo(s->availableGeometry().size());
-    }
+    if (const QScreen* s = screen()) size = size.boundedTo(s->availableGeometry().size());
     resize(size);
   }
   restoreState(settings::kWindowState.get());

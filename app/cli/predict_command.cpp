@@ -54,12 +54,7 @@ int run_predict(const std::vector<std::string>& argv) {
 
   const BackendChoice choice = make_backend(device, config.threads, true);
   if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli: %s\n", choice.note.c_str());
-  ExecutorOptions options;
-  options.policy = config.precision;
-  options.batch_size = count;
-  options.optimizer = config.optimizer;
-  options.seed = config.seed;
-  options.initial_weights = config.initial_weights;
+  const ExecutorOptions options = executor_options(config);  // its batch: --count
   const auto executor = choice.backend->compile(model.spec, table, options);
   const std::size_t elements = static_cast<std::size_t>(test.sample_elements());
   std::vector<float> images(elements * static_cast<std::size_t>(count));

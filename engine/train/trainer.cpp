@@ -122,6 +122,19 @@ ShapeTable validate_run(const ModelSpec& spec, const RunConfig& config, const Da
   return table;
 }
 
+ExecutorOptions executor_options(const RunConfig& config) {
+  ExecutorOptions options;
+  options.policy = config.precision;
+  options.batch_size = config.batch_size;
+  options.optimizer = config.optimizer;
+  options.seed = config.seed;
+  options.tf32 = config.tf32;
+  options.cuda_graphs = config.cuda_graphs;
+  options.layer_timing = config.layer_timing;
+  options.initial_weights = config.initial_weights;
+  return options;
+}
+
 RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPair& data,
                  Backend& backend, RunSink& sink, const std::atomic<bool>& cancel) {
   const ShapeTable table = validate_run(spec, config, data);
@@ -140,15 +153,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   };
 
   std::unique_ptr<ModelExecutor> executor;
-  ExecutorOptions options;
-  options.policy = config.precision;
-  options.batch_size = config.batch_size;
-  options.optimizer = config.optimizer;
-  options.seed = config.seed;
-  options.tf32 = config.tf32;
-  options.cuda_graphs = config.cuda_graphs;
-  options.layer_timing = config.layer_timing;
-  options.initial_weights = config.initial_weights;
+  const ExecutorOptions options = executor_options(config);
   const DeviceInfo device = backend.device();
   bool data_on_device = false;
   try {

@@ -17,6 +17,9 @@ namespace mixlab {
 // the dataset (ConfigError, naming both shapes). Returns the shape table under the run's policy.
 ShapeTable validate_run(const ModelSpec& spec, const RunConfig& config, const DatasetPair& data);
 
+// What a run's settings ask of the executor a backend compiles for it (trainer and predict).
+ExecutorOptions executor_options(const RunConfig& config);
+
 // Runs one training run to its end. Never throws for what happens during the run: a failed
 // allocation, a library error or a non-finite loss end it with that status and a message.
 // `cancel` is checked between steps: the run stops within one step as `stopped`.
