@@ -19,7 +19,8 @@ double quantile(std::vector<double> values, double q) {
 void summarize_step_times(std::span<const double> step_ms, std::span<const int> step_samples,
                           int warmup_steps, RunSummary& summary) {
   const auto n = static_cast<std::int64_t>(step_ms.size());
-  summary.warmup_steps = std::min<std::int64_t>(warmup_steps, n / 2);
+  // A warm-up read back from a damaged run database can be negative or larger than the run.
+  summary.warmup_steps = std::clamp<std::int64_t>(warmup_steps, 0, n / 2);
   const auto first = static_cast<std::size_t>(summary.warmup_steps);
   const std::vector<double> measured(step_ms.begin() + summary.warmup_steps, step_ms.end());
   if (measured.empty()) return;

@@ -13,7 +13,7 @@ namespace mixlab {
 double quantile(std::vector<double> values, double q);
 
 // Fills `summary`'s step-time figures (warmup_steps, median, p5, p95 step ms and samples/s) from
-// per-step wall times and sample counts; the first min(warmup_steps, n / 2) steps are left out.
+// per-step wall times and sample counts; the first warmup_steps, clamped to 0..n / 2, are left out.
 void summarize_step_times(std::span<const double> step_ms, std::span<const int> step_samples,
                           int warmup_steps, RunSummary& summary);
 

@@ -659,6 +659,22 @@ TEST(StoreErrors, FullDiskRollsBackTheBatch) {
 
 // --- interrupted runs ---
 
+// Records a run started at 5000 ms that kept `steps` steps and whose owner is a child process
+// that has exited and been reaped.
+std::int64_t insert_dead_run(RunStore& store, int steps) {
+  const std::int64_t id = store.insert_run(sample_run("dead"));
+  store.mark_started(id, 5000, sample_environment(), 1234, 1);
+  std::vector<StepMetrics> kept;
+  for (int i = 0; i < steps; ++i) kept.push_back(sample_step(i));
+  store.insert_steps(id, kept);
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  store.connection().exec("UPDATE runs SET owner_pid = " + std::to_string(child) +
+                          " WHERE id = " + std::to_string(id));
+  return id;
+}
+
 // A run left `running` by a process that has ended is marked interrupted when the store next
 // opens, with figures from the steps it kept; a run of a live process is left alone.
 TEST(InterruptedRuns, MarkedOnOpenWithFiguresFromTheirSteps) {
@@ -668,17 +684,7 @@ TEST(InterruptedRuns, MarkedOnOpenWithFiguresFromTheirSteps) {
   {
     RunStore store = RunStore::open(path);
     alive = store.insert_run(sample_run("alive"));
-    dead = store.insert_run(sample_run("dead"));
-    store.mark_started(dead, 5000, sample_environment(), 1234, 1);
-    std::vector<StepMetrics> steps;
-    for (int i = 0; i < 40; ++i) steps.push_back(sample_step(i));
-    store.insert_steps(dead, steps);
-    // The dead run's owner: a child process that has exited and been reaped.
-    const pid_t child = fork();
-    if (child == 0) _exit(0);
-    waitpid(child, nullptr, 0);
-    store.connection().exec("UPDATE runs SET owner_pid = " + std::to_string(child) +
-                            " WHERE id = " + std::to_string(dead));
+    dead = insert_dead_run(store, 40);
   }
   RunStore store = RunStore::open(path);
   const RunRecord d = store.run(dead);
@@ -692,6 +698,30 @@ TEST(InterruptedRuns, MarkedOnOpenWithFiguresFromTheirSteps) {
   EXPECT_EQ(d.finished_at_ms, 5000 + std::llround(sample_step(39).wall_offset_s * 1000));
   EXPECT_EQ(store.run(alive).status, RecordStatus::running);
   EXPECT_EQ(store.mark_interrupted_runs(), 0);
+}
+
+// A damaged file can hold any warm-up: a negative one, or one beyond what an int holds (found
+// by fuzz/run_store_fuzz.cpp as a heap overflow). The run is still marked, over all its steps.
+TEST(InterruptedRuns, WarmupOutOfRangeIsClampedWhenMarked) {
+  for (const char* warmup : {"-3", "-2147483648", "1099511627776", "1000"}) {
+    SCOPED_TRACE(warmup);
+    TempDir dir;
+    const auto path = dir / "runs.sqlite";
+    std::int64_t dead = 0;
+    {
+      RunStore store = RunStore::open(path);
+      dead = insert_dead_run(store, 10);
+      store.connection().exec(std::string("UPDATE runs SET warmup_steps = ") + warmup +
+                              " WHERE id = " + std::to_string(dead));
+    }
+    RunStore store = RunStore::open(path);
+    const RunRecord d = store.run(dead);
+    EXPECT_EQ(d.status, RecordStatus::interrupted);
+    EXPECT_EQ(d.summary.steps, 10);
+    EXPECT_GE(d.summary.warmup_steps, 0);
+    EXPECT_LE(d.summary.warmup_steps, 5);
+    EXPECT_GT(d.summary.median_step_ms, 0.0);
+  }
 }
 
 }  // namespace
