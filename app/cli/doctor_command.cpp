@@ -88,7 +88,8 @@ int run_doctor(const std::vector<std::string>& argv) {
       ->type_name("N");
   command.add_option(app, "--warmup", warmup_text, "steps left out of the figures (default 5)")
       ->type_name("N");
-  app.add_flag("--recalibrate", recalibrate, "measure this CPU's roofs again (cached otherwise)");
+  app.add_flag("--recalibrate", recalibrate,
+               "measure this device's roofs again, the CPU's or the GPU's (cached otherwise)");
   std::string html_file, findings_csv, layers_csv;
   command.add_path_option(app, "--html", html_file,
                      "also write a self-contained HTML report (charts inline) to FILE")
@@ -150,24 +151,31 @@ int run_doctor(const std::vector<std::string>& argv) {
     if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli doctor: %s\n", choice.note.c_str());
     const DeviceInfo info = choice.backend->device();
     device_used = choice.device;
+    bool calibrated = false;
+    const bool tty = !json && isatty(STDERR_FILENO);
+    const std::string what = info.is_gpu() ? "this GPU's" : "this CPU's";
+    if (tty) std::fprintf(stderr, "mixlab-cli doctor: measuring %s roofs...\r", what.c_str());
+    std::filesystem::path cache;
     if (info.is_gpu()) {
-      // Its published profile, by name (its own calibration is not written yet).
-      input.device = doctor::gpu_profile_from_device(info, 0, 0.0, 0.0);
-      if (input.device.peak.float32 <= 0) {
-        throw UsageError("no profile of " + info.name + " (mixlab-cli doctor --list-profiles): "
-                         "predict with a similar GPU's, --profile NAME");
+      cache = doctor::default_gpu_profile_cache();
+      const int gpu = std::stoi(device_used.substr(device_used.find(':') + 1));
+      std::string not_measured;
+      input.device =
+          doctor::local_gpu_profile(gpu, info, cache, recalibrate, &calibrated, &not_measured);
+      if (!not_measured.empty()) {
+        std::fprintf(stderr,
+                     "mixlab-cli doctor: the roofs of %s could not be measured (%s); predicting "
+                     "from its published profile\n",
+                     info.name.c_str(), not_measured.c_str());
       }
     } else {
-      bool calibrated = false;
-      const bool tty = !json && isatty(STDERR_FILENO);
-      if (tty) std::fprintf(stderr, "mixlab-cli doctor: measuring this CPU's roofs...\r");
-      input.device = doctor::local_cpu_profile(info.threads, doctor::default_cpu_profile_cache(),
-                                               recalibrate, &calibrated);
-      if (tty) std::fprintf(stderr, "%60s\r", "");
-      if (calibrated && !json) {
-        std::fprintf(stderr, "mixlab-cli doctor: measured this CPU's roofs (kept in %s)\n",
-                     doctor::default_cpu_profile_cache().c_str());
-      }
+      cache = doctor::default_cpu_profile_cache();
+      input.device = doctor::local_cpu_profile(info.threads, cache, recalibrate, &calibrated);
+    }
+    if (tty) std::fprintf(stderr, "%60s\r", "");
+    if (calibrated && !json) {
+      std::fprintf(stderr, "mixlab-cli doctor: measured %s roofs (kept in %s)\n", what.c_str(),
+                   cache.c_str());
     }
     backend = std::move(choice.backend);
   }

@@ -144,6 +144,30 @@ struct CpuCalibration {
 };
 CpuCalibration calibrate_cpu(int threads);
 
+// What a present GPU does, measured through the CUDA backend as it computes (cuBLASLt matmuls,
+// device copies), with the properties the roofline model needs (cudaDeviceGetAttribute): the
+// doctor's profile of a GPU of this machine. About a second.
+struct GpuCalibration {
+  std::string gpu;                 // "NVIDIA H200"
+  std::string compute_capability;  // "9.0"
+  std::string libraries;  // DeviceInfo::library_versions() of the backend that measured it
+  int sm_count = 0;
+  double clock_mhz = 0.0;          // the SMs' peak clock
+  std::int64_t memory_bytes = 0;
+  std::int64_t l2_bytes = 0;
+  double memory_bus_bytes_per_s = 0.0;  // the theoretical: 2 x memory clock x bus width
+  // FLOP/s of a (4096 x 4096) x (4096 x 4096) cuBLASLt matmul; 0 where the GPU has no such path.
+  double f32_matmul_flops = 0.0;   // float32 on the CUDA cores
+  double tf32_matmul_flops = 0.0;  // float32 on TF32 tensor cores (8.0 on)
+  double f16_matmul_flops = 0.0;   // float16 in and out, float32 accumulation
+  double bf16_matmul_flops = 0.0;  // the same in bfloat16 (8.0 on)
+  double copy_bytes_per_s = 0.0;       // a 256 MiB device-to-device copy: bytes read + written/s
+  double host_copy_bytes_per_s = 0.0;  // a 64 MiB copy from pinned host memory
+  double call_overhead_s = 0.0;        // a 64^3 matmul's share of back-to-back calls
+};
+// Throws BackendError naming why when the CUDA backend cannot run on GPU `gpu` (0-based).
+GpuCalibration calibrate_gpu(int gpu);
+
 // A backend for a device name: "cpu", "cuda" (the first GPU), "cuda:N", or "auto" (the first
 // GPU the CUDA backend can train on, else the CPU). Throws ConfigError for an unknown name, and
 // BackendError naming why for a GPU that cannot be used, unless `fallback` lets it run on the

@@ -116,7 +116,8 @@ PluginLoad load_plugin_file(const std::string& path) {
                   "', this MixLab is '" + engine_build_id() +
                   "'); install the mixlab and the CUDA backend of one build");
   }
-  if (api->create_backend == nullptr || api->library_versions == nullptr) {
+  if (api->create_backend == nullptr || api->library_versions == nullptr ||
+      api->calibrate == nullptr) {
     return reject(describe(path) + " has an incomplete plugin table");
   }
   load.api = api;  // the handle stays open: the backend's code must outlive every executor

@@ -138,6 +138,12 @@ std::string cuda_device_unavailable_reason(int gpu) {
   return reasons.emplace(gpu, std::move(reason)).first->second;
 }
 
+GpuCalibration calibrate_gpu(int gpu) {
+  const std::string why = cuda_device_unavailable_reason(gpu);
+  if (!why.empty()) throw BackendError("cannot calibrate " + gpu_name(gpu) + ": " + why);
+  return cuda::plugin().api->calibrate(gpu);
+}
+
 BackendChoice make_backend(std::string_view device, int threads, bool fallback) {
   BackendChoice choice;
   if (device == "cpu") {

@@ -1,8 +1,11 @@
-// The local CPU's profile, measured (engine/backend calibrate_cpu) at first use and kept per
-// machine, thread count and oneDNN build in a cache file, so later diagnoses start at once.
+// The profiles of this machine's devices, measured at first use and kept in a cache file, so
+// later diagnoses start at once: the CPU's (engine/backend calibrate_cpu) per CPU, thread count
+// and oneDNN build; a present GPU's (calibrate_gpu, through the CUDA backend) per GPU model,
+// memory size and library versions.
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include "engine/backend/backend.h"
 #include "engine/doctor/device_profile.h"
@@ -21,5 +24,21 @@ DeviceProfile local_cpu_profile(int threads, const std::filesystem::path& cache_
 
 // ${XDG_CACHE_HOME:-~/.cache}/mixlab/cpu-profiles.json
 std::filesystem::path default_cpu_profile_cache();
+
+// A present GPU's profile from its calibration: the measured matmul rates, copy bandwidth, host
+// link and call overhead over the published profile of its name (or the estimate from its
+// properties), which still gives FP8 and float16 accumulation; `sources` says which is which.
+DeviceProfile gpu_profile(const GpuCalibration& calibration);
+
+// The same for GPU `gpu` (0-based), described as `info`: the cache's entry for this GPU model,
+// memory size and library versions, or a calibration made now (calibrate_gpu, about a second)
+// and added to it. A GPU that cannot be calibrated (the CUDA backend unavailable) gets its
+// published profile, with `not_measured` set to why; ProfileError when it has none either.
+DeviceProfile local_gpu_profile(int gpu, const DeviceInfo& info,
+                                const std::filesystem::path& cache_file, bool recalibrate = false,
+                                bool* measured_now = nullptr, std::string* not_measured = nullptr);
+
+// ${XDG_CACHE_HOME:-~/.cache}/mixlab/gpu-profiles.json
+std::filesystem::path default_gpu_profile_cache();
 
 }  // namespace mixlab::doctor

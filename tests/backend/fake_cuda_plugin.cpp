@@ -34,6 +34,9 @@ std::string fake_library_versions() {
 std::unique_ptr<Backend> fake_create_backend(int) {
   throw BackendError("the fake CUDA backend variant has no backend");
 }
+GpuCalibration fake_calibrate(int) {
+  throw BackendError("the fake CUDA backend variant has no GPU");
+}
 #else
 class FakeGpuBackend final : public Backend {
  public:
@@ -64,6 +67,29 @@ std::unique_ptr<Backend> fake_create_backend(int device) {
   }
   return std::make_unique<FakeGpuBackend>();
 }
+
+// Made-up figures of a made-up GPU (an A100-like one), for the doctor's plumbing: never a
+// measurement.
+GpuCalibration fake_calibrate(int device) {
+  if (device != 0) throw BackendError("fake CUDA backend: no GPU " + std::to_string(device));
+  GpuCalibration c;
+  c.gpu = "Fake GPU (the CPU backend, a test double)";
+  c.compute_capability = "8.0";
+  c.libraries = FakeGpuBackend().device().library_versions();
+  c.sm_count = 100;
+  c.clock_mhz = 1400.0;
+  c.memory_bytes = std::int64_t{1} << 30;
+  c.l2_bytes = std::int64_t{40} << 20;
+  c.memory_bus_bytes_per_s = 1.5e12;
+  c.f32_matmul_flops = 18e12;
+  c.tf32_matmul_flops = 120e12;
+  c.f16_matmul_flops = 250e12;
+  c.bf16_matmul_flops = 240e12;
+  c.copy_bytes_per_s = 1.3e12;
+  c.host_copy_bytes_per_s = 20e9;
+  c.call_overhead_s = 5e-6;
+  return c;
+}
 #endif
 
 }  // namespace
@@ -71,6 +97,6 @@ std::unique_ptr<Backend> fake_create_backend(int device) {
 extern "C" __attribute__((visibility("default"))) const mixlab::cuda::PluginApi*
 mixlab_cuda_plugin() {
   static const mixlab::cuda::PluginApi api{FAKE_ABI_VERSION, FAKE_BUILD_ID, &fake_library_versions,
-                                           &fake_create_backend};
+                                           &fake_create_backend, &fake_calibrate};
   return &api;
 }

@@ -45,10 +45,10 @@ TEST(Loader, MissingDependencyGivesTheDynamicLinkersMessage) {
 }
 
 TEST(Loader, OtherAbiVersionIsRefused) {
-  const cuda::PluginLoad load = cuda::load_plugin_file(FAKE_PLUGIN_ABI2);
+  const cuda::PluginLoad load = cuda::load_plugin_file(FAKE_PLUGIN_OLD_ABI);
   EXPECT_EQ(load.api, nullptr);
   EXPECT_TRUE(contains(load.error, "was built for another MixLab version"));
-  EXPECT_TRUE(contains(load.error, "plugin ABI version 2, this MixLab needs 1"));
+  EXPECT_TRUE(contains(load.error, "plugin ABI version 1, this MixLab needs 2"));
 }
 
 TEST(Loader, OtherBuildIsRefused) {

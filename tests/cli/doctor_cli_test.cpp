@@ -180,4 +180,41 @@ TEST(Doctor, WritesAnHtmlReportAndCsvFiles) {
   EXPECT_NE(bad.err.find("/nonexistent/dir/r.html"), std::string::npos) << bad.err;
 }
 
+// A present GPU's roofs are measured through the CUDA backend at first use and cached. The
+// backend here is the test double (tests/backend/fake_cuda_plugin.cpp), whose calibration
+// returns made-up figures: this checks the path from `--device cuda` to the profile, not a GPU.
+TEST(Doctor, APresentGpuIsCalibratedOnceThenReadFromTheCache) {
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                      ("mixlab-doctor-gpu-cache-" + std::to_string(getpid()));
+  std::filesystem::remove_all(cache);
+  const std::string env =
+      "MIXLAB_CUDA_BACKEND=" FAKE_CUDA_PLUGIN " XDG_CACHE_HOME=" + cache.string();
+  const Result first = run_cli("doctor fashion-mlp --device cuda:0", env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("measured this GPU's roofs (kept in " +
+                           (cache / "mixlab" / "gpu-profiles.json").string() + ")"),
+            std::string::npos)
+      << first.err;
+  EXPECT_NE(first.out.find("Fake GPU"), std::string::npos) << first.out;
+  std::ifstream kept(cache / "mixlab" / "gpu-profiles.json");
+  ASSERT_TRUE(kept);
+  const json entries = json::parse(kept);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]["gpu"], "Fake GPU (the CPU backend, a test double)");
+  EXPECT_EQ(entries[0]["f16_matmul_flops"], 250e12);
+
+  const json j = parse(run_cli("doctor fashion-mlp --device cuda:0 --json", env));
+  EXPECT_EQ(j["device"]["name"], "Fake GPU (the CPU backend, a test double)");
+  EXPECT_EQ(j["device"]["measured"], true);
+  EXPECT_EQ(j["device"]["sources"]["peak_tflops"].get<std::string>().rfind(
+                "measured on this GPU through ", 0),
+            0u);
+  const Result again = run_cli("doctor fashion-mlp --device cuda:0", env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.err.find("measured this GPU's roofs"), std::string::npos) << again.err;
+  const Result fresh = run_cli("doctor fashion-mlp --device cuda:0 --recalibrate", env);
+  EXPECT_NE(fresh.err.find("measured this GPU's roofs"), std::string::npos) << fresh.err;
+  std::filesystem::remove_all(cache);
+}
+
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/doctor/device_profile.h"
+#include "engine/doctor/local_profile.h"
 
 namespace mixlab::doctor {
 namespace {
@@ -143,6 +144,73 @@ TEST(Profiles, APresentGpuTakesItsPublishedProfile) {
   const DeviceProfile e = gpu_profile_from_device(other, 100, 2000, 3e12);
   EXPECT_DOUBLE_EQ(e.peak.float32, 2.0 * 128 * 100 * 2000e6);
   EXPECT_NE(e.sources.at("peak_tflops").find("estimated"), std::string::npos);
+}
+
+// A calibration of an RTX 2060 as the CUDA backend would report it (figures made up, in the
+// range such a card measures).
+GpuCalibration rtx_2060_calibration() {
+  GpuCalibration c;
+  c.gpu = "NVIDIA GeForce RTX 2060";
+  c.compute_capability = "7.5";
+  c.libraries = "CUDA runtime 13.0, cuBLAS 13.0.0";
+  c.sm_count = 30;
+  c.clock_mhz = 1680;
+  c.memory_bytes = 6LL << 30;
+  c.l2_bytes = 3LL << 20;
+  c.memory_bus_bytes_per_s = 336e9;
+  c.f32_matmul_flops = 5.9e12;
+  c.f16_matmul_flops = 22e12;
+  c.copy_bytes_per_s = 290e9;
+  c.host_copy_bytes_per_s = 11e9;
+  c.call_overhead_s = 6e-6;
+  return c;
+}
+
+TEST(GpuCalibration, MeasuredFiguresReplaceThePublishedOnes) {
+  const GpuCalibration c = rtx_2060_calibration();
+  const DeviceProfile published = find_profile(builtin_gpu_profiles(), "RTX 2060");
+  const DeviceProfile p = gpu_profile(c);
+  EXPECT_TRUE(p.measured);
+  EXPECT_EQ(p.name, c.gpu);
+  EXPECT_EQ(p.compute_capability, "7.5");
+  EXPECT_TRUE(p.tensor_cores);
+  EXPECT_EQ(p.peak.float32, c.f32_matmul_flops);
+  EXPECT_EQ(p.peak.float16_acc32, c.f16_matmul_flops);
+  EXPECT_EQ(p.peak.bfloat16, 0.0);  // Turing: none, measured or not
+  EXPECT_EQ(p.bandwidth_bytes_per_s, c.copy_bytes_per_s);
+  EXPECT_EQ(p.host_link_bytes_per_s, c.host_copy_bytes_per_s);
+  EXPECT_EQ(p.launch_overhead_s, c.call_overhead_s);
+  EXPECT_EQ(p.l2_bytes, c.l2_bytes);
+  // float16 accumulation is not measured: the GeForce card's published ratio (twice float32
+  // accumulation's rate) over the measured rate.
+  ASSERT_GT(published.peak.float16_acc32, 0.0);
+  EXPECT_DOUBLE_EQ(p.peak.float16_acc16, c.f16_matmul_flops * published.peak.float16_acc16 /
+                                             published.peak.float16_acc32);
+  EXPECT_EQ(p.sources.at("peak_tflops").rfind("measured on this GPU through " + c.libraries, 0),
+            0u)
+      << p.sources.at("peak_tflops");
+  EXPECT_NE(p.sources.at("peak_tflops").find(published.sources.at("peak_tflops")),
+            std::string::npos);
+  EXPECT_NE(p.sources.at("memory_bandwidth_gb_s").find("device-to-device copy"),
+            std::string::npos);
+  EXPECT_NE(p.sources.at("sm_count").find("cudaDeviceGetAttribute"), std::string::npos);
+}
+
+TEST(GpuCalibration, AnUnpublishedGpuIsMeasuredAllTheSame) {
+  GpuCalibration c = rtx_2060_calibration();
+  c.gpu = "NVIDIA Future 1";
+  c.compute_capability = "10.0";
+  c.f32_matmul_flops = 70e12;
+  c.tf32_matmul_flops = 400e12;
+  c.f16_matmul_flops = 900e12;
+  c.bf16_matmul_flops = 880e12;
+  const DeviceProfile p = gpu_profile(c);
+  EXPECT_TRUE(p.measured);
+  EXPECT_EQ(p.peak.tf32, 400e12);
+  EXPECT_EQ(p.peak.bfloat16, 880e12);
+  EXPECT_EQ(p.peak.float16_acc16, 0.0);  // no published ratio to scale
+  EXPECT_EQ(matmul_peak(p, DType::bf16, false), 880e12);
+  EXPECT_EQ(matmul_peak(p, DType::f32, true), 400e12);
 }
 
 }  // namespace

@@ -22,7 +22,6 @@ std::vector<DoctorDevice> doctor_devices(const std::vector<DeviceInfo>& present)
     d.backend_device = "cuda:" + std::to_string(gpu++);
     d.label = QObject::tr("%1 (%2, this machine)")
                   .arg(QString::fromStdString(info.name), QString::fromStdString(d.backend_device));
-    d.profile = doctor::gpu_profile_from_device(info, 0, 0.0, 0.0);
     d.info = info;
     devices.push_back(std::move(d));
   }

@@ -1,6 +1,6 @@
-// The devices the Doctor tab diagnoses: this CPU (its roofs measured on first use), each GPU
-// present (its published profile, or one estimated from its properties), and every built-in
-// GPU profile (published figures: a prediction only). The first two can also be measured.
+// The devices the Doctor tab diagnoses: this CPU and each GPU present (their roofs measured on
+// first use and cached: doctor::local_cpu_profile, local_gpu_profile), and every built-in GPU
+// profile (published figures: a prediction only). The first two can also be measured.
 #pragma once
 
 #include <QString>
@@ -20,8 +20,9 @@ struct DoctorDevice {
   std::string backend_device;  // "cpu", "cuda:0"; empty for a profile
   int threads = 0;             // this CPU's, for its profile
   DeviceInfo info;             // what the engine's policy rules judge it by
-  // Empty for this CPU until its roofs are measured.
+  // Empty for this machine's devices until their roofs are measured.
   std::optional<doctor::DeviceProfile> profile;
+  QString profile_error;  // why its roofs could not be measured
 
   bool measurable() const { return source != Source::profile; }
 };

@@ -104,11 +104,14 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
             if (const int layer = first_layer(index); layer >= 0) emit layer_activated(layer);
           });
   connect(doc_, &ModelDocument::changed, this, &DoctorView::schedule);
-  connect(worker_, &DoctorWorker::cpu_profiled, this, &DoctorView::on_cpu_profiled);
-  connect(worker_, &DoctorWorker::cpu_profile_failed, this, [this](const QString& message) {
-    cpu_profile_error_ = message;
-    schedule();
-  });
+  connect(worker_, &DoctorWorker::device_profiled, this, &DoctorView::on_device_profiled);
+  connect(worker_, &DoctorWorker::device_profile_failed, this,
+          [this](const QString& device, const QString& message) {
+            for (DoctorDevice& d : devices_) {
+              if (QString::fromStdString(d.backend_device) == device) d.profile_error = message;
+            }
+            schedule();
+          });
   connect(worker_, &DoctorWorker::progress, this, [this](const QString& text) { set_status(text); });
   connect(worker_, &DoctorWorker::measured, this, &DoctorView::on_measured);
   connect(worker_, &DoctorWorker::kept, this, [this](const QString& text, bool ok) {
@@ -264,9 +267,14 @@ std::optional<doctor::DiagnosisInput> DoctorView::current_input(QString* why_non
   }
   const DoctorDevice& dev = current_device();
   if (!dev.profile) {
-    *why_none = cpu_profile_error_.isEmpty()
-                    ? tr("Measuring this CPU's roofs… (a few seconds, once: they are kept)")
-                    : tr("This CPU's roofs could not be measured: %1").arg(cpu_profile_error_);
+    const QString which = dev.source == DoctorDevice::Source::this_cpu ? tr("this CPU's")
+                                                                      : tr("this GPU's");
+    *why_none = dev.profile_error.isEmpty()
+                    ? tr("Measuring %1 roofs… (a few seconds, once: they are kept)").arg(which)
+                    : tr("The roofs of %1 could not be measured: %2")
+                          .arg(dev.label, dev.profile_error);
+    // "Measuring this CPU's roofs…": the sentence starts with its capital.
+    (*why_none)[0] = why_none->at(0).toUpper();
     return std::nullopt;
   }
   doctor::DiagnosisInput input;
@@ -288,9 +296,10 @@ void DoctorView::recompute() {
   const std::optional<doctor::DiagnosisInput> input = current_input(&why_none);
   if (!input) {
     const DoctorDevice& dev = current_device();
-    // This CPU's roofs are measured when the tab is first looked at, not at start-up.
-    if (!dev.profile && cpu_profile_error_.isEmpty() && isVisible() && !worker_->busy())
-      worker_->profile_cpu(dev.threads);
+    // This machine's devices' roofs are measured when the tab first shows them, not at
+    // start-up.
+    if (!dev.profile && dev.profile_error.isEmpty() && isVisible() && !worker_->busy())
+      worker_->profile_device(dev);
     show_diagnosis(std::nullopt, why_none);
     return;
   }
@@ -361,13 +370,23 @@ void DoctorView::start_measure() {
   update_actions();
 }
 
-void DoctorView::on_cpu_profiled(const doctor::DeviceProfile& profile, bool measured_now) {
+void DoctorView::on_device_profiled(const QString& device, const doctor::DeviceProfile& profile,
+                                    bool measured_now, const QString& not_measured) {
   for (DoctorDevice& d : devices_) {
-    if (d.source == DoctorDevice::Source::this_cpu) d.profile = profile;
-  }
-  if (measured_now) {
-    set_status(tr("Measured this CPU's roofs (kept in %1)")
-                   .arg(QString::fromStdString(doctor::default_cpu_profile_cache().string())));
+    if (QString::fromStdString(d.backend_device) != device) continue;
+    d.profile = profile;
+    if (!not_measured.isEmpty()) {
+      set_status(tr("The roofs of %1 could not be measured (%2): predicting from its published "
+                    "profile")
+                     .arg(d.label, not_measured),
+                 true);
+    }
+    if (!measured_now) continue;
+    const bool cpu = d.source == DoctorDevice::Source::this_cpu;
+    set_status(tr("Measured the roofs of %1 (kept in %2)")
+                   .arg(d.label, QString::fromStdString((cpu ? doctor::default_cpu_profile_cache()
+                                                             : doctor::default_gpu_profile_cache())
+                                                            .string())));
   }
   schedule();
 }

@@ -106,7 +106,8 @@ class DoctorView : public QWidget {
   void start_measure();
   void save_report_as();
   void set_status(const QString& text, bool error = false);
-  void on_cpu_profiled(const doctor::DeviceProfile& profile, bool measured_now);
+  void on_device_profiled(const QString& device, const doctor::DeviceProfile& profile,
+                          bool measured_now, const QString& not_measured);
   void on_measured(const doctor::Measurement& m, const doctor::DiagnosisInput& input);
   void on_failed(const QString& message, bool cancelled);
   DoctorDevice& current_device();
@@ -122,7 +123,6 @@ class DoctorView : public QWidget {
   // The last measurement and the input it was made at: shown while the input stays the same.
   std::optional<doctor::Measurement> measured_;
   std::optional<doctor::DiagnosisInput> measured_input_;
-  QString cpu_profile_error_;  // why this CPU's roofs could not be measured
   std::optional<RunPair> pinned_;  // runs from Compare, diagnosed instead of the editor's model
 
   DoctorWorker* worker_ = nullptr;

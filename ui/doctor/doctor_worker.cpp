@@ -90,19 +90,31 @@ void DoctorWorker::start(Job job) {
   thread_ = std::jthread(std::move(job));
 }
 
-bool DoctorWorker::profile_cpu(int threads) {
+bool DoctorWorker::profile_device(const DoctorDevice& device) {
   if (busy_) return false;
   measuring_ = false;
   const int generation = ++generation_;
-  start([this, generation, threads] {
+  start([this, generation, name = device.backend_device, threads = device.threads,
+         info = device.info] {
+    const QString id = QString::fromStdString(name);
     try {
       bool measured_now = false;
-      const doctor::DeviceProfile profile = doctor::local_cpu_profile(
-          threads, doctor::default_cpu_profile_cache(), false, &measured_now);
-      post(generation, [this, profile, measured_now] { emit cpu_profiled(profile, measured_now); });
+      std::string not_measured;
+      const doctor::DeviceProfile profile =
+          name == "cpu"
+              ? doctor::local_cpu_profile(threads, doctor::default_cpu_profile_cache(), false,
+                                          &measured_now)
+              : doctor::local_gpu_profile(std::stoi(name.substr(name.find(':') + 1)), info,
+                                          doctor::default_gpu_profile_cache(), false,
+                                          &measured_now, &not_measured);
+      post(generation, [this, id, profile, measured_now,
+                        why = QString::fromStdString(not_measured)] {
+        emit device_profiled(id, profile, measured_now, why);
+      });
     } catch (const std::exception& e) {
-      post(generation,
-           [this, message = QString::fromUtf8(e.what())] { emit cpu_profile_failed(message); });
+      post(generation, [this, id, message = QString::fromUtf8(e.what())] {
+        emit device_profile_failed(id, message);
+      });
     }
   });
   return true;

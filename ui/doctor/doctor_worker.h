@@ -14,6 +14,7 @@
 
 #include "engine/doctor/diagnosis.h"
 #include "engine/doctor/measure.h"
+#include "ui/doctor/doctor_devices.h"
 
 namespace mixlab::ui {
 
@@ -27,11 +28,12 @@ class DoctorWorker : public QObject {
   ~DoctorWorker() override;
 
   bool busy() const { return busy_; }
-  bool measuring() const { return busy_ && measuring_; }  // else busy: profiling the CPU
+  bool measuring() const { return busy_ && measuring_; }  // else busy: profiling a device
 
-  // This CPU's profile at `threads` (doctor::local_cpu_profile with the default cache): emits
-  // cpu_profiled, or cpu_profile_failed. False, doing nothing, while a job runs.
-  bool profile_cpu(int threads);
+  // The profile of one of this machine's devices (doctor::local_cpu_profile or
+  // local_gpu_profile, with the default caches): emits device_profiled, or
+  // device_profile_failed. False, doing nothing, while a job runs.
+  bool profile_device(const DoctorDevice& device);
   // doctor::measure of `input` on `device` ("cpu", "cuda:N"): emits progress as the runs go
   // (at most four times a second, and as each policy's run ends), then measured, or
   // measure_failed (cancelled when cancel() stopped it). False, doing
@@ -46,8 +48,11 @@ class DoctorWorker : public QObject {
   void set_store_path(const std::filesystem::path& db) { store_path_ = db; }
 
  signals:
-  void cpu_profiled(const mixlab::doctor::DeviceProfile& profile, bool measured_now);
-  void cpu_profile_failed(const QString& message);
+  // `backend_device` names the device ("cpu", "cuda:0"); `not_measured`, when not empty, why a
+  // GPU's roofs are its published figures instead.
+  void device_profiled(const QString& backend_device, const mixlab::doctor::DeviceProfile& profile,
+                       bool measured_now, const QString& not_measured);
+  void device_profile_failed(const QString& backend_device, const QString& message);
   void progress(const QString& text);
   void measured(const mixlab::doctor::Measurement& measurement,
                 const mixlab::doctor::DiagnosisInput& input);

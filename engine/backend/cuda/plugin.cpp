@@ -3,6 +3,7 @@
 // hidden (CXX_VISIBILITY_PRESET hidden, --exclude-libs), so its copy of the engine's core code
 // cannot clash with the program's.
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/gpu_calibration.h"
 #include "engine/backend/cuda/plugin_api.h"
 
 extern "C" __attribute__((visibility("default"))) const mixlab::cuda::PluginApi*
@@ -12,6 +13,7 @@ mixlab_cuda_plugin() {
       MIXLAB_CUDA_PLUGIN_BUILD_ID,
       &mixlab::cuda::library_versions,
       &mixlab::cuda::make_cuda_backend,
+      &mixlab::cuda::calibrate,
   };
   return &api;
 }

@@ -14,7 +14,7 @@
 
 namespace mixlab::cuda {
 
-inline constexpr int kPluginAbiVersion = 1;
+inline constexpr int kPluginAbiVersion = 2;
 inline constexpr const char* kPluginSymbol = "mixlab_cuda_plugin";
 inline constexpr const char* kPluginFileName = "libmixlab-cuda.so";
 
@@ -27,6 +27,8 @@ struct PluginApi {
   // A backend on GPU `device` (0-based, as cuda::list_devices() numbers them). Throws
   // BackendError naming the reason (no driver, no such device, a library that fails to start).
   std::unique_ptr<Backend> (*create_backend)(int device) = nullptr;
+  // GPU `device`'s roofs, measured (mixlab::calibrate_gpu). Throws BackendError. (ABI 2 on.)
+  GpuCalibration (*calibrate)(int device) = nullptr;
 };
 
 // The build id both sides compare.
