@@ -201,12 +201,15 @@ int run_doctor(const std::vector<std::string>& argv) {
     return doctor::measure(in, *backend, measure_options, cancel);
   };
 
-  // --measure keeps its two runs (tagged "doctor") and the report in the run store.
+  // Every run measured is kept in the run store, tagged "doctor": --measure's two with its
+  // report, each measured sweep point's two with a report of their own (also tagged "sweep"),
+  // and a what-if's (tagged "what-if").
   if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
   std::optional<store::DoctorKeeper> keeper;
   const std::filesystem::path db_path =
       db_option->count() > 0 ? std::filesystem::path(db) : store::default_store_path();
-  if (measure_flag && !no_store) {
+  const bool measures = measure_flag || (what_if && !predict_only);
+  if (measures && !no_store) {
     keeper.emplace(db_path, input,
                    input.spec.name.empty() ? std::filesystem::path(models[0]).stem().string()
                                            : input.spec.name,
@@ -215,12 +218,17 @@ int run_doctor(const std::vector<std::string>& argv) {
       return keeper->begin_run(run_config);
     };
   }
+  const auto keep_as = [&](std::string tag, std::string note, const ModelSpec* spec) {
+    if (!keeper) return;
+    measure_options.also_to = [&keeper, tag, note, spec](const RunConfig& run_config) {
+      return keeper->begin_run(run_config, tag, note, spec);
+    };
+  };
   std::optional<doctor::Measurement> measured;
   if (measure_flag) measured = measure(input);
-  measure_options.also_to = nullptr;  // sweeps and what-ifs are not kept
   const Diagnosis diagnosis = doctor::diagnose(input, measured);
   nlohmann::ordered_json out = doctor::to_json(diagnosis);
-  if (keeper) {
+  if (keeper && measured) {
     const std::int64_t id = keeper->keep_report(diagnosis, out.dump());
     const std::vector<std::int64_t> run_ids = keeper->run_ids();
     out["report_id"] = id;
@@ -240,24 +248,49 @@ int run_doctor(const std::vector<std::string>& argv) {
       at.batch = batch;
       SweepRow row;
       row.batch = batch;
+      keep_as("sweep", "doctor --sweep: batch " + std::to_string(batch), nullptr);
       const std::optional<doctor::Measurement> m =
           measure_flag ? std::optional(measure(at)) : std::nullopt;
       row.diagnosis = doctor::diagnose(at, m);
+      if (keeper && m) {
+        row.report_id =
+            keeper->keep_report(row.diagnosis, doctor::to_json(row.diagnosis).dump());
+        row.run_ids = keeper->run_ids();
+      }
       rows.push_back(std::move(row));
     }
     out["sweep"] = sweep_json(rows);
     if (!json) print_sweep(rows);
+    if (!json && keeper && measure_flag) {
+      std::fprintf(stderr, "mixlab-cli doctor: kept the sweep as reports %lld to %lld in %s\n",
+                   static_cast<long long>(rows.front().report_id),
+                   static_cast<long long>(rows.back().report_id), db_path.c_str());
+    }
   }
 
   if (what_if) {
     WhatIf w = what_if_of(diagnosis);
     if (w.finding != nullptr && !predict_only) {
       const DiagnosisInput changed = doctor::apply_change(input, w.finding->change);
+      keep_as("what-if", "doctor --what-if: before, as the model is", nullptr);
       const doctor::MeasuredRun before =
           measured ? measured->mixed
                    : doctor::measure_policy(input, input.mixed, *backend, measure_options, cancel);
+      keep_as("what-if", "doctor --what-if: after " + doctor::describe(w.finding->change),
+              &changed.spec);
       const doctor::MeasuredRun after =
           doctor::measure_policy(changed, input.mixed, *backend, measure_options, cancel);
+      if (keeper) {
+        w.run_ids = keeper->keep_runs();
+        if (!json) {
+          std::string ids;
+          for (const std::int64_t id : w.run_ids) {
+            ids += (ids.empty() ? "" : " and ") + std::to_string(id);
+          }
+          std::fprintf(stderr, "mixlab-cli doctor: kept the what-if's %s %s in %s\n",
+                       w.run_ids.size() == 1 ? "run" : "runs", ids.c_str(), db_path.c_str());
+        }
+      }
       w.measured_gain = (before.step_ms / input.batch) / (after.step_ms / changed.batch);
       w.before_ms = before.step_ms;
       w.after_ms = after.step_ms;

@@ -135,6 +135,10 @@ ordered_json sweep_json(const std::vector<SweepRow>& rows) {
       row["measured_step_ms"] = full["measured_step_ms"];
       row["measured_speedup"] = full["measured_speedup"];
     }
+    if (r.report_id != 0) {
+      row["report_id"] = r.report_id;
+      row["run_ids"] = r.run_ids;
+    }
     out.push_back(std::move(row));
   }
   return out;
@@ -175,13 +179,15 @@ ordered_json what_if_json(const WhatIf& w, const doctor::DiagnosisInput& input) 
   (void)input;
   if (w.finding == nullptr) return nullptr;
   const auto num = [](double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); };
-  return {{"finding", w.finding->id},
-          {"change", doctor::to_json(*w.finding)["change"]},
-          {"description", doctor::describe(w.finding->change)},
-          {"predicted_gain", w.finding->predicted_gain},
-          {"measured_gain", num(w.measured_gain)},
-          {"before_step_ms", num(w.before_ms)},
-          {"after_step_ms", num(w.after_ms)}};
+  ordered_json j{{"finding", w.finding->id},
+                 {"change", doctor::to_json(*w.finding)["change"]},
+                 {"description", doctor::describe(w.finding->change)},
+                 {"predicted_gain", w.finding->predicted_gain},
+                 {"measured_gain", num(w.measured_gain)},
+                 {"before_step_ms", num(w.before_ms)},
+                 {"after_step_ms", num(w.after_ms)}};
+  if (!w.run_ids.empty()) j["run_ids"] = w.run_ids;
+  return j;
 }
 
 void print_what_if(const WhatIf& w, const doctor::DiagnosisInput& input, bool predict_only) {

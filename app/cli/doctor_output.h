@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,8 @@ void print_diagnosis(const doctor::Diagnosis& d);
 struct SweepRow {
   int batch = 0;
   doctor::Diagnosis diagnosis;
+  std::int64_t report_id = 0;  // kept in the run store (0: not kept)
+  std::vector<std::int64_t> run_ids;
 };
 nlohmann::ordered_json sweep_json(const std::vector<SweepRow>& rows);
 void print_sweep(const std::vector<SweepRow>& rows);
@@ -26,6 +30,7 @@ struct WhatIf {
   const doctor::Finding* finding = nullptr;  // none: no finding suggests a change
   double measured_gain = NAN;                // samples/s of the mixed policy, after over before
   double before_ms = NAN, after_ms = NAN;
+  std::vector<std::int64_t> run_ids;  // the measured runs kept in the run store
 };
 WhatIf what_if_of(const doctor::Diagnosis& d);
 nlohmann::ordered_json what_if_json(const WhatIf& w, const doctor::DiagnosisInput& input);

@@ -12,27 +12,33 @@ DoctorKeeper::DoctorKeeper(const std::filesystem::path& db, const doctor::Diagno
       model_json_(to_json(input.spec)),
       device_(std::move(device)) {}
 
-RunSink* DoctorKeeper::begin_run(const RunConfig& config) {
+RunSink* DoctorKeeper::begin_run(const RunConfig& config, const std::string& tag,
+                                 const std::string& note, const ModelSpec* spec) {
   RunRecord record;
   record.model_name = model_name_;
-  record.model_json = model_json_;
+  record.model_json = spec != nullptr ? to_json(*spec) : model_json_;
   record.config = config;
   record.device = device_;
   record.environment.mixlab_version = MIXLAB_VERSION;
   record.tags = {"doctor"};
+  if (!tag.empty()) record.tags.push_back(tag);
+  record.note = note;
   recorders_.push_back(std::make_unique<RunRecorder>(writer_, std::move(record)));
   return recorders_.back().get();
 }
 
-std::vector<std::int64_t> DoctorKeeper::run_ids() const {
+std::vector<std::int64_t> DoctorKeeper::keep_runs() {
+  writer_.flush();
   std::vector<std::int64_t> ids;
-  for (const auto& r : recorders_) ids.push_back(r->run_id());
+  for (; unreported_ < recorders_.size(); ++unreported_) {
+    ids.push_back(recorders_[unreported_]->run_id());
+  }
   return ids;
 }
 
 std::int64_t DoctorKeeper::keep_report(const doctor::Diagnosis& diagnosis,
                                        const std::string& report_json) {
-  writer_.flush();
+  const std::vector<std::int64_t> runs = keep_runs();
   DoctorReportRecord report;
   report.model_name = model_name_;
   report.device = diagnosis.input.device.name;
@@ -40,9 +46,11 @@ std::int64_t DoctorKeeper::keep_report(const doctor::Diagnosis& diagnosis,
   report.mixed_policy = std::string(to_string(diagnosis.input.mixed));
   report.verdict = diagnosis.verdict;
   report.report_json = report_json;
-  report.run_ids = run_ids();
+  report.run_ids = runs;
   RunStore store = RunStore::open(writer_.path());
-  return store.insert_doctor_report(report);
+  const std::int64_t id = store.insert_doctor_report(report);
+  reported_ = runs;
+  return id;
 }
 
 }  // namespace mixlab::store

@@ -142,6 +142,15 @@ TEST(Doctor, MeasuresOnThisCpuBesideThePredictionAndKeepsTheReport) {
   EXPECT_EQ(run["doctor_reports"][0]["id"], j["report_id"]);
   EXPECT_EQ(run["doctor_reports"][0]["verdict"], j["verdict"]);
   EXPECT_EQ(run["doctor_reports"][0]["report"]["batch_size"], 32);
+  // The what-if's measured run (the change applied; its "before" is --measure's) is kept too.
+  ASSERT_TRUE(j["what_if"].is_object()) << j.dump(2);
+  ASSERT_EQ(j["what_if"]["run_ids"].size(), 1u) << j["what_if"].dump(2);
+  const json after = parse(run_cli(
+      "runs show " + std::to_string(j["what_if"]["run_ids"][0].get<int>()) + " --json"));
+  EXPECT_EQ(after["tags"], json::array({"doctor", "what-if"}));
+  EXPECT_EQ(after["note"].get<std::string>().rfind("doctor --what-if: after ", 0), 0u)
+      << after["note"];
+  EXPECT_TRUE(after["doctor_reports"].empty());
   // --no-store keeps nothing.
   const json unkept = parse(run_cli("doctor " + model +
                                         " --device cpu --threads 1 --measure --steps 4 "
@@ -149,6 +158,47 @@ TEST(Doctor, MeasuresOnThisCpuBesideThePredictionAndKeepsTheReport) {
                                     env));
   EXPECT_FALSE(unkept.contains("report_id"));
   std::filesystem::remove_all(cache);
+}
+
+// A measured sweep keeps each batch size's two runs with a report of their own; a what-if
+// without --measure keeps its two runs, before and after.
+TEST(Doctor, MeasuredSweepsAndWhatIfsAreKept) {
+  const std::string cache = make_temp_dir("mixlab-doctor-cache").string();
+  const std::string db = (make_temp_dir("mixlab-doctor-db") / "runs.sqlite").string();
+  const std::string model = write_temp("doctor-sweep-model.json", R"({"name": "small",
+      "input": {"shape": [8, 8, 1]}, "layers": [{"type": "Flatten"},
+      {"type": "Dense", "units": 60, "activation": "relu"}, {"type": "Dense", "units": 4}]})");
+  const std::string env = "XDG_CACHE_HOME=" + cache;
+  const std::string common = "doctor " + model + " --device cpu --threads 1 --steps 4 "
+                             "--warmup 1 --db " + db + " --json";
+  const json j = parse(run_cli(common + " --measure --sweep batch=16,32", env));
+  ASSERT_EQ(j["sweep"].size(), 2u);
+  std::vector<std::int64_t> reports = {j["report_id"].get<std::int64_t>()};
+  for (const json& row : j["sweep"]) {
+    ASSERT_TRUE(row["report_id"].is_number()) << row.dump(2);
+    ASSERT_EQ(row["run_ids"].size(), 2u);
+    reports.push_back(row["report_id"].get<std::int64_t>());
+    const json run = parse(run_cli(
+        "runs show " + std::to_string(row["run_ids"][0].get<int>()) + " --db " + db + " --json"));
+    EXPECT_EQ(run["tags"], json::array({"doctor", "sweep"}));
+    EXPECT_EQ(run["config"]["batch_size"], row["batch_size"]);
+    ASSERT_EQ(run["doctor_reports"].size(), 1u);
+    EXPECT_EQ(run["doctor_reports"][0]["id"], row["report_id"]);
+  }
+  std::sort(reports.begin(), reports.end());
+  EXPECT_EQ(std::unique(reports.begin(), reports.end()), reports.end());  // one report each
+
+  const json w = parse(run_cli(common + " --what-if", env));
+  EXPECT_FALSE(w.contains("report_id"));  // nothing measured beside the prediction
+  ASSERT_TRUE(w["what_if"].is_object()) << w.dump(2);
+  ASSERT_EQ(w["what_if"]["run_ids"].size(), 2u) << w["what_if"].dump(2);
+  const json before = parse(run_cli(
+      "runs show " + std::to_string(w["what_if"]["run_ids"][0].get<int>()) + " --db " + db +
+      " --json"));
+  EXPECT_EQ(before["tags"], json::array({"doctor", "what-if"}));
+  EXPECT_EQ(before["note"], "doctor --what-if: before, as the model is");
+  std::filesystem::remove_all(cache);
+  std::filesystem::remove_all(std::filesystem::path(db).parent_path());
 }
 
 TEST(Doctor, WritesAnHtmlReportAndCsvFiles) {
