@@ -1,7 +1,7 @@
 // Device profiles for the doctor: what a device can do, as the roofline model needs it. GPU
 // profiles are published figures (resources/doctor/gpu-profiles.json, every figure with the
-// document it comes from); the local CPU's is measured (engine/backend/cpu/calibration.h), and a
-// present GPU's comes from its properties and its published profile.
+// document it comes from); the local CPU's and a present GPU's are measured (local_profile.h),
+// the GPU's over its published profile for what the calibration does not measure.
 #pragma once
 
 #include <cstdint>
