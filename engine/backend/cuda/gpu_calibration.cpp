@@ -18,7 +18,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <string>
 
@@ -32,8 +31,10 @@ namespace mixlab::cuda {
 namespace {
 
 constexpr std::int64_t kMatmulSize = 4096;
+constexpr std::size_t kMatrixBytes = std::size_t{kMatmulSize} * kMatmulSize * sizeof(float);
 constexpr std::size_t kCopyBytes = std::size_t{256} << 20;
-constexpr std::size_t kHostCopyBytes = std::size_t{64} << 20;
+constexpr std::size_t kHostCopyBytes = std::size_t{64} << 20;  // into a matrix's buffer
+static_assert(kHostCopyBytes <= kMatrixBytes);
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 constexpr int kRounds = 3;
 
@@ -159,11 +160,9 @@ GpuCalibration calibrate(int device) {
 
   const Stream stream;
   const LtHandle lt;
-  const std::size_t matrix_bytes =
-      static_cast<std::size_t>(kMatmulSize) * kMatmulSize * sizeof(float);
-  const DeviceMemory a(matrix_bytes), b(matrix_bytes), d(matrix_bytes), ws(kWorkspaceBytes);
-  CUDA_CHECK(cudaMemsetAsync(a.ptr, 0x3c, matrix_bytes, stream.s));
-  CUDA_CHECK(cudaMemsetAsync(b.ptr, 0x3c, matrix_bytes, stream.s));
+  const DeviceMemory a(kMatrixBytes), b(kMatrixBytes), d(kMatrixBytes), ws(kWorkspaceBytes);
+  CUDA_CHECK(cudaMemsetAsync(a.ptr, 0x3c, kMatrixBytes, stream.s));
+  CUDA_CHECK(cudaMemsetAsync(b.ptr, 0x3c, kMatrixBytes, stream.s));
   const MatmulBuffers buffers{a.ptr, b.ptr, d.ptr, ws.ptr};
   const bool ampere = prop.major >= 8;
   c.f32_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::f32, false);
@@ -189,10 +188,10 @@ GpuCalibration calibrate(int device) {
   {
     const HostMemory host(kHostCopyBytes);
     const double s = seconds_per_call(stream.s, 3, [&] {
-      CUDA_CHECK(cudaMemcpyAsync(d.ptr, host.ptr, std::min(kHostCopyBytes, matrix_bytes),
-                                 cudaMemcpyHostToDevice, stream.s));
+      CUDA_CHECK(
+          cudaMemcpyAsync(d.ptr, host.ptr, kHostCopyBytes, cudaMemcpyHostToDevice, stream.s));
     });
-    c.host_copy_bytes_per_s = static_cast<double>(std::min(kHostCopyBytes, matrix_bytes)) / s;
+    c.host_copy_bytes_per_s = static_cast<double>(kHostCopyBytes) / s;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream.s));
   return c;
