@@ -11,7 +11,7 @@
 # that has them, for the GPU's architecture (-DMIXLAB_CUDA_ARCHITECTURES=90 for an H100/H200),
 # and bring the build folder with the sources; ideally build it at the absolute path it will
 # have there. When it moved, this script rewrites the paths in its ctest files; the engine
-# must then still find libmixlab-cuda.so (LD_LIBRARY_PATH below names its build folder), and a
+# must then still find libmixlab-cuda.so (MIXLAB_CUDA_BACKEND below names it), and a
 # GPU test that skips on a machine with a GPU counts as a failure, so a plugin that does not
 # load cannot pass as "skipped".
 #
@@ -76,13 +76,9 @@ fi
 cli="$build/app/mixlab-cli"
 [[ -x "$cli" ]] || { echo "check.sh: no $cli in the build" >&2; exit 2; }
 
-if [[ -z "$gpu_cc" ]]; then
-  say "no NVIDIA GPU here (nvidia-smi missing or it found none): the build is done, the GPU tests"
-  say "skip (ctest -L gpu), and the bench needs a GPU; nothing more to check"
-  exit 0
-fi
-
-# --- libraries: the plugin's build folder, and PyTorch's CUDA libraries (cuBLAS, cuDNN) ---
+# --- libraries: the plugin's build folder, a bundle's carried libraries (tests/gpu/bundle.sh),
+# and PyTorch's CUDA libraries (cuBLAS, cuDNN). MixLab's programs get them all; Python (the
+# PyTorch peer) keeps its own environment, so that no carried library shadows one of its own.
 nvidia_libs=$("$python" - <<'PY' 2>/dev/null
 import glob, os
 try:
@@ -94,17 +90,46 @@ dirs = sorted({d for base in nvidia.__path__ for d in glob.glob(os.path.join(bas
 print(":".join(dirs))
 PY
 )
-ld="$build/lib/mixlab"
-[[ -n "$nvidia_libs" ]] && ld="$ld:$nvidia_libs"
-export LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-"$cli" devices || true
+mixlab_ld="$build/lib/mixlab"
+[[ -d "$build/carry-lib" ]] && mixlab_ld="$mixlab_ld:$build/carry-lib"
+[[ -n "$nvidia_libs" ]] && mixlab_ld="$mixlab_ld:$nvidia_libs"
+[[ -n "${LD_LIBRARY_PATH:-}" ]] && mixlab_ld="$mixlab_ld:$LD_LIBRARY_PATH"
+# The engine looks for its plugin beside the program or in the build folder it was built in; a
+# build that moved (a bundle) has its test programs elsewhere, so the plugin is named outright.
+plugin="$build/lib/mixlab/libmixlab-cuda.so"
+[[ -f "$plugin" ]] || { echo "check.sh: no $plugin in the build (was CUDA found?)" >&2; exit 2; }
+mx() { LD_LIBRARY_PATH="$mixlab_ld" MIXLAB_CUDA_BACKEND="$plugin" "$@"; }
+
+# The programs must start here before anything else is worth running: a library missing or too
+# old names itself now, not as a hundred failed tests. A libstdc++ older than the build's takes
+# the bundle's own (carry-lib/compat).
+if ! mx "$cli" --version > "$out/version.log" 2>&1; then
+  if grep -q 'GLIBCXX_\|CXXABI_\|GCC_[0-9]' "$out/version.log" && [[ -d "$build/carry-lib/compat" ]]; then
+    say "this machine's libstdc++ is older than the build's: taking carry-lib/compat"
+    mixlab_ld="$build/carry-lib/compat:$mixlab_ld"
+  fi
+  if ! mx "$cli" --version > "$out/version.log" 2>&1; then
+    cat "$out/version.log"
+    echo "check.sh: $cli does not start here (LD_LIBRARY_PATH=$mixlab_ld);" \
+         "a missing library is named above: bundle it (tests/gpu/bundle.sh) or install it" >&2
+    exit 2
+  fi
+fi
+say "LD_LIBRARY_PATH for MixLab's programs: $mixlab_ld"
+cat "$out/version.log"
+
+if [[ -z "$gpu_cc" ]]; then
+  say "no NVIDIA GPU here (nvidia-smi missing or it found none): the build is done and starts, the"
+  say "GPU tests skip (ctest -L gpu), and the bench needs a GPU; nothing more to check"
+  exit 0
+fi
+mx "$cli" devices || true
 
 failures=()
 
 # --- the GPU tests ---
 say "ctest -L gpu (log: $out/ctest.log)"
-timeout 240 ctest --test-dir "$build" -L gpu -j 8 --timeout 200 --output-on-failure 2>&1 |
+mx timeout 240 ctest --test-dir "$build" -L gpu -j 8 --timeout 200 --output-on-failure 2>&1 |
   tee "$out/ctest.log"
 ctest_rc=${PIPESTATUS[0]}
 ran=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$out/ctest.log" | tail -n 1)
@@ -114,13 +139,30 @@ if [[ $ctest_rc -ne 0 ]]; then
 elif [[ -z "$ran" || "$ran" -eq 0 ]]; then
   failures+=("ctest -L gpu ran no tests")
 elif [[ "$skipped" -gt 0 ]]; then
-  failures+=("$skipped GPU tests skipped on a machine with a GPU (the reason is in their output)")
-  grep -m 3 -h 'no usable CUDA backend' "$out/ctest.log" || true
+  failures+=("$skipped GPU tests skipped on a machine with a GPU (why: $out/skip-reason.log)")
+  # ctest shows no output of a skipped test: run one test of each suite again, verbosely, and
+  # print their reasons (a plugin or library that did not load, or something else).
+  names=$(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' "$out/ctest.log" |
+            awk -F. '!seen[$2]++')
+  regex=$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<< "$names" | paste -sd '|')
+  mx ctest --test-dir "$build" -R "^($regex)\$" -V > "$out/skip-reason.log" 2>&1 || true
+  say "why they skipped (one test of each of $(wc -l <<< "$names") suites; count, reason):"
+  sed -n 's/^[0-9]*: //p' "$out/skip-reason.log" | grep -A 1 ': Skipped$' |
+    grep -v ': Skipped$' | grep -v '^--$' | sort | uniq -c
+fi
+
+# Without a usable CUDA backend the benches and the doctor would train on the CPU instead: that
+# measures nothing of the GPU and spends the machine's minutes.
+if ! grep -Eq '^ *cuda +available' "$out/version.log"; then
+  failures+=("the CUDA backend is unusable here: $(sed -n 's/^ *cuda *unavailable: //p' "$out/version.log")")
+  for f in "${failures[@]}"; do echo "FAIL: $f"; done
+  say "no benches and no doctor: without the CUDA backend they would measure the CPU"
+  exit 1
 fi
 
 # --- the benches ---
 say "mixlab-cli bench --suite gpu --device cuda (log: $out/bench.log)"
-if ! timeout 150 "$cli" bench --suite gpu --device cuda --json > "$out/mixlab.json" \
+if ! mx timeout 150 "$cli" bench --suite gpu --device cuda --json > "$out/mixlab.json" \
     2> "$out/bench.log"; then
   cat "$out/bench.log"
   failures+=("mixlab-cli bench --suite gpu failed")
@@ -140,7 +182,7 @@ doctor_ok=1
 for row in "fashion-mlp 32 adam" "fashion-cnn 32 adam" "cifar10-mlp 32 sgd" \
            "cifar100-convnet 1020 adam"; do
   read -r model batch opt <<< "$row"
-  if ! timeout 120 "$cli" doctor "$model" --device cuda --batch-size "$batch" --optimizer "$opt" \
+  if ! mx timeout 120 "$cli" doctor "$model" --device cuda --batch-size "$batch" --optimizer "$opt" \
       --measure --no-store --json > "$out/doctor-$model.json" 2>> "$out/doctor.log"; then
     doctor_ok=0
     failures+=("mixlab-cli doctor $model --device cuda --measure failed")
