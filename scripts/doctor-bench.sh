@@ -33,8 +33,12 @@ for d in rows:
         print(f"{d['model']:17} {policy:15} {d['batch_size']:>5} {d['optimizer']:5} {p:>12.2f} "
               f"{m:>11.2f} {err:>+7.0%} {b:>9.2f} {m / b:>13.2f}x")
 dev = rows[0]["device"]
+bf16 = dev["peak_tflops"].get("bfloat16")
 print(f"device: {dev['name']}, {dev['threads']} threads, isa {dev['isa']}; roofs measured: "
       f"float32 matmul {dev['peak_tflops']['float32'] * 1e3:.0f} GFLOP/s, "
-      f"stream {dev['memory_bandwidth_gb_s']:.1f} GB/s; worst prediction error {worst:.0%} "
+      + (f"bf16 matmul {bf16 * 1e3:.0f} GFLOP/s, " if bf16 else "")
+      + f"stream {dev['memory_bandwidth_gb_s']:.1f} GB/s; worst prediction error {worst:.0%} "
       f"(target: within 35%)")
+for d in rows:
+    print(f"{d['model']}: {d['verdict']}")
 PY

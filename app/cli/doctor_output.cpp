@@ -77,9 +77,7 @@ void print_diagnosis(const Diagnosis& d) {
     std::printf("  [%s] %s%s: %s\n", std::string(to_string(f.severity)).c_str(), f.id.c_str(),
                 layers.empty() ? "" : (" (layers " + layers + ")").c_str(), f.message.c_str());
     if (!f.suggestion.empty()) {
-      std::printf("      fix: %s", f.suggestion.c_str());
-      if (f.predicted_gain > 0) std::printf(" (predicted %s)", doctor::ratio(f.predicted_gain).c_str());
-      std::printf("\n");
+      std::printf("      fix: %s\n", doctor::with_gain(f.suggestion, f.predicted_gain).c_str());
     }
   }
   std::printf("\n%3s  %-34s %21s %21s", "#", "layer", ("predicted " + f32 + " ms").c_str(),

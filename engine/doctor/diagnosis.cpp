@@ -118,11 +118,9 @@ std::string verdict(const Diagnosis& d) {
   if (top != nullptr) {
     text += ": " + top->message + ".";
     if (!top->suggestion.empty()) {
-      std::string s = top->suggestion;
+      std::string s = with_gain(top->suggestion, top->predicted_gain > 1.0 ? top->predicted_gain : 0.0);
       s.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(s.front())));
-      text += " " + s;
-      if (top->predicted_gain > 1.0) text += " (predicted " + ratio(top->predicted_gain) + ")";
-      text += ".";
+      text += " " + s + ".";
     }
   } else {
     text += ".";

@@ -33,6 +33,14 @@ std::string percent(double fraction) {
 
 std::string ratio(double value) { return format("%.2fx", value); }
 
+std::string with_gain(const std::string& suggestion, double gain) {
+  if (gain <= 0.0 || suggestion.empty()) return suggestion;
+  if (suggestion.back() == ')') {
+    return suggestion.substr(0, suggestion.size() - 1) + "; predicted gain " + ratio(gain) + ")";
+  }
+  return suggestion + " (predicted gain " + ratio(gain) + ")";
+}
+
 std::string count(double value) {
   if (value >= 1e6) return format("%.1f M", value / 1e6);
   if (value >= 1e4) return format("%.0f K", value / 1e3);

@@ -270,7 +270,9 @@ std::vector<Finding> memory_bound(const Diagnosis& d) {
 }
 
 // The threshold: when the optimizer's master-weight traffic, loss scaling and the casts
-// move more than half of a mixed step's bytes, 16-bit math cannot pay for them.
+// move more than half of a mixed step's bytes, 16-bit math cannot pay for them. Where the
+// 16-bit math is fast enough that mixed is still predicted clearly faster (native bf16 on a
+// CPU, say), the finding says how far that traffic holds the gain down instead.
 std::vector<Finding> weight_bound(const Diagnosis& d) {
   if (d.input.mixed == Policy::float32 || d.mixed.params == 0) return {};
   // The optimizer's pass, loss scaling's and the casts: what the master weights cost a step.
@@ -284,13 +286,17 @@ std::vector<Finding> weight_bound(const Diagnosis& d) {
   }
   const double share = weight_bytes / d.mixed.bytes();
   if (share <= 0.5) return {};
+  constexpr double kClearlyFaster = 1.1;
+  const double speedup = d.predicted_speedup();
+  const bool mixed_wins = speedup >= kClearlyFaster;
   // As severe as the time that traffic takes: half the step or more is what makes mixed slower.
+  // Where mixed is faster all the same, the traffic costs gain, not speed: medium at most.
   const double time_share = weight_s / d.mixed.step_s();
   Finding f;
   f.id = "weight-bound";
-  f.severity = time_share >= 0.5 ? Severity::high
-               : time_share >= 0.2 ? Severity::medium
-                                   : Severity::low;
+  f.severity = time_share >= 0.5 && !mixed_wins ? Severity::high
+               : time_share >= 0.2              ? Severity::medium
+                                                : Severity::low;
   f.figures["time_share"] = time_share;
   f.figures["weight_bytes"] = weight_bytes;
   f.figures["step_bytes"] = d.mixed.bytes();
@@ -298,19 +304,23 @@ std::vector<Finding> weight_bound(const Diagnosis& d) {
   f.message = "the step moves " + megabytes(weight_bytes) + " of its " +
               megabytes(d.mixed.bytes()) + " (" + percent(share) + ") to read, update and write " +
               count(static_cast<double>(d.mixed.params)) +
-              " float32 master weights and cast them to 16 bits, every step whatever the batch: "
-              "mixed precision is expected to be no faster here";
-  // The smallest batch (doubling, up to 8192) at which mixed is predicted clearly faster.
-  f.suggestion = "stay in float32";
+              " float32 master weights and cast them to 16 bits, every step whatever the batch: " +
+              (mixed_wins ? "that traffic holds mixed precision's gain to " + ratio(speedup)
+                          : std::string("mixed precision is expected to be no faster here"));
+  // The smallest batch (doubling, up to 8192) at which mixed is predicted clearly faster, or,
+  // where it already is, clearly more so.
+  const double wanted = mixed_wins ? speedup * kClearlyFaster : kClearlyFaster;
+  if (!mixed_wins) f.suggestion = "stay in float32";
   for (int batch = d.input.batch * 2; batch <= 8192; batch *= 2) {
     const SuggestedChange change{Field::batch_size, -1, batch};
     const StepCost at = repredict(d, d.input.mixed, change);
     const StepCost at32 = repredict(d, Policy::float32, change);
-    if (at32.step_s() / at.step_s() >= 1.1) {
+    if (at32.step_s() / at.step_s() >= wanted) {
       f.predicted_gain = per_sample_gain(d.mixed, at);
       f.figures["batch_where_mixed_wins"] = batch;
-      f.suggestion = "train at batch " + std::to_string(batch) + " or more (mixed then " +
-                     speedup_words(at32.step_s() / at.step_s()) + " float32), or stay in float32";
+      f.suggestion = std::string(mixed_wins ? "" : "stay in float32, or ") + "train at batch " +
+                     std::to_string(batch) + " or more (mixed then " +
+                     speedup_words(at32.step_s() / at.step_s()) + " float32)";
       f.change = change;
       break;
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/doctor/diagnosis.h"
+#include "engine/doctor/doctor_text.h"
 #include "engine/doctor/report_json.h"
 #include "tests/doctor/doctor_test_support.h"
 
@@ -146,6 +147,57 @@ TEST(Rules, WeightBoundFiresForTheBatch32MlpWithItsNumbers) {
   EXPECT_TRUE(run(rules::weight_bound,
                   diagnosis(input(wide(), gpu("RTX 2060"), 4096, Policy::mixed_float16)))
                   .empty());
+}
+
+// Where the 16-bit math is fast enough that mixed wins all the same (a CPU with AVX512-BF16
+// running bf16 matmuls at twice float32's rate, as a Zen 4 EPYC measures), the finding must not
+// say "no faster" against its own verdict, nor advise float32: it says what the traffic costs.
+TEST(Rules, WeightBoundWhereMixedStillWinsSaysHowMuchTheTrafficCosts) {
+  const ModelSpec mlp = model(R"({"name": "fashion-mlp", "input": {"shape": [28, 28, 1]},
+    "loss": "sparse_categorical_crossentropy", "layers": [
+      {"type": "Rescaling", "scale": 0.00392156862745098}, {"type": "Flatten"},
+      {"type": "Dense", "units": 128, "activation": "relu"}, {"type": "Dense", "units": 10},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  DeviceProfile bf16_cpu = test::round_cpu();
+  bf16_cpu.isa = CpuIsa::avx512_core_bf16;
+  bf16_cpu.peak.bfloat16 = 2 * bf16_cpu.peak.float32;
+  const Diagnosis d =
+      diagnosis(input(mlp, bf16_cpu, 32, Policy::mixed_bfloat16, OptimizerKind::adam));
+  ASSERT_GE(d.predicted_speedup(), 1.1) << "the case needs mixed predicted clearly faster";
+  const auto f = run(rules::weight_bound, d);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_GT(f[0].figures.at("weight_bytes"), 0.5 * f[0].figures.at("step_bytes"));
+  EXPECT_EQ(f[0].message.find("no faster"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("holds mixed precision's gain to " + ratio(d.predicted_speedup())),
+            std::string::npos) << f[0].message;
+  EXPECT_LE(f[0].severity, Severity::medium);
+  EXPECT_EQ(f[0].suggestion.find("float32,"), std::string::npos) << f[0].suggestion;
+  if (f[0].change.field == SuggestedChange::Field::batch_size) {
+    // A larger batch where mixed wins clearly more than now.
+    const Diagnosis at = diagnosis(input(mlp, bf16_cpu, static_cast<int>(f[0].change.value),
+                                         Policy::mixed_bfloat16, OptimizerKind::adam));
+    EXPECT_GE(at.predicted_speedup(), 1.1 * d.predicted_speedup());
+  }
+  // The verdict agrees with itself: faster, and no "no faster" after it.
+  EXPECT_EQ(d.verdict.rfind("mixed_bfloat16 is predicted ", 0), 0u) << d.verdict;
+  EXPECT_NE(d.verdict.find("faster than float32"), std::string::npos) << d.verdict;
+  EXPECT_EQ(d.verdict.find("no faster"), std::string::npos) << d.verdict;
+
+  // On the RTX 2060 the same traffic makes mixed slower: there it says so, and offers float32.
+  const auto slower = run(rules::weight_bound,
+                          diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16)));
+  ASSERT_EQ(slower.size(), 1u);
+  EXPECT_NE(slower[0].message.find("expected to be no faster"), std::string::npos);
+  EXPECT_EQ(slower[0].suggestion.rfind("stay in float32, or train at batch ", 0), 0u)
+      << slower[0].suggestion;
+}
+
+TEST(Rules, SuggestionsCarryTheirGainInsideATrailingParenthesis) {
+  EXPECT_EQ(with_gain("train at batch 64 or more (mixed then 1.30x faster than float32)", 1.59),
+            "train at batch 64 or more (mixed then 1.30x faster than float32; predicted gain 1.59x)");
+  EXPECT_EQ(with_gain("turn CUDA graphs on", 1.5), "turn CUDA graphs on (predicted gain 1.50x)");
+  EXPECT_EQ(with_gain("stay in float32", 0.0), "stay in float32");
+  EXPECT_EQ(with_gain("", 2.0), "");
 }
 
 TEST(Rules, OverheadBoundSuggestsCudaGraphs) {
