@@ -118,7 +118,8 @@ std::string verdict(const Diagnosis& d) {
   if (top != nullptr) {
     text += ": " + top->message + ".";
     if (!top->suggestion.empty()) {
-      std::string s = with_gain(top->suggestion, top->predicted_gain > 1.0 ? top->predicted_gain : 0.0);
+      const double gain = top->predicted_gain > 1.0 ? top->predicted_gain : 0.0;
+      std::string s = with_gain(top->suggestion, gain);
       s.front() = static_cast<char>(std::toupper(static_cast<unsigned char>(s.front())));
       text += " " + s + ".";
     }

@@ -184,8 +184,9 @@ TEST(Rules, WeightBoundWhereMixedStillWinsSaysHowMuchTheTrafficCosts) {
   EXPECT_EQ(d.verdict.find("no faster"), std::string::npos) << d.verdict;
 
   // On the RTX 2060 the same traffic makes mixed slower: there it says so, and offers float32.
-  const auto slower = run(rules::weight_bound,
-                          diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16)));
+  const Diagnosis on_turing =
+      diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16));
+  const auto slower = run(rules::weight_bound, on_turing);
   ASSERT_EQ(slower.size(), 1u);
   EXPECT_NE(slower[0].message.find("expected to be no faster"), std::string::npos);
   EXPECT_EQ(slower[0].suggestion.rfind("stay in float32, or train at batch ", 0), 0u)
@@ -194,7 +195,8 @@ TEST(Rules, WeightBoundWhereMixedStillWinsSaysHowMuchTheTrafficCosts) {
 
 TEST(Rules, SuggestionsCarryTheirGainInsideATrailingParenthesis) {
   EXPECT_EQ(with_gain("train at batch 64 or more (mixed then 1.30x faster than float32)", 1.59),
-            "train at batch 64 or more (mixed then 1.30x faster than float32; predicted gain 1.59x)");
+            "train at batch 64 or more "
+            "(mixed then 1.30x faster than float32; predicted gain 1.59x)");
   EXPECT_EQ(with_gain("turn CUDA graphs on", 1.5), "turn CUDA graphs on (predicted gain 1.50x)");
   EXPECT_EQ(with_gain("stay in float32", 0.0), "stay in float32");
   EXPECT_EQ(with_gain("", 2.0), "");
