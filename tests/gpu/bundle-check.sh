@@ -14,7 +14,8 @@
 #      A test that cannot find the plugin or a library would waste the GPU's minutes; this stage
 #      fails on it here. (check.sh itself then fails, as it should: tests skipped with a GPU.)
 #
-#   tests/gpu/bundle-check.sh      (root; after tests/gpu/bundle.sh; about a minute)
+#   tests/gpu/bundle-check.sh      (root; after tests/gpu/bundle.sh; about 20 s once CMake's
+#                                   packages are in the apt cache, a few minutes before)
 set -euo pipefail
 
 die() { echo "bundle-check.sh: $*" >&2; exit 1; }
@@ -102,10 +103,8 @@ skipped=$(grep -c '(Skipped)' "$log" || true)
 [[ -n "$ran" && "$ran" -gt 0 ]] || die "ctest -L gpu ran no tests there (log: $log)"
 [[ "$skipped" -eq "$ran" ]] ||
   die "ctest -L gpu: $skipped of $ran tests skipped; the others failed there ($(grep -m 5 'Failed\|Not Run' "$log"))"
-if grep -m 5 -E 'not installed|cannot be loaded|cannot open shared object|NOT_BUILT' "$log"; then
-  cp "$log" "$cache/bundle-check-ctest.log"
-  die "GPU tests skipped for want of the plugin or a library, not of the driver (above; log: $cache/bundle-check-ctest.log)"
-fi
+# ctest's log holds no skipped test's output: the reasons come from check.sh's rerun of one test
+# of each suite, and each must be the missing driver (not the plugin or a library).
 reason=$root/tmp/check3/skip-reason.log
 reasons=$(sed -n '/^== why they skipped/,/^FAIL/p' "$cache/bundle-check-stage3.log" | sed '1d;$d')
 echo "the reasons check.sh gives (count, reason):"
