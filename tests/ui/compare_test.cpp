@@ -1,7 +1,9 @@
 // The comparison of recorded runs against a real run store in a temporary folder: the curves,
 // speed ratios, the settings that differ (every run setting of engine/train/run_fields.h), and
 // chart export.
+#include "tests/ui/chart_labels.h"
 #include "tests/ui/history_fixture.h"
+#include "ui/history/history_format.h"
 
 using namespace mixlab;
 using namespace mixlab::ui;
@@ -23,6 +25,8 @@ class CompareTest : public QObject, public HistoryRuns {
   void compare_differing_settings();
   void compare_lists_every_run_setting_that_differs();
   void compare_chart_export();
+  void run_labels_keep_the_words_that_set_names_apart();
+  void compare_charts_name_float32_and_mixed_whole();
 };
 
 // --- comparison -----------------------------------------------------------------------------
@@ -195,3 +199,51 @@ void CompareTest::compare_chart_export() {
 
 QTEST_MAIN(CompareTest)
 #include "compare_test.moc"
+
+// --- naming runs in the charts ---------------------------------------------------------------
+
+void CompareTest::run_labels_keep_the_words_that_set_names_apart() {
+  const auto labels = [](std::vector<std::string> names, int max_chars = 24) {
+    std::vector<RunRecord> runs;
+    for (const std::string& name : names) {
+      runs.push_back(run_named(name, Policy::float32, 0));
+      runs.back().id = std::int64_t(runs.size());
+    }
+    return history::distinct_run_labels(runs, max_chars);
+  };
+  QCOMPARE(labels({"fashion-mlp float32 b32", "fashion-mlp mixed_bfloat16 b32"}),
+           (QStringList{"#1 float32", "#2 mixed_bfloat16"}));
+  QCOMPARE(labels({"mlp fp16  b32", "mlp fp16 b64", "cnn fp16 b64"}),
+           (QStringList{"#1 mlp fp16 b32", "#2 mlp fp16 b64", "#3 cnn fp16 b64"}));
+  QCOMPARE(labels({"mlp b32", "mlp b32 again"}), (QStringList{"#1", "#2 again"}));
+  QCOMPARE(labels({"same", "same"}), (QStringList{"#1", "#2"}));
+  QCOMPARE(labels({"x a-very-long-difference-of-words y", "x short y"}, 10),
+           (QStringList{"#1 a-very-lo…", "#2 short"}));
+  QCOMPARE(labels({"only one run"}), (QStringList{"#1 “only one run”"}));
+  QCOMPARE(labels({}), QStringList());
+}
+
+void CompareTest::compare_charts_name_float32_and_mixed_whole() {
+  // What "float32 vs mixed" records, compared at the size the Compare tab has in a 1400x900
+  // window: every legend, bar name and axis label whole (Qt cut run names to "#1 “fashion-...").
+  std::int64_t f32 = 0;
+  std::int64_t mixed = 0;
+  {
+    RunStore store = RunStore::open(db_);
+    f32 = add_run(store, run_named("fashion-mlp float32 b32", Policy::float32, 5000),
+                  finished(20, 0.18, 150000));
+    mixed = add_run(store,
+                    run_named("fashion-mlp mixed_bfloat16 b32", Policy::mixed_bfloat16, 6000),
+                    finished(20, 0.23, 126000));
+  }
+  CompareView view(db_);
+  QSignalSpy loaded(&view, &CompareView::curves_loaded);
+  view.resize(950, 820);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  view.show_runs({f32, mixed});
+  QVERIFY(loaded.wait(10000));
+  QApplication::processEvents();
+  const QStringList cut = testing::cut_short_chart_texts(view);
+  QVERIFY2(cut.isEmpty(), qPrintable(cut.join(QStringLiteral(" | "))));
+}

@@ -21,6 +21,7 @@
 #include "engine/backend/backend.h"
 #include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
+#include "tests/ui/chart_labels.h"
 #include "ui/charts/chart.h"
 #include "ui/doctor/doctor_charts.h"
 #include "ui/doctor/doctor_report.h"
@@ -230,6 +231,15 @@ class DoctorViewTest : public QObject {
     window_->run_panel()->set_batch_size(256);
     doctor()->refresh_now();
     QCOMPARE(sweep->points(DoctorCharts::CurrentBatch).front().x(), 256.0);
+  }
+
+  void no_chart_text_is_cut_short() {
+    // At the window's first size: the speed-up axis read "...", "...", "..." and the time
+    // chart's second bar "mixe...".
+    window_->resize(1400, 900);
+    QApplication::processEvents();
+    const QStringList cut = testing::cut_short_chart_texts(*doctor());
+    QVERIFY2(cut.isEmpty(), qPrintable(cut.join(QStringLiteral(" | "))));
   }
 
   void measure_is_refused_for_a_profile_with_the_reason() {

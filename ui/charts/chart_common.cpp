@@ -111,9 +111,14 @@ void style_chart(QChart& chart, QChartView& view, const QPalette& palette) {
   chart.setBackgroundRoundness(0);
   chart.setTitleBrush(text);
   chart.legend()->setLabelColor(text);
+  chart.legend()->setShowToolTips(true);  // a legend entry cut short shows whole on hover
   for (QAbstractAxis* axis : chart.axes()) {
     axis->setLabelsColor(text);
     axis->setTitleBrush(text);
+    // Qt cuts a label to "..." when its slot is a little lower than the font's line (a speed-up
+    // axis in a short chart read "...", "...", "..."); whole labels instead, and Qt hides one
+    // that would overlap its neighbour.
+    axis->setTruncateLabels(false);
   }
   view.setBackgroundBrush(window);
 }

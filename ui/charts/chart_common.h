@@ -36,7 +36,8 @@ AxisRange log10_range(double lo_positive, double hi);
 QChartView* add_chart_view(QWidget& parent, const QString& title);
 
 // The chart theme (dark or light by the palette's window colour) with the palette's window colour
-// as background and its text colour for titles, labels and legend.
+// as background and its text colour for titles, labels and legend; axis labels are never cut to
+// "...".
 void style_chart(QChart& chart, QChartView& view, const QPalette& palette);
 
 // Saves `widget` as SVG (".svg", vector) or as a raster image whose format the suffix names (PNG

@@ -53,8 +53,9 @@ DoctorCharts::DoctorCharts(QWidget* parent) : QWidget(parent) {
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(roofline_);
   splitter->addWidget(right);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
+  // Halves: at 3:2 the time chart's bars were too narrow for their names ("mixed_float16").
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 1);
   splitter->setChildrenCollapsible(false);
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);

@@ -222,9 +222,12 @@ void CompareView::show_runs(const QList<qint64>& run_ids) {
     baseline_combo_->clear();
     for (const RunRecord& r : runs_) baseline_combo_->addItem(run_label(r, 40), qint64(r.id));
   }
+  // The legends and bars name each run by what sets its name apart: whole names ("#1
+  // “fashion-mlp float32 b32”") did not fit, and Qt cut them to the words all runs share.
+  const QStringList labels = history::distinct_run_labels(runs_, 24);
   for (LineChart* chart : {step_time_chart_, loss_chart_}) {
     chart->remove_all_series();
-    for (const RunRecord& r : runs_) chart->add_series(run_label(r, 30));
+    for (const QString& label : labels) chart->add_series(label);
   }
   update_bars();
   update_speed_table();
@@ -308,9 +311,10 @@ void CompareView::update_bars() {
   std::vector<BarChart::Bar> throughputs;
   // A run without the figure (failed early, still running) has no bar rather than a zero one
   // that would read as infinitely fast; the speed table lists it with a dash.
-  for (const RunRecord& r : runs_) {
-    const RunSummary& s = r.summary;
-    const QString label = run_label(r, 20);
+  const QStringList labels = history::distinct_run_labels(runs_, 16);
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    const RunSummary& s = runs_[i].summary;
+    const QString& label = labels[qsizetype(i)];
     if (std::isfinite(s.median_step_ms))
       medians.push_back({label, s.median_step_ms, s.p5_step_ms, s.p95_step_ms});
     if (std::isfinite(s.samples_per_s))
@@ -365,6 +369,7 @@ void CompareView::update_settings_table() {
       settings_table_->setItem(row, column, text_item(values[column]));
   }
   settings_table_->setVerticalHeaderLabels(rows);
+  settings_table_->resizeColumnsToContents();  // each run's name whole over its column
   if (runs_.size() < 2) {
     settings_label_->setText(tr("Settings: choose two or more runs to compare them"));
   } else if (differences.empty()) {

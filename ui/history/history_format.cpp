@@ -1,6 +1,7 @@
 #include "ui/history/history_format.h"
 
 #include <QLocale>
+#include <algorithm>
 #include <cmath>
 
 namespace mixlab::ui::history {
@@ -44,6 +45,38 @@ QString run_label(const store::RunRecord& r, int max_chars) {
   QString name = qstr(r.name).simplified();
   if (name.size() > max_chars) name = name.left(max_chars - 1) + u'…';
   return QStringLiteral("#%1 “%2”").arg(r.id).arg(name);
+}
+
+QStringList distinct_run_labels(std::span<const store::RunRecord> runs, int max_chars) {
+  QStringList labels;
+  if (runs.size() < 2) {
+    for (const store::RunRecord& r : runs) labels.append(run_label(r, max_chars));
+    return labels;
+  }
+  std::vector<QStringList> words;
+  for (const store::RunRecord& r : runs)
+    words.push_back(qstr(r.name).simplified().split(u' ', Qt::SkipEmptyParts));
+  const qsizetype shortest = std::min_element(words.begin(), words.end(), [](auto& a, auto& b) {
+                               return a.size() < b.size();
+                             })->size();
+  const auto all_share = [&](auto word_of) {
+    return std::all_of(words.begin(), words.end(),
+                       [&](const QStringList& w) { return word_of(w) == word_of(words.front()); });
+  };
+  qsizetype head = 0;  // leading words every name shares
+  while (head < shortest && all_share([&](const QStringList& w) { return w[head]; })) ++head;
+  qsizetype tail = 0;  // trailing ones, not overlapping the leading ones
+  while (head + tail < shortest &&
+         all_share([&](const QStringList& w) { return w[w.size() - 1 - tail]; }))
+    ++tail;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const QStringList& w = words[i];
+    QString differs = w.mid(head, w.size() - head - tail).join(u' ');
+    if (differs.size() > max_chars) differs = differs.left(max_chars - 1) + u'…';
+    labels.append(differs.isEmpty() ? QStringLiteral("#%1").arg(runs[i].id)
+                                    : QStringLiteral("#%1 %2").arg(runs[i].id).arg(differs));
+  }
+  return labels;
 }
 
 }  // namespace mixlab::ui::history
