@@ -33,15 +33,7 @@ PluginLoad find_and_load() {
     if (fs::exists(path, ec)) return load_plugin_file(path);
   }
   PluginLoad none;
-#if defined(MIXLAB_HAVE_CUDA)
-  std::string where;
-  for (const std::string& path : paths) where += (where.empty() ? "" : ", ") + path;
-  none.error = std::string("the CUDA backend is not installed: ") + kPluginFileName +
-               " was not found (looked for " + where + "; set " + kPluginPathVariable +
-               " to its full path)";
-#else
-  none.error = "not in this build: it was built without the CUDA toolkit";
-#endif
+  none.error = not_found_error(paths);
   return none;
 }
 
@@ -49,6 +41,25 @@ PluginLoad find_and_load() {
 
 const char* engine_build_id() {
   return MIXLAB_CUDA_PLUGIN_BUILD_ID;
+}
+
+std::string not_found_error(const std::vector<std::string>& searched) {
+#if defined(MIXLAB_HAVE_CUDA)
+  const std::string set_it = std::string("set ") + kPluginPathVariable + " to its full path";
+  if (searched.empty()) {
+    // Without the program's own path there is nowhere to look (it read "looked for ;").
+    return std::string("the CUDA backend was not looked for: ") + kPluginFileName +
+           " lies beside the program, whose path /proc/self/exe does not give here (is /proc "
+           "mounted?); " + set_it;
+  }
+  std::string where;
+  for (const std::string& path : searched) where += (where.empty() ? "" : ", ") + path;
+  return std::string("the CUDA backend is not installed: ") + kPluginFileName +
+         " was not found (looked for " + where + "; " + set_it + ")";
+#else
+  (void)searched;
+  return "not in this build: it was built without the CUDA toolkit";
+#endif
 }
 
 std::vector<std::string> plugin_search_paths() {

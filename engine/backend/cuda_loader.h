@@ -33,8 +33,12 @@ const PluginLoad& plugin();
 // loader's checks, for tests. A library that passes stays loaded; one that fails is unloaded.
 PluginLoad load_plugin_file(const std::string& path);
 
-// The places plugin() looks, in order ($MIXLAB_CUDA_BACKEND alone when it is set).
+// The places plugin() looks, in order ($MIXLAB_CUDA_BACKEND alone when it is set). Empty when
+// the program's own path cannot be read (/proc not mounted, as in a bare chroot).
 std::vector<std::string> plugin_search_paths();
+
+// plugin()'s error when no plugin was found at `searched` (plugin_search_paths()'s answer).
+std::string not_found_error(const std::vector<std::string>& searched);
 
 // The build id this engine expects from the plugin.
 const char* engine_build_id();

@@ -75,6 +75,19 @@ TEST(Loader, SearchPathsFollowTheProgramThenTheBuildTree) {
   unsetenv(cuda::kPluginPathVariable);
 }
 
+// Where the program's own path cannot be read (/proc not mounted in a chroot), the loader has
+// nowhere to look: it says so and names the variable, not "looked for ;".
+TEST(Loader, NotFoundNamesWhatWasSearchedOrWhyNothingWas) {
+  const std::string none = cuda::not_found_error({});
+  if (contains(none, "not in this build")) GTEST_SKIP() << "built without the CUDA toolkit";
+  EXPECT_TRUE(contains(none, "/proc/self/exe"));
+  EXPECT_TRUE(contains(none, cuda::kPluginPathVariable));
+  EXPECT_FALSE(contains(none, "looked for ;"));
+  const std::string two = cuda::not_found_error({"/a/libmixlab-cuda.so", "/b/libmixlab-cuda.so"});
+  EXPECT_TRUE(contains(two, "looked for /a/libmixlab-cuda.so, /b/libmixlab-cuda.so;"));
+  EXPECT_TRUE(contains(two, cuda::kPluginPathVariable));
+}
+
 TEST(Loader, FakePluginLoadsAndCreatesItsBackend) {
   const cuda::PluginLoad load = cuda::load_plugin_file(FAKE_PLUGIN);
   ASSERT_NE(load.api, nullptr) << load.error;
