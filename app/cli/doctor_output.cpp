@@ -74,16 +74,18 @@ void print_diagnosis(const Diagnosis& d) {
   for (const Finding& f : d.findings) {
     std::string layers;
     for (const int l : f.layers) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
+    const char* noun = f.layers.size() == 1 ? " (layer " : " (layers ";
     std::printf("  [%s] %s%s: %s\n", std::string(to_string(f.severity)).c_str(), f.id.c_str(),
-                layers.empty() ? "" : (" (layers " + layers + ")").c_str(), f.message.c_str());
+                layers.empty() ? "" : (noun + layers + ")").c_str(), f.message.c_str());
     if (!f.suggestion.empty()) {
       std::printf("      fix: %s\n", doctor::with_gain(f.suggestion, f.predicted_gain).c_str());
     }
   }
-  std::printf("\n%3s  %-34s %21s %21s", "#", "layer", ("predicted " + f32 + " ms").c_str(),
+  // The layer's title begins with its index ("1 Dense 3000, relu"): no column of its own.
+  std::printf("\n%-34s %21s %21s", "layer", ("predicted " + f32 + " ms").c_str(),
               ("predicted " + mixed + " ms").c_str());
   if (d.measured) std::printf(" %21s %21s", "measured float32", ("measured " + mixed).c_str());
-  std::printf("\n%3s  %-34s %21s %21s", "", "", "fwd / bwd", "fwd / bwd");
+  std::printf("\n%-34s %21s %21s", "", "fwd / bwd", "fwd / bwd");
   if (d.measured) std::printf(" %21s %21s", "fwd / bwd", "fwd / bwd");
   std::printf("\n");
   const auto pair = [](double fwd_ms, double bwd_ms) {
@@ -95,7 +97,7 @@ void print_diagnosis(const Diagnosis& d) {
     const int l = static_cast<int>(li);
     std::string title = layer_title(d.input.spec, l);
     if (title.size() > 34) title = title.substr(0, 33) + "~";
-    std::printf("%3d  %-34s %21s %21s", l, title.c_str(),
+    std::printf("%-34s %21s %21s", title.c_str(),
                 pair(d.float32.layer_seconds(l, false) * 1e3, d.float32.layer_seconds(l, true) * 1e3).c_str(),
                 pair(d.mixed.layer_seconds(l, false) * 1e3, d.mixed.layer_seconds(l, true) * 1e3).c_str());
     if (d.measured) {

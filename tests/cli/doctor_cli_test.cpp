@@ -29,6 +29,9 @@ TEST(Doctor, PredictsForAProfileWithTheVerdictFirst) {
   EXPECT_NE(r.out.find("findings:"), std::string::npos);
   EXPECT_NE(r.out.find("weight-bound"), std::string::npos);
   EXPECT_NE(r.out.find("1 Dense 3000, relu"), std::string::npos);
+  // One layer is "layer 1", and the layer table's rows start with the layer's own title.
+  EXPECT_NE(r.out.find("memory-bound (layer 1): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n1 Dense 3000, relu "), std::string::npos) << r.out;
 }
 
 TEST(Doctor, JsonHasTheContractFields) {
