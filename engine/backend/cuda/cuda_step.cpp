@@ -175,7 +175,18 @@ void CudaExecutor::launch_step(Phase phase, std::uint64_t step) {
     // CUDA graphs: the first step runs eagerly (libraries load their kernels), the second is
     // captured, and every later one replays the capture. Per-layer timing needs the eager path.
     const bool use_graph = options_.cuda_graphs && !options_.layer_timing;
-    if (use_graph && !graph_exec_ && eager_steps_ >= 1) capture_graph();
+    if (use_graph && !graph_exec_ && eager_steps_ >= 1) {
+      try {
+        capture_graph();
+      } catch (const BackendError& e) {
+        // The library's message alone ("operation not permitted when stream is capturing")
+        // does not say that the run's CUDA graphs option is what failed, nor what to do.
+        throw BackendError(std::string("CUDA graphs: capturing the training step failed; train "
+                                       "without CUDA graphs (mixlab-cli: leave out --cuda-graphs; "
+                                       "the Run panel: clear CUDA graphs): ") +
+                           e.what());
+      }
+    }
     if (graph_exec_) {
       CUDA_CHECK(cudaGraphLaunch(graph_exec_, ctx_.stream));
     } else {

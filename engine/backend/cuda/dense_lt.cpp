@@ -101,12 +101,18 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
       return cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, d_, d_, pref, 1, &result, &found);
     }();
     cublasLtMatmulPreferenceDestroy(pref);
-    CUBLAS_CHECK(status);
-    if (found == 0) {
-      throw BackendError(what_ + ": cuBLASLt has no algorithm for a " + std::to_string(s.m) + "x" +
-                         std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
-                         std::string(to_string(s.ab)) + " matmul");
+    // NOT_SUPPORTED is how the heuristic says "no algorithm" too: both name the product, its
+    // types and its epilogue (what a first run on a new GPU or library needs to know).
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+      throw BackendError(
+          what_ + ": cuBLASLt has no algorithm for a " + std::to_string(s.m) + "x" +
+          std::to_string(s.n) + "x" + std::to_string(s.k) + " matmul of " +
+          std::string(to_string(s.ab)) + " into " + std::string(to_string(s.cd)) +
+          (s.tf32 && s.ab == DType::f32 ? " on TF32" : "") +
+          (s.epilogue == LtEpilogue::none ? "" : " with a bias or relu epilogue") + " (" +
+          cublas_status_name(status) + ")");
     }
+    CUBLAS_CHECK(status);
     algo_ = result.algo;
   } catch (const BackendError& e) {
     release();
