@@ -235,14 +235,31 @@ void DnnPool::release() {
   x_ = y_ = nullptr;
 }
 
-void DnnPool::forward(const void* x, void* y) const {
-  const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnPoolingForward(handle_, pool_, &alpha, x_, x, &beta, y_, y));
+namespace {
+
+// cuDNN 9's "not supported" statuses: CUDNN_STATUS_NOT_SUPPORTED and its 3001-3999 refinements.
+bool not_supported(cudnnStatus_t status) {
+  const int code = static_cast<int>(status);
+  return code >= static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED) && code < 4000;
 }
 
-void DnnPool::backward(const void* x, const void* y, const void* dy, void* dx) const {
+}  // namespace
+
+bool DnnPool::forward(const void* x, void* y) const {
   const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnPoolingBackward(handle_, pool_, &alpha, y_, y, y_, dy, x_, x, &beta, x_, dx));
+  const cudnnStatus_t status = cudnnPoolingForward(handle_, pool_, &alpha, x_, x, &beta, y_, y);
+  if (not_supported(status)) return false;
+  CUDNN_CHECK(status);
+  return true;
+}
+
+bool DnnPool::backward(const void* x, const void* y, const void* dy, void* dx) const {
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudnnStatus_t status =
+      cudnnPoolingBackward(handle_, pool_, &alpha, y_, y, y_, dy, x_, x, &beta, x_, dx);
+  if (not_supported(status)) return false;
+  CUDNN_CHECK(status);
+  return true;
 }
 
 }  // namespace mixlab::cuda

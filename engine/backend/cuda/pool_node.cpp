@@ -38,22 +38,24 @@ PoolNode::PoolNode(CudaContext& ctx, const ExecutionPlan& plan, const PlanNode& 
   }
 }
 
+// cuDNN pools when it supports the pooling; where it answers "not supported" (bfloat16 is not
+// documented for its legacy pooling), MixLab's kernel takes over for the rest of the run, in both
+// directions. The first training step runs eagerly, so the switch happens before any CUDA graph
+// is captured.
 void PoolNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {
-  if (dnn_) {
-    dnn_->forward(x.data, y.data);
-  } else {
-    kernels::pool_forward(max_, x.data, y.data, x.dtype, shape_, ctx.stream);
-  }
+  if (dnn_ && dnn_->forward(x.data, y.data)) return;
+  dnn_.reset();
+  kernels::pool_forward(max_, x.data, y.data, x.dtype, shape_, ctx.stream);
 }
 
 void PoolNode::backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
                         const DTensor* dx) {
   if (!dx) return;
-  if (dnn_) {
-    dnn_->backward(x.data, y.data, dy.data, dx->data);
-  } else {
-    kernels::pool_backward(max_, x.data, dy.data, dx->data, x.dtype, shape_, ctx.stream);
-  }
+  if (dnn_ && dnn_->backward(x.data, y.data, dy.data, dx->data)) return;
+  // When cuDNN ran this step's forward, its output stands: the kernel's maxima and averages are
+  // cuDNN's, up to which of tied maxima takes the gradient.
+  dnn_.reset();
+  kernels::pool_backward(max_, x.data, dy.data, dx->data, x.dtype, shape_, ctx.stream);
 }
 
 }  // namespace mixlab::cuda
