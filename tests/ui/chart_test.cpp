@@ -5,6 +5,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QFile>
+#include <QLineSeries>
 #include <QLogValueAxis>
 #include <QValueAxis>
 #include <QImage>
@@ -367,6 +368,49 @@ class ChartTest : public QObject {
                      {{10'000, 12.0}, {50'000, 14.0}});
     QCoreApplication::processEvents();
     check_saves_png_and_svg(chart, dir, QStringLiteral("chart"));
+  }
+
+  // A chart as short as the Live tab's six on a 1366x768 screen (160 px) gives its frame's height
+  // to the plot: Qt's default frame (a 9 px layout margin and 20 px around the plot) left a plot of
+  // 20 px there. Measured against a QChart with Qt's defaults and the same texts, so that the
+  // fonts of the machine cancel out.
+  void a_short_chart_gives_its_height_to_the_plot() {
+    LineChart chart(QStringLiteral("Step time"), QStringLiteral("step"), QStringLiteral("ms"));
+    QVERIFY(show_at(chart, 460, 160));
+    chart.set_points(chart.add_series(QStringLiteral("float32")), ramp(300));
+    chart.set_points(chart.add_series(QStringLiteral("mixed")), ramp(300));  // shows the legend
+    QCoreApplication::processEvents();
+    const QChartView* view = chart.findChild<QChartView*>();
+    QVERIFY(view != nullptr);
+    const double ours = view->chart()->plotArea().height();
+
+    auto* plain = new QChart;  // Qt's defaults, MixLab's texts
+    plain->setTitle(QStringLiteral("Step time"));
+    auto* x = new QValueAxis;
+    auto* y = new QValueAxis;
+    x->setTitleText(QStringLiteral("step"));
+    y->setTitleText(QStringLiteral("ms"));
+    plain->addAxis(x, Qt::AlignBottom);
+    plain->addAxis(y, Qt::AlignLeft);
+    for (const char* name : {"float32", "mixed"}) {
+      auto* series = new QLineSeries;
+      series->setName(QString::fromLatin1(name));
+      series->append(0, 0);
+      series->append(300, 300);
+      plain->addSeries(series);
+      series->attachAxis(x);
+      series->attachAxis(y);
+    }
+    plain->legend()->setAlignment(Qt::AlignBottom);
+    QChartView reference(plain);
+    reference.resize(460, 160);
+    reference.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&reference));
+    QCoreApplication::processEvents();
+    const double qt_default = plain->plotArea().height();
+    QVERIFY2(ours >= qt_default + 20, qPrintable(QStringLiteral("plot %1 px, %2 px with Qt's frame")
+                                                     .arg(ours)
+                                                     .arg(qt_default)));
   }
 
   void saving_where_it_cannot_fails_naming_the_file() {
