@@ -8,7 +8,8 @@
 # packages of a single-node Slurm install there too, and the Keras venv is made from PyPI). The root has no CUDA
 # toolkit (the host's run before this one builds and tests the CUDA parts).
 #
-# Usage: scripts/fresh-check.sh   (as root; installs debootstrap on the host when missing)
+# Usage: scripts/fresh-check.sh   (as root; scripts/minbase-root.sh installs debootstrap on the
+#   host when missing)
 # Environment: MIXLAB_FRESH_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/mixlab) holds the pristine
 #   root (bookworm-minbase/) and the downloaded packages (apt-archives/: apt still installs
 #   every package in the fresh root, only the download is saved) and pip's wheels (pip/: the
@@ -56,40 +57,10 @@ cmd2=$(awk '/^```sh$/ { inblock = 1; next } inblock && /^```/ { exit } inblock {
 case "$cmd1" in ./scripts/install-deps.sh*) ;; *) die "README.md's first command is not './scripts/install-deps.sh ...': '$cmd1'" ;; esac
 case "$cmd2" in ./scripts/install-deps.sh*) ;; *) die "README.md's second command is not './scripts/install-deps.sh ...': '$cmd2'" ;; esac
 
-# The Debian mirror this machine's own apt sources name (one-line or deb822 format).
-mirror_for() {  # $1: the archive's last path part (debian or debian-security)
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    awk -v want="$1" '
-      /^[[:space:]]*#/ { next }
-      $1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /^[a-z]+:\/\//) { print $i; break } }
-      $1 == "URIs:" { for (i = 2; i <= NF; i++) print $i }' |
-    sed 's:/*$::' | awk -F/ -v want="$1" '$NF == want { print; exit }'
-}
-mirror=$(mirror_for debian)
-security=$(mirror_for debian-security)
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-[ -n "$security" ] || security=http://deb.debian.org/debian-security
-
-# The pristine minimal root, built once.
+# The pristine minimal root, built once (shared with tests/gpu/bundle-check.sh).
 if [ ! -f "$base/.mixlab-complete" ]; then
-  say "debootstrap --variant=minbase bookworm from $mirror"
   stage "debootstrap (once; cached)"
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap
-  fi
-  rm -rf "$base.tmp"
-  debootstrap --variant=minbase bookworm "$base.tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
-    die "debootstrap failed; its log: $cache/debootstrap.log ($(tail -n 3 "$cache/debootstrap.log"))"
-  # The sources a fresh Debian 12 installation has: the release, its updates, security.
-  cat >"$base.tmp/etc/apt/sources.list" <<EOF
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb $security bookworm-security main
-EOF
-  rm -rf "$base.tmp/var/cache/apt/archives/"*.deb
-  touch "$base.tmp/.mixlab-complete"
-  rm -rf "$base"
-  mv "$base.tmp" "$base"
+  scripts/minbase-root.sh "$cache"
   stage_done
 fi
 

@@ -27,15 +27,7 @@ cache=${MIXLAB_FRESH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mixlab}
 base=$cache/bookworm-minbase
 archives=$cache/apt-archives
 mkdir -p "$cache" "$archives"
-if [[ ! -f "$base/.mixlab-complete" ]]; then
-  command -v debootstrap > /dev/null ||
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap
-  rm -rf "$base.tmp"
-  debootstrap --variant=minbase bookworm "$base.tmp" > "$cache/debootstrap.log" 2>&1 ||
-    die "debootstrap failed (log: $cache/debootstrap.log)"
-  touch "$base.tmp/.mixlab-complete"
-  mv "$base.tmp" "$base"
-fi
+scripts/minbase-root.sh "$cache"  # the pristine root, built once (shared with fresh-check.sh)
 nvcc=$(command -v nvcc) || die "no nvcc here: its CUDA libraries stand in for PyTorch's"
 cuda=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
 
