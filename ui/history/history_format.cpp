@@ -3,6 +3,7 @@
 #include <QLocale>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace mixlab::ui::history {
 
