@@ -33,8 +33,12 @@ double op_tolerance(const PolicyCase& p) {
   return p.tf32 ? 1e-3 : 1e-5;
 }
 
+double chain_tolerance(const PolicyCase& p, std::size_t layers) {
+  return op_tolerance(p) * static_cast<double>(std::max<std::size_t>(layers, 1));
+}
+
 bool expect_tensors_close(std::span<const float> got, std::span<const float> want, double tol,
-                          const std::string& what) {
+                          const std::string& what, bool each_element) {
   EXPECT_EQ(got.size(), want.size()) << what << ": sizes differ";
   if (got.size() != want.size()) return false;
   double diff2 = 0, want2 = 0;
@@ -52,7 +56,7 @@ bool expect_tensors_close(std::span<const float> got, std::span<const float> wan
     ok = false;
   }
   int reported = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
+  for (std::size_t i = 0; each_element && i < got.size(); ++i) {
     const double bound = 4 * tol * (std::abs(static_cast<double>(want[i])) + rms);
     if (!(std::abs(static_cast<double>(got[i]) - want[i]) <= bound)) {
       if (reported++ < 5) {
