@@ -179,6 +179,11 @@ TEST_F(Kernels, ScaleOffsetDropoutAndBias) {
     }
 
     CUDA_OK(cudaMemcpy(d_y.as(), d_x.as(), n * dtype_bytes(dt), cudaMemcpyDeviceToDevice));
+    k::fill_bias(d_y.as(), d_bias.as(), dt, rows, channels, nullptr);
+    for (std::size_t i = 0; i < n; ++i) want[i] = round_to(dt, bias[i % channels]);
+    expect_close(from_device(d_y, dt), want, dt, 0.0f, 0.0f, "fill_bias");
+
+    CUDA_OK(cudaMemcpy(d_y.as(), d_x.as(), n * dtype_bytes(dt), cudaMemcpyDeviceToDevice));
     k::add_bias(d_y.as(), d_bias.as(), dt, rows, channels, nullptr);
     for (std::size_t i = 0; i < n; ++i) want[i] = round_to(dt, x[i] + bias[i % channels]);
     expect_close(from_device(d_y, dt), want, dt, 0.0f, 0.0f, "add_bias");

@@ -49,7 +49,8 @@ TEST_F(Kernels, UnscaleAndCheckFindsNonFinite) {
         state.scaler.scale = 65536.0f;
         DeviceBuffer d_state = device_value(state);
         k::begin_step(d_state.as<DeviceState>(), scaling, nullptr);
-        k::unscale_and_check(d_g.as<float>() + offset, n, d_state.as<DeviceState>(), nullptr);
+        k::unscale_and_check(d_g.as<float>() + offset, n, DType::f32, d_state.as<DeviceState>(),
+                             nullptr);
         const auto got = d_g.download<float>();
         const auto s = host_value<DeviceState>(d_state);
         EXPECT_EQ(s.nonfinite, bad_at >= 0 ? 1 : 0) << bad_at << " offset " << offset;
@@ -59,6 +60,37 @@ TEST_F(Kernels, UnscaleAndCheckFindsNonFinite) {
           if (std::isnan(want)) continue;
           ASSERT_EQ(got[offset + i], want) << i;
         }
+      }
+    }
+  }
+}
+
+// A 16-bit layer's weight gradients are rounded to its type before the check, as the CPU
+// backend rounds them (engine/backend/cpu/weighted_node.cpp): 70000 is finite in float32 and
+// bfloat16 but inf in float16, and every value comes back rounded, then unscaled.
+TEST_F(Kernels, UnscaleAndCheckRoundsToTheLayersType) {
+  const std::vector<float> raw = {1.0f + 1.0f / 4096, -3.14159f, 70000.0f, 65504.0f, 1e-3f};
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(to_string(dtype));
+    DeviceBuffer d_g(raw);
+    DeviceState state;
+    state.scaler.scale = 4.0f;
+    DeviceBuffer d_state = device_value(state);
+    k::begin_step(d_state.as<DeviceState>(), true, nullptr);
+    k::unscale_and_check(d_g.as<float>(), static_cast<std::int64_t>(raw.size()), dtype,
+                         d_state.as<DeviceState>(), nullptr);
+    const auto got = d_g.download<float>();
+    const auto s = host_value<DeviceState>(d_state);
+    EXPECT_EQ(s.nonfinite, dtype == DType::f16 ? 1 : 0);
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      const float rounded = dtype == DType::f16    ? round_to_f16(raw[i])
+                            : dtype == DType::bf16 ? round_to_bf16(raw[i])
+                                                   : raw[i];
+      const float want = rounded / 4.0f;
+      if (std::isinf(want)) {
+        EXPECT_TRUE(std::isinf(got[i])) << i;
+      } else {
+        EXPECT_EQ(got[i], want) << i;
       }
     }
   }
@@ -81,7 +113,7 @@ TEST_F(Kernels, LossScaleStateMachineMatchesTheHost) {
     if (!finite) {
       std::vector<float> g = {1.0f, INFINITY};
       DeviceBuffer d_g(g);
-      k::unscale_and_check(d_g.as<float>(), 2, d_state.as<DeviceState>(), nullptr);
+      k::unscale_and_check(d_g.as<float>(), 2, DType::f32, d_state.as<DeviceState>(), nullptr);
       CUDA_OK(cudaDeviceSynchronize());
     }
     k::update_loss_scale(d_state.as<DeviceState>(), rule, opt, nullptr);

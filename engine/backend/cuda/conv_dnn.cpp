@@ -173,8 +173,9 @@ void DnnConv::release() {
   x_ = y_ = nullptr;
 }
 
-void DnnConv::forward(const void* x, const void* w, void* y, void* workspace) const {
-  const float alpha = 1.0f, beta = 0.0f;
+void DnnConv::forward(const void* x, const void* w, void* y, void* workspace,
+                      bool accumulate) const {
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, fwd_math_));
   CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, x_, x, w_, w, conv_, fwd_algo_, workspace,
                                       workspace_bytes_, &beta, y_, y));

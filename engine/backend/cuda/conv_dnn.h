@@ -35,7 +35,9 @@ class DnnConv {
   std::size_t workspace_bytes() const { return workspace_bytes_; }
   // y = conv(x, w); dx = conv_backward_data(dy, w); dw = conv_backward_filter(x, dy) (all
   // overwrite). dw has the data type of x.
-  void forward(const void* x, const void* w, void* y, void* workspace) const;
+  // accumulate: y = conv(x, w) + y, blended in float32 before y's rounding (cuDNN's beta = 1).
+  void forward(const void* x, const void* w, void* y, void* workspace,
+               bool accumulate = false) const;
   void backward_data(const void* dy, const void* w, void* dx, void* workspace) const;
   void backward_filter(const void* x, const void* dy, void* dw, void* workspace) const;
 

@@ -16,6 +16,26 @@ namespace mixlab::cuda {
 
 namespace {
 
+// The plan's slots (in offset order) merged into runs of one compute dtype, each reaching to
+// the next run's first slot or the array's end.
+std::vector<GradientRun> gradient_runs(const ExecutionPlan& plan) {
+  std::vector<GradientRun> runs;
+  std::vector<const PlanSlot*> slots;
+  for (const PlanSlot& s : plan.params) slots.push_back(&s);
+  std::sort(slots.begin(), slots.end(),
+            [](const PlanSlot* a, const PlanSlot* b) { return a->offset < b->offset; });
+  for (const PlanSlot* s : slots) {
+    if (!runs.empty() && runs.back().raw == s->compute) continue;
+    if (!runs.empty()) runs.back().count = s->offset - runs.back().begin;
+    runs.push_back({s->offset, 0, s->compute});
+  }
+  if (!runs.empty()) {
+    runs.front().begin = 0;
+    runs.back().count = plan.param_floats - runs.back().begin;
+  }
+  return runs;
+}
+
 constexpr std::size_t kLtWorkspaceBytes = std::size_t{32} << 20;  // cuBLASLt: 32 MiB
 
 std::size_t align_up(std::size_t n) {
@@ -75,6 +95,7 @@ CudaExecutor::CudaExecutor(const ModelSpec& spec, const ShapeTable& table,
                                               binary && plan.classes == 1 ? 2 : plan.classes);
     lower(spec, table);
     allocate();
+    gradient_runs_ = gradient_runs(plan);
     initialise_parameters(options.seed);
 
     optimizer_.kind = options.optimizer.kind;

@@ -23,6 +23,13 @@ namespace mixlab::cuda {
 
 using mixlab::kCudaLowering;  // how it lowers (engine/plan/execution_plan.h)
 
+// A stretch of the gradient array whose slots' layers compute in one dtype (alignment gaps
+// included): the overflow check rounds it to that type, as the CPU backend does.
+struct GradientRun {
+  std::int64_t begin = 0, count = 0;
+  DType raw = DType::f32;
+};
+
 class CudaExecutor final : public ModelExecutor, private OpAccess {
  public:
   CudaExecutor(const ModelSpec& spec, const ShapeTable& table, const ExecutionPlan& plan,
@@ -107,6 +114,7 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   int backward_from_ = -1;
   DTensor input_gradient_;
   std::vector<ParamSlot*> slots_;
+  std::vector<GradientRun> gradient_runs_;
 
   // Host side of the step: the step parameters and the state mirror, pinned.
   std::byte* pinned_ = nullptr;

@@ -137,7 +137,9 @@ void CudaExecutor::enqueue_train_body() {
   run_loss(true);
   run_backward(timed_layers);
   if (!in_graph) CUDA_CHECK(cudaEventRecord(ev_backward_, ctx_.stream));
-  kernels::unscale_and_check(ctx_.grads, plan_.param_floats, state_, ctx_.stream);
+  for (const GradientRun& run : gradient_runs_) {
+    kernels::unscale_and_check(ctx_.grads + run.begin, run.count, run.raw, state_, ctx_.stream);
+  }
   kernels::update_loss_scale(state_, scaling_, optimizer_, ctx_.stream);
   kernels::optimizer_update(optimizer_, ctx_.master, ctx_.grads, opt_state_[0], opt_state_[1],
                             ctx_.copy16, ctx_.copy_dtype, plan_.param_floats, state_, ctx_.stream);

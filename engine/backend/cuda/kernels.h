@@ -84,9 +84,13 @@ void scale_offset(const void* x, void* y, DType dtype, float scale, float offset
 void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, std::uint64_t seed,
              int layer, const StepParams* params, cudaStream_t stream);
 
-// y[r, c] += bias[c] for r < rows (bias in the same dtype).
+// y[r, c] += bias[c] for r < rows (bias in the same dtype): a float32 Conv2D's bias.
 void add_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
               cudaStream_t stream);
+// y[r, c] = bias[c] for r < rows (bias in the same dtype): a 16-bit Conv2D's output before
+// cuDNN adds the convolution to it in float32 (one rounding, as the CPU backend's fused bias).
+void fill_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
+               cudaStream_t stream);
 // db[c] = sum over rows of dy[r, c], accumulated in float32 (overwrites db).
 void bias_gradient(const void* dy, DType dtype, std::int64_t rows, int channels, float* db,
                    cudaStream_t stream);
@@ -126,10 +130,13 @@ void loss(LossHead head, const void* src, DType dtype, const std::int32_t* label
 // scaling), loss_sum = correct = 0, nonfinite = 0, applied = 0.
 void begin_step(DeviceState* state, bool scaling_enabled, cudaStream_t stream);
 
-// The overflow check fused with the unscale: g *= 1 / state->step_scale over the flat float32
-// gradient array, setting state->nonfinite when a gradient (before the unscale, as the CPU
-// backend checks it) is NaN or inf.
-void unscale_and_check(float* grads, std::int64_t n, DeviceState* state, cudaStream_t stream);
+// The overflow check fused with the unscale, over n floats of the float32 gradient array:
+// g = round(g) * (1 / state->step_scale), setting state->nonfinite when a rounded gradient
+// (before the unscale, as the CPU backend checks it) is NaN or inf. round(): to raw_dtype and
+// back, the type of the layer's 16-bit weight copy whose gradient this is (float16 overflows
+// past 65504, as the CPU backend's and Keras's do); f32 rounds nothing.
+void unscale_and_check(float* grads, std::int64_t n, DType raw_dtype, DeviceState* state,
+                       cudaStream_t stream);
 
 // One thread: the loss-scale state machine (engine/ops/loss_scale.h) on state->nonfinite;
 // sets state->applied, and when applied increments state->iteration and computes state->lr_t

@@ -58,15 +58,20 @@ __global__ void dropout_kernel(const T* x, T* y, std::int64_t n, double rate, st
 
 // ---- bias ----------------------------------------------------------------------------------
 
-template <class T>
-__global__ void add_bias_kernel(T* y, const T* bias, std::int64_t n, int channels) {
+// y[r, c] = bias[c] (kAdd: y[r, c] + bias[c]) over the flat (rows, channels) array.
+template <class T, bool kAdd>
+__global__ void bias_rows_kernel(T* y, const T* bias, std::int64_t n, int channels) {
   // The column follows the flat index incrementally (no 64-bit division per element).
   const std::int64_t stride = thread_stride();
   const int stride_mod = static_cast<int>(stride % channels);
   std::int64_t i = thread_index();
   int c = static_cast<int>(i % channels);
   for (; i < n; i += stride) {
-    y[i] = from_float<T>(to_float(y[i]) + to_float(bias[c]));
+    if constexpr (kAdd) {
+      y[i] = from_float<T>(to_float(y[i]) + to_float(bias[c]));
+    } else {
+      y[i] = bias[c];
+    }
     c += stride_mod;
     if (c >= channels) c -= channels;
   }
@@ -179,16 +184,31 @@ void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, s
   MIXLAB_CHECK_LAUNCH("dropout_kernel");
 }
 
-void add_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
-              cudaStream_t stream) {
+namespace {
+
+template <bool kAdd>
+void bias_rows(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
+               cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return;
   const std::int64_t n = rows * channels;
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    add_bias_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
+    bias_rows_kernel<T, kAdd><<<grid_for(n), kBlock, 0, stream>>>(
         static_cast<T*>(y), static_cast<const T*>(bias), n, channels);
   });
-  MIXLAB_CHECK_LAUNCH("add_bias_kernel");
+  MIXLAB_CHECK_LAUNCH("bias_rows_kernel");
+}
+
+}  // namespace
+
+void add_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
+              cudaStream_t stream) {
+  bias_rows<true>(y, bias, dtype, rows, channels, stream);
+}
+
+void fill_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
+               cudaStream_t stream) {
+  bias_rows<false>(y, bias, dtype, rows, channels, stream);
 }
 
 void bias_gradient(const void* dy, DType dtype, std::int64_t rows, int channels, float* db,

@@ -31,9 +31,20 @@ __device__ __forceinline__ bool is_finite(float v) {
   return (float_bits(v) & 0x7f800000u) != 0x7f800000u;
 }
 
-// g *= 1 / step_scale; a non-finite raw gradient sets state->nonfinite (one store per block),
-// the check the CPU backend makes.
+// g = round_T(g) * (1 / step_scale); a non-finite rounded gradient sets state->nonfinite (one
+// store per block): the CPU backend's check, which rounds a 16-bit layer's weight gradients to
+// its type first (in float16, past 65504 that is inf, as in Keras). T = float rounds nothing.
 // float4 over the aligned body, scalars for the tail.
+template <class T>
+__device__ __forceinline__ float as_raw(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return to_float(from_float<T>(v));
+  }
+}
+
+template <class T>
 __global__ void unscale_and_check_kernel(float* grads, std::int64_t n, DeviceState* state) {
   const float inv = 1.0f / state->step_scale;
   bool bad = false;
@@ -41,6 +52,10 @@ __global__ void unscale_and_check_kernel(float* grads, std::int64_t n, DeviceSta
   float4* g4 = reinterpret_cast<float4*>(grads);
   for (std::int64_t i = thread_index(); i < n4; i += thread_stride()) {
     float4 v = g4[i];
+    v.x = as_raw<T>(v.x);
+    v.y = as_raw<T>(v.y);
+    v.z = as_raw<T>(v.z);
+    v.w = as_raw<T>(v.w);
     bad |= !(is_finite(v.x) && is_finite(v.y) && is_finite(v.z) && is_finite(v.w));
     v.x *= inv;
     v.y *= inv;
@@ -49,18 +64,21 @@ __global__ void unscale_and_check_kernel(float* grads, std::int64_t n, DeviceSta
     g4[i] = v;
   }
   for (std::int64_t i = n4 * 4 + thread_index(); i < n; i += thread_stride()) {
-    bad |= !is_finite(grads[i]);
-    grads[i] *= inv;
+    const float v = as_raw<T>(grads[i]);
+    bad |= !is_finite(v);
+    grads[i] = v * inv;
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0) state->nonfinite = 1;
 }
 
+template <class T>
 __global__ void unscale_and_check_scalar_kernel(float* grads, std::int64_t n, DeviceState* state) {
   const float inv = 1.0f / state->step_scale;
   bool bad = false;
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
-    bad |= !is_finite(grads[i]);
-    grads[i] *= inv;
+    const float v = as_raw<T>(grads[i]);
+    bad |= !is_finite(v);
+    grads[i] = v * inv;
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0) state->nonfinite = 1;
 }
@@ -113,13 +131,18 @@ void begin_step(DeviceState* state, bool scaling_enabled, cudaStream_t stream) {
   MIXLAB_CHECK_LAUNCH("begin_step_kernel");
 }
 
-void unscale_and_check(float* grads, std::int64_t n, DeviceState* state, cudaStream_t stream) {
+void unscale_and_check(float* grads, std::int64_t n, DType raw_dtype, DeviceState* state,
+                       cudaStream_t stream) {
   if (n <= 0) return;
-  if (reinterpret_cast<std::uintptr_t>(grads) % alignof(float4) == 0) {
-    unscale_and_check_kernel<<<grid_for((n + 3) / 4), kBlock, 0, stream>>>(grads, n, state);
-  } else {
-    unscale_and_check_scalar_kernel<<<grid_for(n), kBlock, 0, stream>>>(grads, n, state);
-  }
+  const bool aligned = reinterpret_cast<std::uintptr_t>(grads) % alignof(float4) == 0;
+  with_dtype(raw_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (aligned) {
+      unscale_and_check_kernel<T><<<grid_for((n + 3) / 4), kBlock, 0, stream>>>(grads, n, state);
+    } else {
+      unscale_and_check_scalar_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(grads, n, state);
+    }
+  });
   MIXLAB_CHECK_LAUNCH("unscale_and_check_kernel");
 }
 
