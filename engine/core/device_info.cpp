@@ -108,7 +108,7 @@ PolicySupport gpu_support(const DeviceInfo& gpu, Policy policy) {
       return {Support::native, which + " has no tensor cores: float16 runs on its CUDA cores "
                                        "and will not beat float32 by much"};
     case Policy::mixed_bfloat16:
-      if (cc >= 8.0) return {};
+      if (has_bf16_and_tf32(cc)) return {};
       return {Support::unsupported, "bfloat16 needs compute capability 8.0 (Ampere) or newer "
                                     "(cuBLASLt and cuDNN have no bf16 kernels below); " +
                                         which + ": use mixed_float16"};

@@ -21,6 +21,12 @@ enum class CpuIsa : std::uint8_t {
   avx512_core_amx,   // AMX tiles (bf16)
 };
 std::string_view to_string(CpuIsa isa);
+// Whether oneDNN has bfloat16 kernels at this ISA (AVX-512 and up); below, MixLab emulates bf16
+// (float32 arithmetic, bfloat16 rounding) and keeps bf16 tensors as float32. The CPU backend's
+// choice of kernels and the doctor's cost model both ask this.
+constexpr bool has_bf16_kernels(CpuIsa isa) {
+  return isa >= CpuIsa::avx512_core;
+}
 
 // The libraries a backend computes with, as fields (the store keeps each in a column).
 struct LibraryVersions {
@@ -56,6 +62,12 @@ struct DeviceInfo {
 DeviceInfo gpu_device_info(std::string name, int major, int minor, std::int64_t memory_bytes);
 // 8.6 for "8.6"; 0 for the CPU or a malformed string.
 double compute_capability_value(const DeviceInfo& device);
+// Ampere's rule: bfloat16 and TF32 tensor cores (cuBLASLt's and cuDNN's kernels for both) from
+// compute capability 8.0 on. The policy check, the doctor's estimated profiles and the GPU
+// calibration all ask this.
+constexpr bool has_bf16_and_tf32(double compute_capability) {
+  return compute_capability >= 8.0 - 1e-9;
+}
 
 // The CUDA backend runs on compute capability 7.5 (Turing) and newer.
 inline constexpr int kMinCudaMajor = 7;

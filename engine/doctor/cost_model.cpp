@@ -89,8 +89,8 @@ std::int64_t storage_bytes(const DeviceProfile& device, DType dtype) {
   if (dtype == DType::f32) return 4;
   if (device.is_gpu()) return 2;
   // The CPU backend keeps float16 as float32 everywhere, bfloat16 in 16 bits only where oneDNN
-  // has bf16 kernels (AVX-512 on).
-  return dtype == DType::bf16 && device.isa >= CpuIsa::avx512_core ? 2 : 4;
+  // has bf16 kernels.
+  return dtype == DType::bf16 && has_bf16_kernels(device.isa) ? 2 : 4;
 }
 
 namespace {

@@ -270,8 +270,8 @@ DeviceProfile gpu_profile_from_device(const DeviceInfo& gpu, int sm_count, doubl
   const double lanes = cc >= 8.6 ? 128.0 : 64.0;
   p.peak.float32 = 2.0 * lanes * sm_count * clock_mhz * 1e6;
   p.peak.float16_acc32 = gpu.tensor_cores ? 4.0 * p.peak.float32 : p.peak.float32;
-  p.peak.bfloat16 = cc >= 8.0 ? p.peak.float16_acc32 : 0.0;
-  p.peak.tf32 = cc >= 8.0 ? p.peak.float16_acc32 / 2.0 : 0.0;
+  p.peak.bfloat16 = has_bf16_and_tf32(cc) ? p.peak.float16_acc32 : 0.0;
+  p.peak.tf32 = has_bf16_and_tf32(cc) ? p.peak.float16_acc32 / 2.0 : 0.0;
   p.launch_overhead_s = kGpuLaunchOverheadS;
   p.host_link_bytes_per_s = typical_host_link_bytes_per_s(cc);
   p.sources["peak_tflops"] = "estimated from the SM count and clock (no published profile)";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "engine/doctor/device_profile.h"
 #include "engine/doctor/local_profile.h"
@@ -144,6 +145,21 @@ TEST(Profiles, APresentGpuTakesItsPublishedProfile) {
   const DeviceProfile e = gpu_profile_from_device(other, 100, 2000, 3e12);
   EXPECT_DOUBLE_EQ(e.peak.float32, 2.0 * 128 * 100 * 2000e6);
   EXPECT_NE(e.sources.at("peak_tflops").find("estimated"), std::string::npos);
+}
+
+// One rule for bfloat16 and TF32 (compute capability 8.0 on, has_bf16_and_tf32): the policy
+// check and an unprofiled GPU's estimated peaks agree on every generation.
+TEST(Profiles, TheAmpereRuleIsOneRuleForThePolicyAndTheEstimate) {
+  for (const auto& [major, minor] : {std::pair{7, 5}, {8, 0}, {8, 6}, {8, 9}, {9, 0}}) {
+    SCOPED_TRACE(std::to_string(major) + "." + std::to_string(minor));
+    const DeviceInfo gpu = gpu_device_info("NVIDIA Unprofiled", major, minor, 16LL << 30);
+    const bool ampere = major >= 8;
+    EXPECT_EQ(has_bf16_and_tf32(compute_capability_value(gpu)), ampere);
+    EXPECT_EQ(policy_support(gpu, Policy::mixed_bfloat16).level == Support::unsupported, !ampere);
+    const DeviceProfile e = gpu_profile_from_device(gpu, 40, 1500, 4e11);
+    EXPECT_EQ(e.peak.bfloat16 > 0, ampere);
+    EXPECT_EQ(e.peak.tf32 > 0, ampere);
+  }
 }
 
 // A calibration of an RTX 2060 as the CUDA backend would report it (figures made up, in the

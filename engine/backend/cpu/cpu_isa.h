@@ -11,9 +11,6 @@ namespace mixlab::cpu {
 CpuIsa onednn_isa();
 // oneDNN's own name for it ("avx512_core_vnni"), finer than CpuIsa.
 std::string onednn_isa_name();
-// Whether oneDNN has bfloat16 kernels here (AVX-512 and up); below, bf16 is emulated by MixLab.
-inline bool has_bf16_kernels(CpuIsa isa) {
-  return isa >= CpuIsa::avx512_core;
-}
+using mixlab::has_bf16_kernels;  // engine/core/device_info.h
 
 }  // namespace mixlab::cpu

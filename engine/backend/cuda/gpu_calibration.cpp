@@ -164,7 +164,7 @@ GpuCalibration calibrate(int device) {
   CUDA_CHECK(cudaMemsetAsync(a.ptr, 0x3c, kMatrixBytes, stream.s));
   CUDA_CHECK(cudaMemsetAsync(b.ptr, 0x3c, kMatrixBytes, stream.s));
   const MatmulBuffers buffers{a.ptr, b.ptr, d.ptr, ws.ptr};
-  const bool ampere = prop.major >= 8;
+  const bool ampere = has_bf16_and_tf32(prop.major + prop.minor / 10.0);
   c.f32_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::f32, false);
   if (ampere) c.tf32_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::f32, true);
   c.f16_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::f16, false);
