@@ -12,8 +12,9 @@ set -eu
 # Keras import reads .keras archives with libzip and their weights with HDF5 (libzip-dev,
 # libhdf5-dev); the `keras` tests make a venv with python3-venv and run exported PyTorch scripts
 # with Debian's python3-torch.
-# scripts/fresh-check.sh proves the list on a fresh Debian 12.
-packages="g++ cmake ninja-build pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
+# ccache makes a second build of the same sources fast (cmake/MixLabCcache.cmake uses it when
+# present). scripts/fresh-check.sh proves the list on a fresh Debian 12.
+packages="g++ cmake ninja-build ccache pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
           libsqlite3-dev libcli11-dev libgtest-dev libgmock-dev dataset-fashion-mnist
           libzip-dev libhdf5-dev
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
