@@ -225,15 +225,39 @@ std::span<const DeviceProfile> builtin_gpu_profiles() {
 
 const DeviceProfile& find_profile(std::span<const DeviceProfile> profiles, std::string_view name) {
   const std::string wanted = fold(name);
+  const auto names_of = [](const DeviceProfile& p) {
+    std::vector<std::string> names{fold(p.name)};
+    for (const std::string& alias : p.aliases) names.push_back(fold(alias));
+    return names;
+  };
   for (const DeviceProfile& p : profiles) {
-    if (fold(p.name) == wanted) return p;
-    for (const std::string& alias : p.aliases) {
-      if (fold(alias) == wanted) return p;
+    for (const std::string& n : names_of(p)) {
+      if (n == wanted) return p;
     }
   }
-  std::string names;
-  for (const DeviceProfile& p : profiles) names += (names.empty() ? "" : ", ") + p.name;
-  throw ProfileError("unknown device profile '" + std::string(name) + "'; profiles: " + names);
+  // Not a name: the profiles that one of whose names starts with it ("h100" is "H100 SXM").
+  std::vector<const DeviceProfile*> starting;
+  for (const DeviceProfile& p : profiles) {
+    const auto names = names_of(p);
+    if (!wanted.empty() && std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+          return n.starts_with(wanted);
+        })) {
+      starting.push_back(&p);
+    }
+  }
+  if (starting.size() == 1) return *starting.front();
+  const auto list = [](const auto& items, auto name_of) {
+    std::string text;
+    for (const auto& item : items) text += (text.empty() ? "" : ", ") + name_of(item);
+    return text;
+  };
+  if (starting.size() > 1) {
+    throw ProfileError("device profile '" + std::string(name) + "' is ambiguous: it could be " +
+                       list(starting, [](const DeviceProfile* p) { return p->name; }) +
+                       "; name one of them");
+  }
+  throw ProfileError("unknown device profile '" + std::string(name) + "'; profiles: " +
+                     list(profiles, [](const DeviceProfile& p) { return p.name; }));
 }
 
 DeviceProfile gpu_profile_from_device(const DeviceInfo& gpu, int sm_count, double clock_mhz,

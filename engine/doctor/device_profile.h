@@ -86,7 +86,9 @@ std::vector<DeviceProfile> load_gpu_profiles(const std::filesystem::path& path);
 std::span<const DeviceProfile> builtin_gpu_profiles();
 
 // A profile by name or alias, case-insensitive, spaces, dashes and underscores alike
-// ("RTX 2060", "rtx-2060", "rtx2060"). Throws ProfileError listing every name when none matches.
+// ("RTX 2060", "rtx-2060", "rtx2060"), else by the start of one when a single profile has a name
+// that starts so ("h100" is "H100 SXM"). Throws ProfileError naming the candidates when several
+// do ("A100": "A100 40GB" or "A100 80GB"), and listing every name when none does.
 const DeviceProfile& find_profile(std::span<const DeviceProfile> profiles, std::string_view name);
 
 // The profile of a GPU that is present: its published profile when the name matches one (the

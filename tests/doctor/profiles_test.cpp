@@ -57,6 +57,28 @@ TEST(Profiles, NamesAreFoundAsUsersTypeThem) {
   EXPECT_EQ(find_profile(profiles, "tesla t4").name, "T4");
 }
 
+// A unique start of a name is enough; an ambiguous one names the candidates and takes none.
+TEST(Profiles, AUniqueStartOfANameFindsItsProfile) {
+  const auto profiles = builtin_gpu_profiles();
+  EXPECT_EQ(find_profile(profiles, "h100").name, "H100 SXM");
+  EXPECT_EQ(find_profile(profiles, "H1").name, "H100 SXM");
+  EXPECT_EQ(find_profile(profiles, "rtx 2060 s").name, "RTX 2060 SUPER");
+  EXPECT_EQ(find_profile(profiles, "a100-8").name, "A100 80GB");
+  for (const char* ambiguous : {"A100", "a100", "RTX 20", "rtx"}) {
+    try {
+      find_profile(profiles, ambiguous);
+      ADD_FAILURE() << ambiguous << ": no error";
+    } catch (const ProfileError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("is ambiguous"), std::string::npos) << what;
+      if (std::string(ambiguous) == "A100") {
+        EXPECT_NE(what.find("A100 40GB, A100 80GB"), std::string::npos) << what;
+        EXPECT_EQ(what.find("H200"), std::string::npos) << what;
+      }
+    }
+  }
+}
+
 TEST(Profiles, AnUnknownNameListsEveryProfile) {
   try {
     find_profile(builtin_gpu_profiles(), "RTX 9999");
