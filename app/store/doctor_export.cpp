@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -26,6 +26,10 @@ std::string layers_text(const std::vector<int>& layers, const char* separator) {
   return text;
 }
 
+// The one way text reaches the HTML report: every value (a model's or a layer's name, a
+// device's, a finding's words, an enum's name) goes through this, so that none can open a tag or
+// leave an attribute, whichever quotes the attribute uses. The report has no <script> and no
+// JSON inside, so no other context needs its own escaping.
 std::string escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
@@ -34,17 +38,25 @@ std::string escape(std::string_view text) {
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
       default: out += c;
     }
   }
   return out;
 }
 
-std::string num(double value, const char* format = "%.3g") {
-  char text[48];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
+// A number for the report, '.' as the decimal point whatever the locale (the GUI runs under the
+// user's LC_NUMERIC, where snprintf would write "0,5"): `precision` significant digits (general,
+// as %g) or digits after the point (fixed, as %f).
+std::string num(double value, std::chars_format format = std::chars_format::general,
+                int precision = 3) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof text, value, format, precision);
+  if (result.ec != std::errc()) return "?";
+  return {text, result.ptr};
 }
+constexpr auto kFixed = std::chars_format::fixed;
+constexpr auto kGeneral = std::chars_format::general;
 
 // Both policies' predicted costs, float32 first.
 std::vector<const StepCost*> costs(const Diagnosis& d) { return {&d.float32, &d.mixed}; }
@@ -77,11 +89,11 @@ void roofline_svg(std::ostream& out, const Diagnosis& d) {
       << "' height='" << kH - kBottom - kTop << "' fill='#fafafa' stroke='#999'/>\n";
   for (double x = x_min; x <= x_max * 1.001; x *= 10) {
     out << "<text x='" << px(x) << "' y='" << kH - kBottom + 16
-        << "' font-size='10' text-anchor='middle'>" << num(x, "%g") << "</text>\n";
+        << "' font-size='10' text-anchor='middle'>" << num(x, kGeneral, 6) << "</text>\n";
   }
   for (double y = y_min * 10; y <= y_max * 1.001; y *= 100) {
     out << "<text x='" << kLeft - 4 << "' y='" << py(y) + 3
-        << "' font-size='10' text-anchor='end'>" << num(y / 1e9, "%g") << "G</text>\n";
+        << "' font-size='10' text-anchor='end'>" << num(y / 1e9, kGeneral, 6) << "G</text>\n";
   }
   out << "<text x='" << (kW + kLeft) / 2 << "' y='" << kH - 6
       << "' font-size='11' text-anchor='middle'>FLOPs per byte</text>\n"
@@ -120,14 +132,14 @@ void breakdown_svg(std::ostream& out, const Diagnosis& d) {
   double y = 6;
   for (const StepCost* c : costs(d)) {
     out << "<text x='" << kLeft - 6 << "' y='" << y + 16 << "' font-size='11' text-anchor='end'>"
-        << to_string(c->policy) << "</text>\n";
+        << escape(to_string(c->policy)) << "</text>\n";
     double x = kLeft;
     for (int k = 0; k < doctor::kTimeKinds; ++k) {
       const auto kind = static_cast<doctor::TimeKind>(k);
       const double w = c->seconds(kind) / longest * (kW - kLeft - 10);
       if (w <= 0) continue;
       out << "<rect x='" << x << "' y='" << y << "' width='" << w << "' height='" << kBarH
-          << "' fill='" << kColours[k] << "'><title>" << to_string(kind) << ": "
+          << "' fill='" << kColours[k] << "'><title>" << escape(to_string(kind)) << ": "
           << doctor::millis(c->seconds(kind)) << "</title></rect>\n";
       x += w;
     }
@@ -137,7 +149,7 @@ void breakdown_svg(std::ostream& out, const Diagnosis& d) {
   for (int k = 0; k < doctor::kTimeKinds; ++k) {
     const std::string name(to_string(static_cast<doctor::TimeKind>(k)));
     out << "<rect x='" << lx << "' y='" << y + 4 << "' width='10' height='10' fill='" << kColours[k]
-        << "'/><text x='" << lx + 14 << "' y='" << y + 13 << "' font-size='10'>" << name
+        << "'/><text x='" << lx + 14 << "' y='" << y + 13 << "' font-size='10'>" << escape(name)
         << "</text>\n";
     lx += 18 + 6.0 * static_cast<double>(name.size());
   }
@@ -190,7 +202,8 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
       << escape(d.verdict) << "</p>\n<p>Device: " << escape(dev.name)
       << (dev.measured ? " (roofs measured on this machine)"
                        : (dev.is_gpu() ? " (published figures: a prediction)" : ""))
-      << "; batch " << d.input.batch << ", " << to_string(d.input.optimizer.kind) << ".</p>\n"
+      << "; batch " << d.input.batch << ", " << escape(to_string(d.input.optimizer.kind))
+      << ".</p>\n"
       << "<table><tr><th></th><th>float32</th><th>" << escape(mixed) << "</th></tr>\n"
       << "<tr><td>predicted step</td><td class='n'>" << doctor::millis(d.float32.step_s())
       << "</td><td class='n'>" << doctor::millis(d.mixed.step_s()) << "</td></tr>\n";
@@ -205,7 +218,8 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
   out << "<h2>Findings</h2>\n<table><tr><th>severity</th><th>finding</th><th>layers</th>"
       << "<th>why</th><th>fix</th><th>predicted gain</th></tr>\n";
   for (const doctor::Finding& f : d.findings) {
-    out << "<tr><td class='" << to_string(f.severity) << "'>" << to_string(f.severity)
+    out << "<tr><td class='" << escape(to_string(f.severity)) << "'>"
+        << escape(to_string(f.severity))
         << "</td><td>" << escape(f.id) << "</td><td>" << layers_text(f.layers, ", ") << "</td><td>"
         << escape(f.message) << "</td><td>" << escape(f.suggestion) << "</td><td class='n'>"
         << (f.predicted_gain > 0 ? doctor::ratio(f.predicted_gain) : "") << "</td></tr>\n";
@@ -222,16 +236,16 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
     const int l = static_cast<int>(li);
     out << "<tr><td>" << l << "</td><td>" << escape(layer_title(d.input.spec, l)) << "</td>";
     for (const StepCost* c : costs(d)) {
-      out << "<td class='n'>" << num(c->layer_seconds(l, false) * 1e3, "%.3f") << " / "
-          << num(c->layer_seconds(l, true) * 1e3, "%.3f") << "</td>";
+      out << "<td class='n'>" << num(c->layer_seconds(l, false) * 1e3, kFixed, 3) << " / "
+          << num(c->layer_seconds(l, true) * 1e3, kFixed, 3) << "</td>";
     }
     if (d.measured) {
       for (const StepCost* c : costs(d)) {
         const doctor::MeasuredRun* m = measured_run(d, *c);
         out << "<td class='n'>";
         if (li < m->layer_forward_ms.size()) {
-          out << num(m->layer_forward_ms[li], "%.3f") << " / "
-              << num(m->layer_backward_ms[li], "%.3f");
+          out << num(m->layer_forward_ms[li], kFixed, 3) << " / "
+              << num(m->layer_backward_ms[li], kFixed, 3);
         }
         out << "</td>";
       }

@@ -223,7 +223,7 @@ TEST(ScriptExport, SamePaddingWithStridesIsKerasAsymmetric) {
                              "nn.Linear(4, 3),",
                              "nn.GELU(),",
                              "nn.Softmax(dim=-1),",
-                             "nn.Flatten(),  # flat \"x\"",
+                             "nn.Flatten(),  # layer 5",
                              "Float32(nn.Linear(147, 1)),",
                              "Float32(nn.Sigmoid()),",
                          });

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""A MixLab model (MODEL_NAME below) in Keras 3 (any backend: KERAS_BACKEND=jax|tensorflow|torch),
+trained with MixLab's run settings; prints ms/step as Keras does.
+
+Exported by MixLab (mixlab-cli export --to keras) from a model and a run's settings."""
+{{SETTINGS}}
+import numpy as np  # noqa: E402  (after THREADS is applied)
+import keras  # noqa: E402
+
+
+{{DATA_LOADER}}
+
+def build_model():
+    # Keras's default initialisers, as MixLab's: glorot_uniform kernels, zero biases (the
+    # same distributions; not MixLab's draws, which a .keras export carries).
+    return keras.Sequential([
+        keras.Input(shape=INPUT_SHAPE),
+{{LAYERS}}
+    ], name=MODEL_NAME)
+
+
+def make_optimizer():
+    if OPTIMIZER == "sgd":
+        optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM, nesterov=NESTEROV)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=LEARNING_RATE, beta_1=BETA_1, beta_2=BETA_2, epsilon=EPSILON)
+    if LOSS_SCALE == "none":
+        return optimizer
+    # Keras 3's LossScaleOptimizer is dynamic (x2 after dynamic_growth_steps finite steps, x0.5
+    # and the update skipped on overflow). MixLab's fixed scale: this initial scale that never
+    # grows (Keras still halves it on an overflow, where MixLab keeps the factor).
+    growth = GROWTH_INTERVAL if LOSS_SCALE == "dynamic" else 2**31 - 1
+    return keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=INITIAL_SCALE, dynamic_growth_steps=growth)
+
+
+def targets(labels):
+    """The loss's targets, made from the class labels as MixLab makes them."""
+    if LOSS == "sparse_categorical_crossentropy":
+        return labels
+    if LOSS == "binary_crossentropy" and OUTPUTS == 1:
+        return labels.astype(np.float32).reshape(-1, 1)
+    return np.eye(OUTPUTS, dtype=np.float32)[labels]  # one-hot (binary: one positive output)
+
+
+def accuracy_metric():
+    """MixLab's accuracy: the argmax's for the categorical losses, the fraction of outputs on the
+    right side of 0.5 for binary crossentropy (Keras's "accuracy" would pick categorical
+    accuracy for a binary loss over several outputs)."""
+    if LOSS == "binary_crossentropy":
+        return keras.metrics.BinaryAccuracy(name="accuracy")
+    if LOSS == "categorical_crossentropy":
+        return keras.metrics.CategoricalAccuracy(name="accuracy")
+    return keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+
+
+def main():
+    keras.utils.set_random_seed(SEED)
+    keras.mixed_precision.set_dtype_policy(POLICY)
+    (x_train, y_train), (x_test, y_test) = load_dataset()
+    t_train, t_test = targets(y_train), targets(y_test)
+    model = build_model()
+    compile_args = {}
+    if POLICY == "mixed_float16" and LOSS_SCALE == "none":
+        compile_args["auto_scale_loss"] = False  # Keras would add a dynamic LossScaleOptimizer
+    model.compile(optimizer=make_optimizer(), loss=LOSS, metrics=[accuracy_metric()], **compile_args)
+    print(f"{MODEL_NAME}: {model.count_params()} parameters (MixLab: {PARAMS}); Keras {keras.__version__}, "
+          f"backend {keras.backend.backend()}; policy {POLICY}, loss scale {LOSS_SCALE}, {OPTIMIZER} "
+          f"lr={LEARNING_RATE}, batch {BATCH_SIZE}, {STEPS} steps on {len(y_train)} samples", flush=True)
+
+    rng = np.random.default_rng(SEED)
+    step_ms = []
+    logs = {}
+    # One train_on_batch per step: it returns when the step is done (its logs come back as
+    # numbers), so each step is timed whole, as MixLab times its steps. The first steps compile.
+    for _, index in zip(range(STEPS), batches(len(y_train), rng)):
+        x, t = x_train[index], t_train[index]
+        start = time.perf_counter()
+        logs = model.train_on_batch(x, t, return_dict=True)
+        step_ms.append((time.perf_counter() - start) * 1000.0)
+    # Keras's running means since the start, as its progress bar shows them.
+    report(step_ms, float(logs["loss"]), float(logs.get("accuracy", float("nan"))))
+    if EVALUATE:
+        result = model.evaluate(x_test, t_test, batch_size=BATCH_SIZE, verbose=0, return_dict=True)
+        print(f"test loss: {result['loss']:.4f} - test accuracy: {result.get('accuracy', float('nan')):.4f}")
+
+
+if __name__ == "__main__":
+    main()

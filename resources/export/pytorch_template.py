@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""A MixLab model (MODEL_NAME below) in PyTorch (CUDA when there is one, else the CPU), trained
+with MixLab's run settings; prints ms/step as Keras does. Works with torch 1.13 and later.
+Images stay NHWC as in Keras; the model switches to NCHW around convolutions and pooling and
+back before Flatten, so that the flattened order is Keras's HWC.
+
+Exported by MixLab (mixlab-cli export --to pytorch) from a model and a run's settings."""
+{{SETTINGS}}
+import contextlib  # noqa: E402
+import warnings  # noqa: E402
+import numpy as np  # noqa: E402  (after THREADS is applied)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+AMP_DTYPE = {"float32": None, "mixed_float16": torch.float16, "mixed_bfloat16": torch.bfloat16}[POLICY]
+EPSILON_KERAS = 1e-7  # Keras's clipping of probabilities in its crossentropies
+
+
+class Rescaling(nn.Module):
+    def __init__(self, scale, offset=0.0):
+        super().__init__()
+        self.scale, self.offset = scale, offset
+
+    def forward(self, x):
+        return x * self.scale + self.offset
+
+
+class ToNCHW(nn.Module):
+    """Keras keeps images NHWC; PyTorch's Conv2d and pooling take NCHW."""
+
+    def forward(self, x):
+        return x.permute(0, 3, 1, 2)
+
+
+class ToNHWC(nn.Module):
+    """Back to Keras's layout, so that Flatten, Dense and softmax see HWC order."""
+
+    def forward(self, x):
+        return x.permute(0, 2, 3, 1)
+
+
+class AvgPool2dSame(nn.Module):
+    """Keras's AveragePooling2D(padding="same"): padded cells are left out of each mean."""
+
+    def __init__(self, pool_size, strides, pads):
+        super().__init__()
+        self.pool_size, self.strides, self.pads = pool_size, strides, pads  # pads: (l, r, t, b)
+
+    def forward(self, x):
+        ones = torch.ones_like(x[:1, :1])
+        return (F.avg_pool2d(F.pad(x, self.pads), self.pool_size, self.strides)
+                / F.avg_pool2d(F.pad(ones, self.pads), self.pool_size, self.strides))
+
+
+class Float32(nn.Module):
+    """A layer kept in float32 under a mixed policy (Keras's per-layer dtype="float32")."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        with torch.autocast(device_type=DEVICE, enabled=False):
+            return self.layer(x.float())
+
+
+{{DATA_LOADER}}
+
+def build_model():
+    # MixLab's layers in order ("# layer N": the model's layer N, counted from 0).
+    model = nn.Sequential(
+{{LAYERS}}
+    )
+    # Keras's (and MixLab's) default initialisers: glorot_uniform kernels (PyTorch's
+    # xavier_uniform_ takes the same fans), zero biases. The same distributions, not the
+    # same draws.
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    return model
+
+
+def make_optimizer(parameters):
+    if OPTIMIZER == "sgd":
+        # PyTorch's momentum form (v = m v + g; w -= lr v) equals Keras's at a constant rate.
+        return torch.optim.SGD(parameters, lr=LEARNING_RATE, momentum=MOMENTUM, nesterov=NESTEROV and MOMENTUM > 0)
+    # PyTorch adds epsilon to the bias-corrected sqrt(v), Keras to the uncorrected one: with an
+    # epsilon of 1e-7 the two differ far below float32's resolution once sqrt(v) >> epsilon.
+    return torch.optim.Adam(parameters, lr=LEARNING_RATE, betas=(BETA_1, BETA_2), eps=EPSILON)
+
+
+def make_autocast():
+    """The policy's autocast context (a fresh one per use), or a no-op for float32 and where this
+    torch cannot autocast to the policy's dtype (torch 1.13 on the CPU: bfloat16 only)."""
+    if AMP_DTYPE is None:
+        return contextlib.nullcontext
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autocast(device_type=DEVICE, dtype=AMP_DTYPE):
+                torch.ones(1, device=DEVICE) + 1
+    except RuntimeError:
+        print(f"note: torch {torch.__version__} cannot autocast to {AMP_DTYPE} on the {DEVICE}: "
+              "this run computes in float32")
+        return contextlib.nullcontext
+    return lambda: torch.autocast(device_type=DEVICE, dtype=AMP_DTYPE)
+
+
+def make_scaler():
+    """A GradScaler with Keras's settings (PyTorch's own default starts at 2^16), or None."""
+    if LOSS_SCALE == "none":
+        return None
+    growth = GROWTH_INTERVAL if LOSS_SCALE == "dynamic" else 2**31 - 1
+    kwargs = dict(init_scale=INITIAL_SCALE, growth_factor=2.0, backoff_factor=0.5, growth_interval=growth)
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):  # torch >= 2.3, any device
+        return torch.amp.GradScaler(DEVICE, **kwargs)
+    if DEVICE == "cuda":
+        return torch.cuda.amp.GradScaler(**kwargs)
+    print(f"note: torch {torch.__version__} has no GradScaler on the CPU: the loss is not scaled")
+    return None
+
+
+def loss_and_accuracy(out, labels):
+    """MixLab's loss heads: from the logits after a final softmax (categorical) or sigmoid
+    (binary), otherwise from the outputs as probabilities, clipped as Keras clips them."""
+    out = out.float()
+    if LOSS == "binary_crossentropy":
+        t = labels.float().reshape(-1, 1) if OUTPUTS == 1 else F.one_hot(labels, OUTPUTS).float()
+        if HEAD == "sigmoid_binary":
+            loss = F.binary_cross_entropy_with_logits(out, t)
+            p = torch.sigmoid(out)
+        else:
+            p = out
+            pc = p.clamp(EPSILON_KERAS, 1 - EPSILON_KERAS)
+            loss = -(t * pc.log() + (1 - t) * (1 - pc).log()).mean()
+        accuracy = ((p > 0.5) == (t > 0.5)).float().mean()
+    else:
+        if HEAD == "softmax_crossentropy":
+            loss = F.cross_entropy(out, labels)
+        else:
+            p = out / out.sum(dim=1, keepdim=True)
+            loss = -p.gather(1, labels.reshape(-1, 1)).clamp(EPSILON_KERAS, 1 - EPSILON_KERAS).log().mean()
+        accuracy = (out.argmax(dim=1) == labels).float().mean()
+    return loss, accuracy
+
+
+def main():
+    torch.manual_seed(SEED)
+    if THREADS > 0:
+        torch.set_num_threads(THREADS)
+    (x_train, y_train), (x_test, y_test) = load_dataset()
+    model = build_model().to(DEVICE)
+    # The loss is computed from the logits when the model ends in softmax/sigmoid (HEAD).
+    train_net = model[:-1] if HEAD in ("softmax_crossentropy", "sigmoid_binary") else model
+    optimizer = make_optimizer(model.parameters())
+    scaler = make_scaler()
+    autocast = make_autocast()
+    params = sum(p.numel() for p in model.parameters())
+    print(f"{MODEL_NAME}: {params} parameters (MixLab: {PARAMS}); torch {torch.__version__} on {DEVICE}; "
+          f"policy {POLICY}, loss scale {LOSS_SCALE}, {OPTIMIZER} lr={LEARNING_RATE}, batch {BATCH_SIZE}, "
+          f"{STEPS} steps on {len(y_train)} samples", flush=True)
+
+    def train_step(x, y):
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            out = train_net(x)
+        loss, accuracy = loss_and_accuracy(out, y)
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)  # skipped when a gradient is not finite
+            scaler.update(INITIAL_SCALE if LOSS_SCALE == "fixed" else None)
+        return loss.item(), accuracy.item()  # .item() waits for the step to finish
+
+    x_all, y_all = torch.from_numpy(x_train), torch.from_numpy(y_train)
+    rng = np.random.default_rng(SEED)
+    step_ms, losses, accuracies = [], [], []
+    model.train()
+    for _, index in zip(range(STEPS), batches(len(y_train), rng)):
+        index = torch.from_numpy(index)
+        x, y = x_all[index], y_all[index]
+        start = time.perf_counter()
+        loss, accuracy = train_step(x.to(DEVICE), y.to(DEVICE))
+        step_ms.append((time.perf_counter() - start) * 1000.0)
+        losses.append(loss)
+        accuracies.append(accuracy)
+    # Running means since the start, as Keras's progress bar shows them.
+    report(step_ms, statistics.mean(losses), statistics.mean(accuracies))
+    if EVALUATE:
+        model.eval()
+        total_loss = total_right = 0.0
+        with torch.no_grad(), autocast():
+            for start in range(0, len(y_test), BATCH_SIZE):
+                x = torch.from_numpy(x_test[start:start + BATCH_SIZE]).to(DEVICE)
+                y = torch.from_numpy(y_test[start:start + BATCH_SIZE]).to(DEVICE)
+                loss, accuracy = loss_and_accuracy(train_net(x), y)
+                total_loss += loss.item() * len(y)
+                total_right += accuracy.item() * len(y)
+        print(f"test loss: {total_loss / len(y_test):.4f} - test accuracy: {total_right / len(y_test):.4f}")
+
+
+if __name__ == "__main__":
+    main()
