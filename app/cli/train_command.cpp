@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -130,12 +132,16 @@ int run_train(const std::vector<std::string>& argv) {
   CommandLine command("mixlab-cli train", "Trains a model, records the run and prints a summary.");
   CLI::App& app = command.app();
   std::string model_argument = "fashion-mlp", device = "auto", db;
+  std::vector<std::string> models;  // MODEL given as an argument, as inspect, doctor and export take it
   bool json = false, quiet = false, no_store = false;
-  command
-      .add_option(app, "--model", model_argument,
-                  "a model file (MixLab or Keras JSON, .keras) or a built-in model")
-      ->type_name("MODEL")
-      ->default_str(model_argument);
+  app.add_option("model", models,
+                 "a model file (MixLab or Keras JSON, .keras) or a built-in model (or --model)");
+  CLI::Option* model_option =
+      command
+          .add_option(app, "--model", model_argument,
+                      "a model file (MixLab or Keras JSON, .keras) or a built-in model")
+          ->type_name("MODEL")
+          ->default_str(model_argument);
   const RunFieldOptions settings(command);
   command.add_option(app, "--device", device, "cpu, cuda, cuda:N or auto")
       ->type_name("DEVICE")
@@ -149,7 +155,12 @@ int run_train(const std::vector<std::string>& argv) {
   std::string run_uid;
   command.add_option(app, "--run-uid", run_uid, "")->group("");
   app.footer(kFooter);
-  if (!command.parse(argv)) return kExitOk;
+  if (!command.parse(argv, &models)) return kExitOk;
+  if (models.size() > 1) throw UsageError("give one model, got " + std::to_string(models.size()));
+  if (!models.empty() && model_option->count() > 0) {
+    throw UsageError("give the model once: as MODEL or as --model, not both");
+  }
+  if (!models.empty()) model_argument = models.front();
   // From here a Ctrl+C stops the run (recorded `stopped`) rather than the process, also while
   // the backend starts and the dataset loads; the caller's handlers come back afterwards (a
   // sweep running members has its own).

@@ -101,6 +101,25 @@ TEST_F(KerasCli, TrainTakesTheFilesPolicyUnlessTheCommandLineGivesOne) {
   EXPECT_EQ(out["precision"], "mixed_bfloat16");
 }
 
+// train takes MODEL as its argument, as inspect, doctor, export and predict do; --model stays
+// (sweeps and scripts use it), and the model given twice is one named error.
+TEST_F(KerasCli, TrainTakesTheModelAsItsArgumentOrAsModel) {
+  const std::string model = write_archive("m.keras", "mixed_bfloat16", 0.01f);
+  auto r = run_cli("train " + model + " " + kData + " --steps 2 --no-store --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["precision"], "mixed_bfloat16");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "sequential");
+  r = run_cli("train fashion-mlp --dataset synthetic:28x28x1:10:64 --steps 2 --no-store --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model"], "fashion-mlp");
+  r = run_cli("train " + model + " --model fashion-mlp " + kData + " --steps 2 --no-store");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not both"), std::string::npos) << r.err;
+  r = run_cli("train " + model + " " + model + " " + kData + " --steps 2 --no-store");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give one model"), std::string::npos) << r.err;
+}
+
 TEST_F(KerasCli, ExportWritesEveryFormat) {
   auto r =
       run_cli("export fashion-cnn --to keras-json --precision mixed_float16 -o " + path("fc.json"));
