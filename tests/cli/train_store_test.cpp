@@ -328,7 +328,7 @@ TEST_F(TrainStore, BadRunSettingsExitTwoNamingTheOption) {
   expect_usage_error({"--epochs", "2", "--steps", "3"}, "give --epochs or --steps, not both");
   expect_usage_error({"--frobnicate"}, "unknown option '--frobnicate'");
   expect_usage_error({"--frobnicate=3"}, "unknown option '--frobnicate'");
-  expect_usage_error({"extra"}, "unexpected argument 'extra'");
+  expect_usage_error({"extra"}, "give the model once: as MODEL or as --model, not both");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "env.sqlite"));
 }
 
