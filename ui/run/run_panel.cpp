@@ -268,10 +268,7 @@ void RunPanel::build() {
   layout->addLayout(buttons);
   layout->addStretch(1);
 
-  const auto changed = [this] {
-    update_state();
-    save_settings();
-  };
+  const auto changed = [this] { settings_edited(); };
   connect(dataset_kind_, &QComboBox::currentIndexChanged, this, changed);
   connect(dataset_dir_, &QLineEdit::textChanged, this, changed);
   connect(browse_, &QToolButton::clicked, this, &RunPanel::browse_dataset_folder);
@@ -302,12 +299,12 @@ void RunPanel::build() {
   connect(device_, &QComboBox::currentIndexChanged, this, changed);
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_})
     connect(box, &QCheckBox::toggled, this, changed);
-  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_}) {
-    connect(box, &QCheckBox::toggled, this, [this] {
-      emit gpu_options_changed(tf32_->isChecked(), cuda_graphs_->isChecked(),
-                               data_on_device_->isChecked());
-    });
-  }
+}
+
+void RunPanel::settings_edited() {
+  update_state();
+  save_settings();
+  emit settings_changed(settings());
 }
 
 namespace {
@@ -413,8 +410,7 @@ QString RunPanel::field_text(const RunField& field) const {
 
 bool RunPanel::set_field_text(const RunField& field, const QString& text) {
   if (!fields_.show(field, text)) return false;
-  update_state();
-  save_settings();
+  settings_edited();
   return true;
 }
 
@@ -555,15 +551,26 @@ LossScaleConfig RunPanel::loss_scale_for(Policy policy) const {
 
 RunConfig RunPanel::config_with(Policy precision) const {
   const DatasetSpec dataset = dataset_spec();  // says which folder to choose, before the fields
+  RunConfig c = settings_with(precision);
+  c.dataset = dataset;
+  return c;
+}
+
+RunConfig RunPanel::settings() const {
+  return settings_with(precision());
+}
+
+RunConfig RunPanel::settings_with(Policy precision) const {
   RunConfig c;
-  // Every field in table order, as the panel holds it, the precision asked for.
+  // Every field in table order, as the panel holds it, the precision asked for; the dataset
+  // aside (config_with() checks it: no later field depends on it).
   const RunField& precision_field = run_field("precision");
   for (const RunField& field : run_fields()) {
+    if (field.name == "dataset") continue;
     const QString text =
         &field == &precision_field ? text_of(to_string(precision)) : field_text(field);
     mixlab::set_field_text(field, c, text.toStdString());
   }
-  c.dataset = dataset;
   if (by_steps_->isChecked()) {
     c.epochs = RunConfig{}.epochs;
   } else {
@@ -572,9 +579,6 @@ RunConfig RunPanel::config_with(Policy precision) const {
   // "All cores" leaves one to the GUI: a core drawing charts would stall every parallel region
   // of a run that counted on it.
   if (c.threads == 0) c.threads = std::max(1, QThread::idealThreadCount() - 1);
-  // The GPU options count on a GPU only (the checkboxes keep their state for the next GPU run);
-  // per-layer timing on both.
-  if (!device_info().is_gpu()) c.tf32 = c.cuda_graphs = c.data_on_device = false;
   return c;
 }
 
@@ -583,24 +587,7 @@ int RunPanel::batch_size() const {
 }
 
 OptimizerConfig RunPanel::optimizer() const {
-  // The optimizer's fields in table order, as config_with() applies them.
-  RunConfig c;
-  for (const RunField& field : run_fields()) {
-    if (field.name == "optimizer" || field.json_path.starts_with("optimizer/")) {
-      mixlab::set_field_text(field, c, field_text(field).toStdString());
-    }
-  }
-  return c.optimizer;
-}
-
-bool RunPanel::tf32() const {
-  return tf32_->isChecked();
-}
-bool RunPanel::cuda_graphs() const {
-  return cuda_graphs_->isChecked();
-}
-bool RunPanel::data_on_device() const {
-  return data_on_device_->isChecked();
+  return settings().optimizer;
 }
 
 RunConfig RunPanel::config() const {
