@@ -111,8 +111,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   connect(document_, &ModelDocument::imported, this, &MainWindow::show_import);
   connect(run_panel_, &RunPanel::precision_changed, document_, &ModelDocument::set_policy);
   connect(run_panel_, &RunPanel::training_changed, editor_, &EditorWidget::set_training);
-  connect(run_panel_, &RunPanel::training_changed, doctor_, &DoctorView::set_training);
-  connect(run_panel_, &RunPanel::gpu_options_changed, doctor_, &DoctorView::set_gpu_options);
+  connect(run_panel_, &RunPanel::settings_changed, doctor_, &DoctorView::set_run);
   // The doctor's findings badge their layers in the editor; a finding selects its first layer
   // there, and activating it shows the layer.
   connect(doctor_, &DoctorView::layer_findings_changed, editor_->stack_model(),
@@ -200,9 +199,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
   device_label_->setToolTip(QString::fromStdString(run_panel_->device_info().library_versions()));
   document_->set_policy(run_panel_->precision());
   editor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
-  doctor_->set_training(run_panel_->batch_size(), run_panel_->optimizer());
-  doctor_->set_gpu_options(run_panel_->tf32(), run_panel_->cuda_graphs(),
-                           run_panel_->data_on_device());
+  doctor_->set_run(run_panel_->settings());
 
   if (!restoreGeometry(settings::kWindowGeometry.get())) {
     // 1400x900, or the screen's free area when smaller (a 1366x768 laptop): the layouts fit

@@ -132,15 +132,10 @@ int run_doctor(const std::vector<std::string>& argv) {
     throw UsageError("--measure runs on this machine's device; --profile '" + profile_name +
                      "' can only be predicted");
   }
-  RunConfig config;
-  settings.apply(config);
   DiagnosisInput input;
+  settings.apply(input.run);
+  const RunConfig& config = input.run;
   input.spec = load_model_argument(models[0]);
-  input.batch = config.batch_size;
-  input.optimizer = config.optimizer;
-  input.options.tf32 = config.tf32;
-  input.options.cuda_graphs = config.cuda_graphs;
-  input.options.data_on_device = config.data_on_device;
 
   std::unique_ptr<Backend> backend;
   std::string device_used;
@@ -190,14 +185,13 @@ int run_doctor(const std::vector<std::string>& argv) {
   }
 
   doctor::MeasureOptions measure_options;
-  measure_options.threads = config.threads;
   if (!steps_text.empty()) measure_options.steps = integer_option("--steps", steps_text, 2, 100000);
   if (!warmup_text.empty()) {
     measure_options.warmup = static_cast<int>(integer_option("--warmup", warmup_text, 0, 100000));
   }
   const std::atomic<bool> cancel{false};
   const auto measure = [&](const DiagnosisInput& in) {
-    if (!json) std::fprintf(stderr, "mixlab-cli doctor: measuring batch %d...\n", in.batch);
+    if (!json) std::fprintf(stderr, "mixlab-cli doctor: measuring batch %d...\n", in.run.batch_size);
     return doctor::measure(in, *backend, measure_options, cancel);
   };
 
@@ -245,7 +239,7 @@ int run_doctor(const std::vector<std::string>& argv) {
     std::vector<SweepRow> rows;
     for (const int batch : parse_sweep(sweep_text)) {
       DiagnosisInput at = input;
-      at.batch = batch;
+      at.run.batch_size = batch;
       SweepRow row;
       row.batch = batch;
       keep_as("sweep", "doctor --sweep: batch " + std::to_string(batch), nullptr);
@@ -291,7 +285,8 @@ int run_doctor(const std::vector<std::string>& argv) {
                        w.run_ids.size() == 1 ? "run" : "runs", ids.c_str(), db_path.c_str());
         }
       }
-      w.measured_gain = (before.step_ms / input.batch) / (after.step_ms / changed.batch);
+      w.measured_gain = (before.step_ms / input.run.batch_size) /
+                      (after.step_ms / changed.run.batch_size);
       w.before_ms = before.step_ms;
       w.after_ms = after.step_ms;
     }

@@ -48,8 +48,8 @@ void print_diagnosis(const Diagnosis& d) {
   std::printf("device: %s (%s), model %s, batch %d, %s\n", dev.name.c_str(),
               dev.measured ? "roofs measured on this machine"
                            : (dev.is_gpu() ? "published figures: a prediction" : "profile"),
-              d.input.spec.name.c_str(), d.input.batch,
-              std::string(to_string(d.input.optimizer.kind)).c_str());
+              d.input.spec.name.c_str(), d.input.run.batch_size,
+              std::string(to_string(d.input.run.optimizer.kind)).c_str());
   std::printf("%-22s %14s %16s\n", "", f32.c_str(), mixed.c_str());
   std::printf("%-22s %14s %16s   %s float32\n", "predicted step",
               doctor::millis(d.float32.step_s()).c_str(), doctor::millis(d.mixed.step_s()).c_str(),
@@ -204,7 +204,7 @@ void print_what_if(const WhatIf& w, const doctor::DiagnosisInput& input, bool pr
   }
   std::printf("; measured %s (%s step %.3f ms at batch %d, then %.3f ms)\n",
               doctor::ratio(w.measured_gain).c_str(), std::string(to_string(input.mixed)).c_str(),
-              w.before_ms, input.batch, w.after_ms);
+              w.before_ms, input.run.batch_size, w.after_ms);
 }
 
 }  // namespace mixlab::cli

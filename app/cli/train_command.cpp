@@ -21,6 +21,7 @@
 #include "app/store/store_writer.h"
 #include "engine/backend/backend.h"
 #include "engine/data/dataset.h"
+#include "engine/train/run_fields.h"
 #include "engine/train/trainer.h"
 
 namespace mixlab::cli {
@@ -52,14 +53,31 @@ class CancelOnSignal {
   void (*previous_term_)(int);
 };
 
-constexpr const char* kFooter =
-    "--device: auto (the default) trains on the GPU when the CUDA backend can, else on the CPU;\n"
-    "cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and says why\n"
-    "on stderr. The GPU options (--tf32, --cuda-graphs, --data-on-device) are recorded with the\n"
-    "run and ignored on the CPU. --layer-timing times every layer's forward and backward (the\n"
-    "device's clock on a GPU, the host's on the CPU) and prints a table.\n"
-    "Runs are recorded in the run database (--db PATH, else $MIXLAB_DB, else\n"
-    "$XDG_DATA_HOME/mixlab/runs.sqlite) unless --no-store is given.";
+// "--tf32, --cuda-graphs": the fields' flags.
+std::string flags_of(const std::vector<const RunField*>& fields) {
+  std::string text;
+  for (const RunField* field : fields) {
+    text += (text.empty() ? "--" : ", --") + std::string(field->cli_flag);
+  }
+  return text;
+}
+
+std::string footer() {
+  std::vector<const RunField*> gpu_options;
+  for (const RunField& field : run_fields()) {
+    if (field.gpu_only) gpu_options.push_back(&field);
+  }
+  return "--device: auto (the default) trains on the GPU when the CUDA backend can, else on the\n"
+         "CPU; cuda or cuda:N asks for a GPU and, when it cannot be used, trains on the CPU and\n"
+         "says why on stderr. The GPU options (" +
+         flags_of(gpu_options) +
+         ") apply to GPU runs:\n"
+         "a run on the CPU runs and is recorded with them off, as the GUI records it, and says so\n"
+         "on stderr. --layer-timing times every layer's forward and backward (the device's clock\n"
+         "on a GPU, the host's on the CPU) and prints a table.\n"
+         "Runs are recorded in the run database (--db PATH, else $MIXLAB_DB, else\n"
+         "$XDG_DATA_HOME/mixlab/runs.sqlite) unless --no-store is given.";
+}
 
 nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
@@ -154,7 +172,7 @@ int run_train(const std::vector<std::string>& argv) {
   // For sweeps: the uid the run is recorded under, so that the sweep finds it (32 hex digits).
   std::string run_uid;
   command.add_option(app, "--run-uid", run_uid, "")->group("");
-  app.footer(kFooter);
+  app.footer(footer());
   if (!command.parse(argv, &models)) return kExitOk;
   if (models.size() > 1) throw UsageError("give one model, got " + std::to_string(models.size()));
   if (!models.empty() && model_option->count() > 0) {
@@ -183,10 +201,15 @@ int run_train(const std::vector<std::string>& argv) {
   const BackendChoice choice = make_backend(device, config.threads, true);
   Backend& backend = *choice.backend;
   if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli: %s\n", choice.note.c_str());
-  if (choice.device == "cpu" && (config.tf32 || config.cuda_graphs || config.data_on_device)) {
+  // The engine's one rule for options that do not apply to the device: a run on the CPU is
+  // recorded without the GPU options, as the GUI records it.
+  std::vector<const RunField*> reset;
+  config = applicable_config(std::move(config), backend.device(), &reset);
+  if (!reset.empty()) {
     std::fprintf(stderr,
-                 "mixlab-cli: --tf32, --cuda-graphs and --data-on-device apply to GPU runs; this "
-                 "run is on the cpu\n");
+                 "mixlab-cli: GPU options apply to GPU runs; this run is on the %s and is "
+                 "recorded without %s\n",
+                 choice.device.c_str(), flags_of(reset).c_str());
   }
 
   // The run is recorded from here on, so that one whose dataset cannot be read is kept too.

@@ -1,6 +1,8 @@
 #include "app/run/run_controller.h"
 
 #include <QMetaType>
+#include <exception>
+#include <memory>
 
 #include "app/store/run_recorder.h"
 #include "app/store/run_store.h"
@@ -8,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/spec/layer_text.h"
+#include "engine/train/run_fields.h"
 #include "engine/train/trainer.h"
 
 namespace mixlab::app {
@@ -118,13 +121,27 @@ std::int64_t RunController::run_one(const RunRequest& request) {
   summary.status = RunStatus::failed;
   std::optional<store::RunRecorder> recorder;
   std::string display_name;
+  // No fallback: a GPU run that cannot start fails with the reason (the panel only starts a GPU
+  // run when the CUDA backend is available; this catches what changed since). The failure is
+  // recorded with the run.
+  std::unique_ptr<Backend> backend;
+  std::exception_ptr no_backend;
+  try {
+    backend = make_backend(request.device, request.config.threads, false).backend;
+  } catch (const std::exception&) {
+    no_backend = std::current_exception();
+  }
+  // The settings as the device runs them, the engine's one rule (mixlab-cli train records a
+  // CPU run alike): on the CPU without the GPU options.
+  const RunConfig config =
+      backend ? applicable_config(request.config, backend->device()) : request.config;
   try {
     if (!writer_) writer_ = std::make_unique<store::StoreWriter>(db_path_);
     store::RunRecord record;
     record.name = request.name;
     record.model_name = request.model_name;
     record.model_json = to_json(request.spec);
-    record.config = request.config;
+    record.config = config;
     record.device = request.device;
     record.tags = request.tags;
     record.uid = request.uid;
@@ -145,13 +162,11 @@ std::int64_t RunController::run_one(const RunRequest& request) {
   const std::int64_t id = recorder->run_id();
   const QString name = QString::fromStdString(display_name);
   try {
-    // No fallback: a GPU run that cannot start fails with the reason (the panel only starts a
-    // GPU run when the CUDA backend is available; this catches what changed since).
-    const BackendChoice choice = make_backend(request.device, request.config.threads, false);
-    const DatasetPair data = load_dataset(request.config.dataset);
+    if (!backend) std::rethrow_exception(no_backend);
+    const DatasetPair data = load_dataset(config.dataset);
     BufferSink buffer(*this, id, name, request.spec);
     store::FanoutSink sink{&buffer, &*recorder};
-    summary = train(request.spec, request.config, data, *choice.backend, sink, cancel_);
+    summary = train(request.spec, config, data, *backend, sink, cancel_);
   } catch (const std::exception& e) {
     // A dataset that cannot be read, a model that does not fit it: recorded as failed.
     summary = RunSummary{};

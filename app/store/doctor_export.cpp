@@ -202,7 +202,8 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
       << escape(d.verdict) << "</p>\n<p>Device: " << escape(dev.name)
       << (dev.measured ? " (roofs measured on this machine)"
                        : (dev.is_gpu() ? " (published figures: a prediction)" : ""))
-      << "; batch " << d.input.batch << ", " << escape(to_string(d.input.optimizer.kind))
+      << "; batch " << d.input.run.batch_size << ", "
+      << escape(to_string(d.input.run.optimizer.kind))
       << ".</p>\n"
       << "<table><tr><th></th><th>float32</th><th>" << escape(mixed) << "</th></tr>\n"
       << "<tr><td>predicted step</td><td class='n'>" << doctor::millis(d.float32.step_s())

@@ -42,7 +42,7 @@ std::int64_t DoctorKeeper::keep_report(const doctor::Diagnosis& diagnosis,
   DoctorReportRecord report;
   report.model_name = model_name_;
   report.device = diagnosis.input.device.name;
-  report.batch_size = diagnosis.input.batch;
+  report.batch_size = diagnosis.input.run.batch_size;
   report.mixed_policy = std::string(to_string(diagnosis.input.mixed));
   report.verdict = diagnosis.verdict;
   report.report_json = report_json;

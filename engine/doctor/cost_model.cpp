@@ -98,10 +98,10 @@ namespace {
 // Builds the items of one step.
 class Model {
  public:
-  Model(const ExecutionPlan& plan, const DeviceProfile& device, const CostOptions& options,
-        OptimizerKind optimizer)
-      : plan_(plan), device_(device), options_(options), optimizer_kind_(optimizer) {
-    overhead_s_ = device.launch_overhead_s * (device.is_gpu() && options.cuda_graphs ? 0.3 : 1.0);
+  Model(const ExecutionPlan& plan, const DeviceProfile& device, const RunConfig& run)
+      : plan_(plan), device_(device), run_(run) {
+    // CUDA graphs replay the launches: a fraction of the overhead.
+    overhead_s_ = device.launch_overhead_s * (device.is_gpu() && run.cuda_graphs ? 0.3 : 1.0);
   }
 
   std::vector<CostItem> items() {
@@ -166,7 +166,7 @@ class Model {
   // The roof of a GEMM of `dtype` with these dimensions; records emulation, alignment and
   // quantization on the item.
   double gemm_peak(CostItem& item, DType dtype) const {
-    double peak = matmul_peak(device_, dtype, options_.tf32);
+    double peak = matmul_peak(device_, dtype, run_.tf32);
     if (peak <= 0.0) {
       item.emulated = true;  // float32 math with 16-bit rounding (or no such path at all)
       peak = device_.peak.float32;
@@ -216,7 +216,7 @@ class Model {
 
   void data() {
     const double elements = static_cast<double>(plan_.batch) * num_elements(plan_.input_shape);
-    if (gpu() && !options_.data_on_device) {
+    if (gpu() && !run_.data_on_device) {
       CostItem& c = add(-1, CostPhase::data, TimeKind::data, DType::f32, "input batch copy to the GPU");
       c.bytes_f32 = 4 * elements + 4 * plan_.batch;
       c.launches = 2;
@@ -469,8 +469,9 @@ class Model {
     return total;
   }
 
+  // mixed_float16 scales its loss dynamically, as Keras runs it (and the doctor measures it).
   void loss_scaling() {
-    if (plan_.policy != Policy::mixed_float16 || !options_.loss_scaling) return;
+    if (plan_.policy != Policy::mixed_float16) return;
     const double p = param_floats();
     if (p == 0) return;
     CostItem& s = add(-1, CostPhase::loss_scaling, TimeKind::loss_scaling, DType::f32,
@@ -490,7 +491,7 @@ class Model {
     const double p = param_floats();
     if (p == 0) return;
     CostItem& o = add(-1, CostPhase::optimizer, TimeKind::optimizer, DType::f32,
-                      std::string(to_string(optimizer_kind_)) + " update");
+                      std::string(to_string(run_.optimizer.kind)) + " update");
     // Master read and written, gradient read, state read and written.
     o.bytes_f32 = (12.0 + 8.0 * plan_.optimizer_states) * p;
     o.flops = (plan_.optimizer_states == 2 ? 12.0 : 3.0) * p;
@@ -507,8 +508,7 @@ class Model {
  private:
   const ExecutionPlan& plan_;
   const DeviceProfile& device_;
-  const CostOptions& options_;
-  OptimizerKind optimizer_kind_;
+  const RunConfig& run_;
   double overhead_s_ = 0.0;
   std::vector<CostItem> items_;
 };
@@ -580,9 +580,9 @@ double StepCost::flops() const {
   return total;
 }
 
-StepCost predict_step(const ModelSpec& spec, Policy policy, int batch,
-                      const OptimizerConfig& optimizer, const DeviceProfile& device,
-                      const CostOptions& options) {
+StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run,
+                      const DeviceProfile& device) {
+  const int batch = run.batch_size;
   if (batch < 1) {
     throw ConfigError("batch size " + std::to_string(batch) + ": it must be at least 1");
   }
@@ -590,9 +590,9 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, int batch,
     throw ConfigError("device profile '" + device.name + "' has no bandwidth or float32 peak");
   }
   const ShapeTable table = infer_shapes(spec, policy);
-  const ExecutionPlan plan = build_plan(spec, table, policy, batch, optimizer,
+  const ExecutionPlan plan = build_plan(spec, table, policy, batch, run.optimizer,
                                         device.is_gpu() ? kCudaLowering : kCpuLowering);
-  Model model(plan, device, options, optimizer.kind);
+  Model model(plan, device, run);
   StepCost cost;
   cost.policy = policy;
   cost.batch = batch;
@@ -605,15 +605,14 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, int batch,
   return cost;
 }
 
-double roofline_bound_s(const ModelSpec& spec, Policy policy, int batch,
-                        const OptimizerConfig& optimizer, const DeviceProfile& device,
-                        const CostOptions& options) {
+double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& run,
+                        const DeviceProfile& device) {
   DeviceProfile bare = device;
   bare.small_gemm_efficiency = 1.0;
   bare.convolution_efficiency = 1.0;
   bare.pooling_efficiency = 1.0;
   bare.launch_overhead_s = 0.0;
-  return predict_step(spec, policy, batch, optimizer, bare, options).step_s();
+  return predict_step(spec, policy, run, bare).step_s();
 }
 
 }  // namespace mixlab::doctor

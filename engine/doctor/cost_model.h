@@ -20,6 +20,7 @@
 #include "engine/ops/optimizer.h"
 #include "engine/plan/execution_plan.h"
 #include "engine/spec/model_spec.h"
+#include "engine/train/run_types.h"
 
 namespace mixlab::doctor {
 
@@ -106,13 +107,6 @@ struct CostItem {
   bool memory_bound() const { return memory_s > compute_s; }
 };
 
-struct CostOptions {
-  bool tf32 = false;            // float32 matmuls on TF32 tensor cores (Ampere on)
-  bool cuda_graphs = false;     // launches replayed from a graph: a fraction of the overhead
-  bool data_on_device = false;  // the training split kept on the GPU (no per-step copy)
-  bool loss_scaling = true;     // mixed_float16 with dynamic loss scaling, as Keras runs it
-};
-
 struct StepCost {
   Policy policy = Policy::float32;
   int batch = 0;
@@ -138,17 +132,18 @@ struct StepCost {
   bool data_overlapped = false;  // a GPU: the copy runs beside the step
 };
 
-// Throws ConfigError for a batch size below 1 and SpecError for an invalid model.
-StepCost predict_step(const ModelSpec& spec, Policy policy, int batch,
-                      const OptimizerConfig& optimizer, const DeviceProfile& device,
-                      const CostOptions& options = {});
+// The step of `run` (its batch size, optimizer and GPU options: TF32 for float32 matmuls, CUDA
+// graphs replaying the launches, the training split kept on the GPU) under `policy`, with
+// loss scaling under mixed_float16 as Keras runs it. Throws ConfigError for a batch size below 1
+// and SpecError for an invalid model.
+StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run,
+                      const DeviceProfile& device);
 
 // The roofline bound of the step: the same counts against the device's bare roofs (its matmul
 // peak for every GEMM, no launch overhead, no small-batch or convolution discount): how fast the
 // hardware could run it, to set a measured step against.
-double roofline_bound_s(const ModelSpec& spec, Policy policy, int batch,
-                        const OptimizerConfig& optimizer, const DeviceProfile& device,
-                        const CostOptions& options = {});
+double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& run,
+                        const DeviceProfile& device);
 
 // Bytes a tensor element of `dtype` takes on the device: a CPU without bfloat16 kernels keeps
 // 16-bit values in float32 (it emulates them).

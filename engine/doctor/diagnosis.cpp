@@ -58,15 +58,15 @@ DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& 
   };
   switch (change.field) {
     case F::none: break;
-    case F::batch_size: out.batch = static_cast<int>(change.value); break;
+    case F::batch_size: out.run.batch_size = static_cast<int>(change.value); break;
     case F::units: layer(LayerType::Dense).units = static_cast<int>(change.value); break;
     case F::filters: layer(LayerType::Conv2D).filters = static_cast<int>(change.value); break;
     case F::input_channels:
       if (out.spec.input_shape.empty()) throw ConfigError("the model has no input shape");
       out.spec.input_shape.back() = change.value;
       break;
-    case F::cuda_graphs: out.options.cuda_graphs = change.value != 0; break;
-    case F::data_on_device: out.options.data_on_device = change.value != 0; break;
+    case F::cuda_graphs: out.run.cuda_graphs = change.value != 0; break;
+    case F::data_on_device: out.run.data_on_device = change.value != 0; break;
   }
   return out;
 }
@@ -101,7 +101,7 @@ std::string on_device(const DeviceProfile& dev) {
 std::string verdict(const Diagnosis& d) {
   const std::string policy(to_string(d.input.mixed));
   const std::string where = on_device(d.input.device);
-  const std::string batch = " at batch " + std::to_string(d.input.batch);
+  const std::string batch = " at batch " + std::to_string(d.input.run.batch_size);
   if (d.mixed.support.level == Support::unsupported) {
     return policy + " cannot run " + where + ": " + d.mixed.support.reason + ".";
   }
@@ -140,10 +140,8 @@ std::string verdict(const Diagnosis& d) {
 Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>& measured) {
   Diagnosis d;
   d.input = input;
-  d.float32 = predict_step(input.spec, Policy::float32, input.batch, input.optimizer,
-                           input.device, input.options);
-  d.mixed = predict_step(input.spec, input.mixed, input.batch, input.optimizer, input.device,
-                         input.options);
+  d.float32 = predict_step(input.spec, Policy::float32, input.run, input.device);
+  d.mixed = predict_step(input.spec, input.mixed, input.run, input.device);
   d.measured = measured;
   using Rule = std::vector<Finding> (*)(const Diagnosis&);
   for (const Rule rule : {rules::memory_fit, rules::capability, rules::weight_bound,

@@ -78,10 +78,13 @@ struct Measurement {
 struct DiagnosisInput {
   ModelSpec spec;
   DeviceProfile device;
-  int batch = 32;
   Policy mixed = Policy::mixed_float16;  // set against float32
-  OptimizerConfig optimizer;
-  CostOptions options;
+  // The run the diagnosis is made at, as mixlab-cli's options or the Run panel set it: its
+  // batch size, optimizer, seed, threads and GPU options, and whatever setting the field table
+  // (engine/train/run_fields.h) gains, with no copy here. The precision, loss scaling, length
+  // and dataset are the doctor's own (measure_config): float32 and `mixed`, each with Keras's
+  // loss scaling, on synthetic data shaped like the model's input.
+  RunConfig run;
 };
 
 struct Diagnosis {

@@ -4,6 +4,7 @@
 
 #include "engine/data/dataset.h"
 #include "engine/spec/shape_inference.h"
+#include "engine/train/run_fields.h"
 #include "engine/train/stats.h"
 #include "engine/train/trainer.h"
 
@@ -70,40 +71,38 @@ class MeasureSink final : public RunSink {
 RunConfig measure_config(const DiagnosisInput& input, Policy policy,
                          const MeasureOptions& options) {
   const ShapeTable table = infer_shapes(input.spec);
-  RunConfig config;
+  // The run's own settings (batch size, optimizer, seed, threads, GPU options, and any the
+  // field table gains), then what the measurement sets itself.
+  RunConfig config = input.run;
   config.precision = policy;
-  if (input.options.loss_scaling) config.loss_scale = LossScaleConfig::keras_default(policy);
-  config.batch_size = input.batch;
+  config.loss_scale = LossScaleConfig::keras_default(policy);
   config.steps = options.steps;
   // Eight batches of distinct samples (as mixlab-cli bench), passed over as often as needed.
   constexpr std::int64_t kBatches = 8;
   config.epochs = static_cast<int>((options.steps + kBatches - 1) / kBatches);
-  config.optimizer = input.optimizer;
-  config.seed = options.seed;
-  config.threads = options.threads;
   config.evaluate = false;
   config.warmup_steps = options.warmup;
-  config.tf32 = input.options.tf32;
-  config.cuda_graphs = input.options.cuda_graphs;
-  config.data_on_device = input.options.data_on_device;
   config.layer_timing = options.layer_timing;
+  config.initial_weights = nullptr;  // the seed's: a suggested change may reshape a layer
+  config.dataset = DatasetSpec{};
   DatasetSpec& ds = config.dataset;
   ds.kind = DatasetSpec::Kind::synthetic;
   ds.shape = table.input_shape;
   ds.classes = static_cast<int>(num_elements(table.output_shape));
-  ds.train_size = kBatches * input.batch;
+  ds.train_size = kBatches * input.run.batch_size;
   return config;
 }
 
 MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& backend,
                            const MeasureOptions& options, const std::atomic<bool>& cancel) {
-  const RunConfig config = measure_config(input, policy, options);
+  const RunConfig config =
+      applicable_config(measure_config(input, policy, options), backend.device());
   const DatasetPair data = load_dataset(config.dataset);
   MeasureSink sink(options.also_to ? options.also_to(config) : nullptr);
   const RunSummary s = train(input.spec, config, data, backend, sink, cancel);
   if (s.status != RunStatus::finished) {
     throw BackendError(std::string(to_string(policy)) + " at batch " +
-                       std::to_string(input.batch) + " " + std::string(to_string(s.status)) +
+                       std::to_string(input.run.batch_size) + " " + std::string(to_string(s.status)) +
                        ": " + s.message);
   }
   MeasuredRun m;

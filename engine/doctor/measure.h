@@ -14,21 +14,23 @@
 
 namespace mixlab::doctor {
 
+// The measurement's own settings; the rest of each run's are the input's (DiagnosisInput::run).
 struct MeasureOptions {
   std::int64_t steps = 30;
   int warmup = 5;
-  std::uint64_t seed = 42;
-  int threads = 0;
   bool layer_timing = true;
   // Where each policy's run also goes, given its configuration (the CLI records the runs in the
   // run store): every figure of the run, as train() gives a RunSink. Null: nowhere else.
   std::function<RunSink*(const RunConfig&)> also_to;
 };
 
-// The RunConfig a measured policy runs with (what also_to receives).
+// The RunConfig a measured policy runs with: the input's run with the policy, Keras's loss
+// scaling for it, the options' length, warm-up and layer timing, no evaluation, and synthetic
+// data shaped like the model's input.
 RunConfig measure_config(const DiagnosisInput& input, Policy policy, const MeasureOptions& options);
 
-// One policy's measured run. Throws BackendError naming the policy when the run fails.
+// One policy's measured run, with measure_config as the device applies it (applicable_config:
+// what also_to receives). Throws BackendError naming the policy when the run fails.
 MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& backend,
                            const MeasureOptions& options, const std::atomic<bool>& cancel);
 

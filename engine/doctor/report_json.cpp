@@ -118,16 +118,15 @@ ordered_json to_json(const Diagnosis& d) {
   j["verdict"] = d.verdict;
   j["model"] = d.input.spec.name;
   j["device"] = to_json(d.input.device);
-  j["batch_size"] = d.input.batch;
-  j["optimizer"] = std::string(to_string(d.input.optimizer.kind));
+  j["batch_size"] = d.input.run.batch_size;
+  j["optimizer"] = std::string(to_string(d.input.run.optimizer.kind));
   j["mixed_policy"] = mixed;
   j["support"] = {{"level", std::string(to_string(d.mixed.support.level))},
                   {"reason", d.mixed.support.reason}};
   j["predicted_step_ms"] = {{f32, ms(d.float32.step_s())}, {mixed, ms(d.mixed.step_s())}};
   j["predicted_speedup"] = number_or_null(d.predicted_speedup());
   const auto bound = [&](Policy p) {
-    return ms(roofline_bound_s(d.input.spec, p, d.input.batch, d.input.optimizer, d.input.device,
-                               d.input.options));
+    return ms(roofline_bound_s(d.input.spec, p, d.input.run, d.input.device));
   };
   j["roofline_bound_ms"] = {{f32, bound(Policy::float32)}, {mixed, bound(d.input.mixed)}};
   if (d.measured) {

@@ -18,7 +18,7 @@ using Field = SuggestedChange::Field;
 // A policy's step predicted after a change to the input.
 StepCost repredict(const Diagnosis& d, Policy policy, const SuggestedChange& change) {
   const DiagnosisInput in = apply_change(d.input, change);
-  return predict_step(in.spec, policy, in.batch, in.optimizer, in.device, in.options);
+  return predict_step(in.spec, policy, in.run, in.device);
 }
 
 // Samples per second after over before.
@@ -187,11 +187,11 @@ std::vector<Finding> quantization(const Diagnosis& d) {
                 std::to_string(q.waves) + (q.waves == 1 ? " wave" : " waves") + " (tiles " +
                 percent(q.tile_efficiency) + ", waves " + percent(q.wave_efficiency) + ")";
     // A batch that fills the waves, where the GEMM's rows are the batch.
-    const bool rows_are_batch = item.shape.m == d.input.batch;
+    const bool rows_are_batch = item.shape.m == d.input.run.batch_size;
     if (rows_are_batch) {
       int best = 0;
-      for (int delta = 8; delta <= d.input.batch && best == 0; delta += 8) {
-        for (const int b : {d.input.batch + delta, d.input.batch - delta}) {
+      for (int delta = 8; delta <= d.input.run.batch_size && best == 0; delta += 8) {
+        for (const int b : {d.input.run.batch_size + delta, d.input.run.batch_size - delta}) {
           const int candidate = b / 8 * 8;
           if (candidate < 8) continue;
           GemmShape s = item.shape;
@@ -257,8 +257,8 @@ std::vector<Finding> memory_bound(const Diagnosis& d) {
              " of the step), so mixed precision gains them at most the 2x of halved bytes, not "
              "the tensor cores' " + ratio(tensor_ratio);
   f.message = message;
-  if (top.shape.m == d.input.batch || top.shape.k == d.input.batch) {
-    const int bigger = std::min(8192, d.input.batch * 4);
+  if (top.shape.m == d.input.run.batch_size || top.shape.k == d.input.run.batch_size) {
+    const int bigger = std::min(8192, d.input.run.batch_size * 4);
     const SuggestedChange change{Field::batch_size, -1, bigger};
     const StepCost after = repredict(d, d.input.mixed, change);
     f.predicted_gain = per_sample_gain(d.mixed, after);
@@ -311,7 +311,7 @@ std::vector<Finding> weight_bound(const Diagnosis& d) {
   // where it already is, clearly more so.
   const double wanted = mixed_wins ? speedup * kClearlyFaster : kClearlyFaster;
   if (!mixed_wins) f.suggestion = "stay in float32";
-  for (int batch = d.input.batch * 2; batch <= 8192; batch *= 2) {
+  for (int batch = d.input.run.batch_size * 2; batch <= 8192; batch *= 2) {
     const SuggestedChange change{Field::batch_size, -1, batch};
     const StepCost at = repredict(d, d.input.mixed, change);
     const StepCost at32 = repredict(d, Policy::float32, change);
@@ -345,14 +345,14 @@ std::vector<Finding> overhead_bound(const Diagnosis& d) {
               (dev.is_gpu() ? " kernel launches cost " : " library calls cost ") +
               millis(c.overhead_s()) + ", more than the " + millis(c.kernel_s()) +
               " of work they start";
-  if (dev.is_gpu() && !d.input.options.cuda_graphs) {
+  if (dev.is_gpu() && !d.input.run.cuda_graphs) {
     const SuggestedChange change{Field::cuda_graphs, -1, 1};
     const StepCost after = repredict(d, d.input.mixed, change);
     f.predicted_gain = c.step_s() / after.step_s();
     f.suggestion = "replay the step as a CUDA graph (--cuda-graphs), or a larger batch";
     f.change = change;
   } else {
-    const int bigger = std::min(8192, d.input.batch * 4);
+    const int bigger = std::min(8192, d.input.run.batch_size * 4);
     const SuggestedChange change{Field::batch_size, -1, bigger};
     const StepCost after = repredict(d, d.input.mixed, change);
     f.predicted_gain = per_sample_gain(c, after);
@@ -369,7 +369,7 @@ std::vector<Finding> input_bound(const Diagnosis& d) {
   std::vector<Finding> out;
   const DeviceProfile& dev = d.input.device;
   const auto suggest = [&](Finding& f) {
-    if (dev.is_gpu() && !d.input.options.data_on_device) {
+    if (dev.is_gpu() && !d.input.run.data_on_device) {
       const SuggestedChange change{Field::data_on_device, -1, 1};
       const StepCost after = repredict(d, d.input.mixed, change);
       f.predicted_gain = d.mixed.step_s() / after.step_s();

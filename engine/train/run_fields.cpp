@@ -241,7 +241,8 @@ std::vector<RunField> make_fields() {
                                 .json_path = "tf32",
                                 .store_column = "tf32",
                                 .csv_column = "tf32",
-                                .example = "true"}),
+                                .example = "true",
+                                .gpu_only = true}),
       member<&RunConfig::cuda_graphs>({.name = "cuda_graphs",
                                        .label = "CUDA graphs",
                                        .help = "GPU: capture the training step once and replay it",
@@ -249,7 +250,8 @@ std::vector<RunField> make_fields() {
                                        .json_path = "cuda_graphs",
                                        .store_column = "cuda_graphs",
                                        .csv_column = "cuda_graphs",
-                                       .example = "true"}),
+                                       .example = "true",
+                                       .gpu_only = true}),
       member<&RunConfig::data_on_device>(
           {.name = "data_on_device",
            .label = "dataset on the GPU",
@@ -258,7 +260,8 @@ std::vector<RunField> make_fields() {
            .json_path = "data_on_device",
            .store_column = "data_on_device",
            .csv_column = "data_on_device",
-           .example = "true"}),
+           .example = "true",
+           .gpu_only = true}),
       member<&RunConfig::layer_timing>(
           {.name = "layer_timing",
            .label = "per-layer timing",
@@ -513,6 +516,20 @@ std::string field_display(const RunField& field, const RunConfig& config) {
   const FieldValue value = field.get(config);
   if (const auto* boolean = std::get_if<bool>(&value)) return *boolean ? "on" : "off";
   return field_value_text(value);
+}
+
+RunConfig applicable_config(RunConfig config, const DeviceInfo& device,
+                            std::vector<const RunField*>* reset) {
+  if (device.is_gpu()) return config;
+  const RunConfig defaults;
+  for (const RunField& field : run_fields()) {
+    if (!field.gpu_only) continue;
+    const FieldValue value = field.get(defaults);
+    if (field.get(config) == value) continue;
+    field.set(config, value);
+    if (reset != nullptr) reset->push_back(&field);
+  }
+  return config;
 }
 
 }  // namespace mixlab

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/train/run_types.h"
@@ -51,6 +52,9 @@ struct RunField {
   std::string_view example;       // a valid value other than the default, as text (tests)
   std::string_view depends_on;    // the earlier field whose setting resets this one: "optimizer"
   bool per_step_csv = false;      // repeated on each row of the long steps CSV, naming the run
+  // A GPU option (TF32, CUDA graphs, the dataset on the device): a run on the CPU runs and is
+  // recorded with it at its default (applicable_config).
+  bool gpu_only = false;
   std::optional<OptimizerKind> optimizer;  // the one optimizer it configures (SGD's momentum)
   FieldRange range;                        // integer and real fields
   FieldValue (*get)(const RunConfig& config) = nullptr;
@@ -99,5 +103,12 @@ void set_field_text(const RunField& field, RunConfig& config, std::string_view t
 std::string field_default_text(const RunField& field);
 // For people: "on" / "off", "all cores", numbers and text as field_text writes them.
 std::string field_display(const RunField& field, const RunConfig& config);
+
+// The settings a run on `device` runs with, and so is recorded with, wherever it started
+// (mixlab-cli train and each sweep member, the GUI's runs, the doctor's measurements): on the
+// CPU every gpu_only field at its default. `reset`, when given, receives the fields that were
+// set and are reset (mixlab-cli names them).
+RunConfig applicable_config(RunConfig config, const DeviceInfo& device,
+                            std::vector<const RunField*>* reset = nullptr);
 
 }  // namespace mixlab

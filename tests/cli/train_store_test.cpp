@@ -283,6 +283,13 @@ TEST_F(TrainStore, EveryRunSettingIsAFlagThatReachesTheRunAndItsJson) {
     const nlohmann::json::json_pointer at(path);
     // The tiny run's own --dataset and --threads come first: a later option wins.
     std::vector<std::string> extra{"--db", db.string(), "--json"};
+    // A GPU option applies to a GPU run (on the CPU it is recorded off): the fake GPU's.
+    if (field.gpu_only) {
+      setenv("MIXLAB_CUDA_BACKEND", FAKE_CUDA_PLUGIN, 1);
+      extra.insert(extra.end(), {"--device", "cuda"});
+    } else {
+      unsetenv("MIXLAB_CUDA_BACKEND");
+    }
     if (field.optimizer)
       extra.insert(extra.end(), {"--optimizer", std::string(to_string(*field.optimizer))});
     extra.push_back("--" + std::string(field.cli_flag));
@@ -437,8 +444,8 @@ TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {
       "loaded: the file does not exist; training on the CPU instead";
   const std::string err = testing::read_bytes(c.err);
   EXPECT_TRUE(contains(err, "mixlab-cli: " + why + "\n")) << err;
-  EXPECT_TRUE(contains(err, "--tf32, --cuda-graphs and --data-on-device apply to GPU runs; this "
-                            "run is on the cpu"))
+  EXPECT_TRUE(contains(err, "mixlab-cli: GPU options apply to GPU runs; this run is on the cpu "
+                            "and is recorded without --tf32\n"))
       << err;
   const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
   EXPECT_EQ(j["device_id"], "cpu");
@@ -450,6 +457,7 @@ TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {
   const RunRecord r = store.run(j["run_id"].get<std::int64_t>());
   EXPECT_EQ(r.device, "cpu");
   EXPECT_TRUE(r.config.layer_timing);
+  EXPECT_FALSE(r.config.tf32);
 
   // In text form: a table of the CPU's layer times.
   const Child text = start_cli(
@@ -458,6 +466,44 @@ TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {
   const std::string table = testing::read_bytes(text.out);
   EXPECT_TRUE(contains(table, "layer times: mean ms over 2 steps on cpu")) << table;
   EXPECT_TRUE(contains(table, "1  Dense")) << table;
+}
+
+// A CPU run is recorded without the GPU options, as the GUI's run controller records it
+// (tests/ui/run_controller_test.cpp): the engine's one rule, applicable_config. Every GPU
+// option of the table, given on the command line, is named on stderr and stored off.
+TEST_F(TrainStore, CpuRunIsRecordedWithoutTheGpuOptionsAndSaysWhich) {
+  const auto db = dir_ / "runs.sqlite";
+  std::vector<std::string> extra{"--db", db.string(), "--steps", "2", "--device", "cpu", "--json"};
+  std::string flags;
+  for (const RunField& field : run_fields()) {
+    if (!field.gpu_only) continue;
+    ASSERT_EQ(field.type, FieldType::boolean);  // a flag alone turns it on
+    extra.push_back("--" + std::string(field.cli_flag));
+    flags += (flags.empty() ? "--" : ", --") + std::string(field.cli_flag);
+  }
+  ASSERT_FALSE(flags.empty());
+  const Child c = start_cli(dir_, tiny_run(extra));
+  ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  const std::string err = testing::read_bytes(c.err);
+  EXPECT_EQ(err, "mixlab-cli: GPU options apply to GPU runs; this run is on the cpu and is "
+                 "recorded without " + flags + "\n");
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  const RunRecord r =
+      RunStore::open(db, StoreOptions{.read_only = true}).run(j["run_id"].get<std::int64_t>());
+  const RunConfig defaults;
+  for (const RunField& field : run_fields()) {
+    if (!field.gpu_only) continue;
+    SCOPED_TRACE(std::string(field.name));
+    EXPECT_EQ(field.get(r.config), field.get(defaults));
+    std::string path = "/";
+    path += field.json_path;
+    EXPECT_EQ(j["config"][nlohmann::json::json_pointer(path)], json_of(field.get(defaults)));
+  }
+  // The help says so.
+  const Child help = start_cli(dir_, {"train", "--help"});
+  ASSERT_EQ(finish(help), 0);
+  const std::string text = testing::read_bytes(help.out);
+  EXPECT_TRUE(contains(text, "The GPU options (" + flags + ") apply to GPU runs")) << text;
 }
 
 TEST_F(TrainStore, AutoTrainsOnTheCpuQuietlyWithoutAGpuBackend) {

@@ -22,14 +22,20 @@ const CostItem& item(const StepCost& c, const std::string& label) {
   return none;
 }
 
-OptimizerConfig sgd() { return default_optimizer(OptimizerKind::sgd); }
+// A run at `batch` with SGD, the GPU options off.
+RunConfig at(int batch) {
+  RunConfig run;
+  run.batch_size = batch;
+  run.optimizer = default_optimizer(OptimizerKind::sgd);
+  return run;
+}
 
 constexpr const char* kDense = R"({"name": "d", "input": {"shape": [8]},
   "layers": [{"type": "Dense", "units": 4}]})";
 
 TEST(CostModel, DenseFloat32PhasesAsComputedByHand) {
   // Batch 2, 8 -> 4 with a bias: the GEMMs are (2 x 8) x (8 x 4).
-  const StepCost c = predict_step(model(kDense), Policy::float32, 2, sgd(), round_gpu());
+  const StepCost c = predict_step(model(kDense), Policy::float32, at(2), round_gpu());
   const CostItem& f = item(c, "layer 0 (Dense) forward");
   EXPECT_EQ(f.phase, CostPhase::forward);
   EXPECT_EQ(f.kind, TimeKind::matmul);
@@ -56,7 +62,7 @@ TEST(CostModel, DenseFloat32PhasesAsComputedByHand) {
 }
 
 TEST(CostModel, MixedFloat16MovesHalfTheBytesAndCastsAndScales) {
-  const StepCost c = predict_step(model(kDense), Policy::mixed_float16, 2, sgd(), round_gpu());
+  const StepCost c = predict_step(model(kDense), Policy::mixed_float16, at(2), round_gpu());
   const CostItem& cast = item(c, "layer 0 (Dense) cast");
   EXPECT_DOUBLE_EQ(cast.bytes_f32, 4.0 * 16);
   EXPECT_DOUBLE_EQ(cast.bytes_16, 2.0 * 16);
@@ -78,7 +84,7 @@ TEST(CostModel, MixedFloat16MovesHalfTheBytesAndCastsAndScales) {
 TEST(CostModel, AnAlignedBatchRunsAtTheTensorCoreRate) {
   const ModelSpec aligned = model(R"({"name": "d8", "input": {"shape": [8]},
       "layers": [{"type": "Dense", "units": 8}]})");
-  const StepCost c = predict_step(aligned, Policy::mixed_float16, 8, sgd(), round_gpu());
+  const StepCost c = predict_step(aligned, Policy::mixed_float16, at(8), round_gpu());
   const CostItem& f = item(c, "layer 0 (Dense) forward");
   EXPECT_TRUE(f.misaligned.empty());
   EXPECT_DOUBLE_EQ(f.peak_flops, 4e12);
@@ -89,7 +95,7 @@ TEST(CostModel, Conv2DImplicitGemmsAsComputedByHand) {
   const ModelSpec spec = model(R"({"name": "c", "input": {"shape": [6, 6, 2]}, "layers": [
       {"type": "Conv2D", "filters": 3, "kernel_size": 3}, {"type": "Flatten"},
       {"type": "Dense", "units": 2}]})");
-  const StepCost c = predict_step(spec, Policy::float32, 1, sgd(), round_gpu());
+  const StepCost c = predict_step(spec, Policy::float32, at(1), round_gpu());
   const CostItem& f = item(c, "layer 0 (Conv2D) forward");
   EXPECT_EQ(f.kind, TimeKind::convolution);
   EXPECT_EQ(f.shape.m, 16);  // batch x 4 x 4
@@ -111,7 +117,7 @@ TEST(CostModel, PoolingForwardAndBackwardAsComputedByHand) {
   const ModelSpec spec = model(R"({"name": "p", "input": {"shape": [4, 4, 3]}, "layers": [
       {"type": "Conv2D", "filters": 3, "kernel_size": 1}, {"type": "MaxPooling2D"},
       {"type": "Flatten"}, {"type": "Dense", "units": 2}]})");
-  const StepCost c = predict_step(spec, Policy::float32, 1, sgd(), round_gpu());
+  const StepCost c = predict_step(spec, Policy::float32, at(1), round_gpu());
   const CostItem& f = item(c, "layer 1 (MaxPooling2D) forward");
   EXPECT_DOUBLE_EQ(f.flops, 48);                   // every input element compared once
   EXPECT_DOUBLE_EQ(f.bytes_f32, 4.0 * (48 + 12));  // 4x4x3 in, 2x2x3 out
@@ -120,8 +126,8 @@ TEST(CostModel, PoolingForwardAndBackwardAsComputedByHand) {
 }
 
 TEST(CostModel, TheCpuEmulatesBfloat16WithRoundingPasses) {
-  const StepCost f32 = predict_step(model(kDense), Policy::float32, 8, sgd(), round_cpu());
-  const StepCost bf16 = predict_step(model(kDense), Policy::mixed_bfloat16, 8, sgd(), round_cpu());
+  const StepCost f32 = predict_step(model(kDense), Policy::float32, at(8), round_cpu());
+  const StepCost bf16 = predict_step(model(kDense), Policy::mixed_bfloat16, at(8), round_cpu());
   const CostItem& f = item(bf16, "layer 0 (Dense) forward");
   EXPECT_TRUE(f.emulated);
   EXPECT_DOUBLE_EQ(f.bytes_16, 0.0);  // stored as float32 on an AVX2 CPU
@@ -132,11 +138,11 @@ TEST(CostModel, TheCpuEmulatesBfloat16WithRoundingPasses) {
 }
 
 TEST(CostModel, TheStepIsTheSumAndAGpuCopyOverlaps) {
-  const StepCost c = predict_step(model(kDense), Policy::float32, 2, sgd(), round_gpu());
+  const StepCost c = predict_step(model(kDense), Policy::float32, at(2), round_gpu());
   double rest = 0, data = 0;
   for (const CostItem& i : c.items) (i.phase == CostPhase::data ? data : rest) += i.time_s();
   EXPECT_DOUBLE_EQ(c.step_s(), rest + std::max(0.0, data - rest));
-  const StepCost cpu = predict_step(model(kDense), Policy::float32, 2, sgd(), round_cpu());
+  const StepCost cpu = predict_step(model(kDense), Policy::float32, at(2), round_cpu());
   double all = 0;
   for (const CostItem& i : cpu.items) all += i.time_s();
   EXPECT_DOUBLE_EQ(cpu.step_s(), all);
@@ -175,16 +181,16 @@ TEST(CostModel, Batch1020AndBatch1024Differ) {
       {"type": "Dense", "units": 4096, "activation": "relu"},
       {"type": "Dense", "units": 4096, "activation": "relu"}, {"type": "Dense", "units": 128}]})");
   const DeviceProfile& gpu = find_profile(builtin_gpu_profiles(), "RTX 2060 SUPER");
-  const StepCost b1020 = predict_step(spec, Policy::mixed_float16, 1020, sgd(), gpu);
-  const StepCost b1024 = predict_step(spec, Policy::mixed_float16, 1024, sgd(), gpu);
+  const StepCost b1020 = predict_step(spec, Policy::mixed_float16, at(1020), gpu);
+  const StepCost b1024 = predict_step(spec, Policy::mixed_float16, at(1024), gpu);
   EXPECT_GT(b1020.step_s() / 1020, 1.5 * b1024.step_s() / 1024);
 }
 
 TEST(CostModel, BadInputIsNamed) {
-  EXPECT_THROW(predict_step(model(kDense), Policy::float32, 0, sgd(), round_gpu()), ConfigError);
+  EXPECT_THROW(predict_step(model(kDense), Policy::float32, at(0), round_gpu()), ConfigError);
   DeviceProfile broken = round_gpu();
   broken.bandwidth_bytes_per_s = 0;
-  EXPECT_THROW(predict_step(model(kDense), Policy::float32, 2, sgd(), broken), ConfigError);
+  EXPECT_THROW(predict_step(model(kDense), Policy::float32, at(2), broken), ConfigError);
 }
 
 TEST(CostModel, TheRooflineBoundIsBelowThePrediction) {
@@ -192,8 +198,8 @@ TEST(CostModel, TheRooflineBoundIsBelowThePrediction) {
   cpu.small_gemm_efficiency = 0.5;
   cpu.launch_overhead_s = 1e-6;
   const ModelSpec spec = model(kDense);
-  const double predicted = predict_step(spec, Policy::float32, 32, sgd(), cpu).step_s();
-  const double bound = roofline_bound_s(spec, Policy::float32, 32, sgd(), cpu);
+  const double predicted = predict_step(spec, Policy::float32, at(32), cpu).step_s();
+  const double bound = roofline_bound_s(spec, Policy::float32, at(32), cpu);
   EXPECT_LT(bound, predicted);
   EXPECT_GT(bound, 0.0);
 }

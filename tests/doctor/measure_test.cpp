@@ -6,9 +6,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "engine/doctor/local_profile.h"
 #include "engine/doctor/measure.h"
+#include "engine/train/run_fields.h"
 #include "tests/doctor/doctor_test_support.h"
 
 namespace mixlab::doctor {
@@ -48,13 +51,13 @@ TEST(Measure, RunsBothPoliciesWithLayerTimesBesideThePrediction) {
       {"type": "Dense", "units": 4}, {"type": "Activation", "activation": "softmax",
       "dtype": "float32"}]})");
   in.device = test::round_cpu();
-  in.batch = 16;
+  in.run.batch_size = 16;
+  in.run.threads = 1;
   in.mixed = Policy::mixed_float16;
-  in.optimizer = default_optimizer(OptimizerKind::adam);
+  in.run.optimizer = default_optimizer(OptimizerKind::adam);
   MeasureOptions options;
   options.steps = 8;
   options.warmup = 2;
-  options.threads = 1;
   // Every figure of each run also reaches the sink asked for (the CLI's run-store recorder).
   struct Counting : RunSink {
     int starts = 0, steps = 0, finishes = 0;
@@ -92,6 +95,83 @@ TEST(Measure, RunsBothPoliciesWithLayerTimesBesideThePrediction) {
   EXPECT_EQ(m.mixed.initial_loss_scale, 32768.0);
   const Diagnosis d = diagnose(in, m);
   EXPECT_NE(d.verdict.find("Measured: "), std::string::npos) << d.verdict;
+}
+
+// Each item's figures, to tell two predictions apart.
+std::vector<double> figures(const StepCost& cost) {
+  std::vector<double> out;
+  for (const CostItem& item : cost.items) {
+    out.insert(out.end(), {item.flops, item.bytes(), item.peak_flops, item.compute_s,
+                           item.memory_s, item.overhead_s});
+  }
+  return out;
+}
+
+// Every GPU option of the run-settings table reaches the doctor from the run it is given, with
+// no copy on the way: the measured runs carry it, and the prediction changes with it. A GPU
+// option the table gains is checked here with no edit; one the doctor drops fails.
+TEST(DiagnosisRun, EveryGpuOptionReachesTheMeasurementAndThePrediction) {
+  DiagnosisInput off;
+  off.spec = test::model(R"({"name": "small", "input": {"shape": [16, 16, 1]}, "layers": [
+      {"type": "Conv2D", "filters": 8, "kernel_size": 3, "activation": "relu"},
+      {"type": "Flatten"}, {"type": "Dense", "units": 10, "activation": "softmax"}]})");
+  off.device = test::round_gpu();
+  off.device.peak.tf32 = 2 * off.device.peak.float32;  // what TF32 changes
+  off.device.launch_overhead_s = 5e-6;                 // what CUDA graphs change
+  off.run.batch_size = 64;
+  int options = 0;
+  for (const RunField& field : run_fields()) {
+    if (!field.gpu_only) continue;
+    SCOPED_TRACE(std::string(field.name));
+    ++options;
+    DiagnosisInput on = off;
+    set_field_text(field, on.run, field.example);
+    ASSERT_NE(field.get(on.run), field.get(off.run));
+    for (const Policy policy : {Policy::float32, on.mixed}) {
+      EXPECT_EQ(field.get(measure_config(on, policy, {})), field.get(on.run));
+      EXPECT_EQ(field.get(measure_config(off, policy, {})), field.get(off.run));
+    }
+    const Diagnosis with = diagnose(on), without = diagnose(off);
+    EXPECT_EQ(field.get(with.input.run), field.get(on.run));
+    EXPECT_NE(figures(with.float32), figures(without.float32))
+        << "the cost model does not see " << field.name;
+  }
+  EXPECT_EQ(options, 3);  // TF32, CUDA graphs, the dataset on the device
+}
+
+// The measured runs are the input's run but for what the measurement sets itself.
+TEST(DiagnosisRun, MeasuredRunsAreTheInputsRunButForTheMeasurementsOwnSettings) {
+  DiagnosisInput in;
+  in.spec = test::model(R"({"name": "small", "input": {"shape": [8, 8, 1]}, "layers": [
+      {"type": "Flatten"}, {"type": "Dense", "units": 4}]})");
+  in.device = test::round_cpu();
+  in.run.batch_size = 24;
+  in.run.seed = 7;
+  in.run.threads = 3;
+  in.run.optimizer = default_optimizer(OptimizerKind::sgd);
+  in.run.optimizer.momentum = 0.5;
+  in.run.precision = Policy::mixed_bfloat16;  // the Run panel's: the doctor's own win
+  MeasureOptions options;
+  options.steps = 20;
+  options.warmup = 3;
+  const RunConfig c = measure_config(in, Policy::mixed_float16, options);
+  EXPECT_EQ(c.batch_size, 24);
+  EXPECT_EQ(c.seed, 7u);
+  EXPECT_EQ(c.threads, 3);
+  EXPECT_EQ(c.optimizer.kind, OptimizerKind::sgd);
+  EXPECT_EQ(c.optimizer.momentum, 0.5);
+  EXPECT_EQ(c.precision, Policy::mixed_float16);
+  EXPECT_EQ(c.loss_scale.to_string(), LossScaleConfig::keras_default(c.precision).to_string());
+  EXPECT_EQ(c.steps, 20);
+  EXPECT_EQ(c.warmup_steps, 3);
+  EXPECT_FALSE(c.evaluate);
+  EXPECT_EQ(c.dataset.kind, DatasetSpec::Kind::synthetic);
+  EXPECT_EQ(c.dataset.train_size, 8 * 24);
+  // A CPU measurement runs (and records) them as a CPU run does: without the GPU options.
+  in.run.tf32 = true;
+  const RunConfig on_cpu =
+      applicable_config(measure_config(in, Policy::float32, options), make_cpu_backend(1)->device());
+  EXPECT_FALSE(on_cpu.tf32);
 }
 
 }  // namespace

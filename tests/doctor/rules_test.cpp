@@ -21,9 +21,9 @@ DiagnosisInput input(const ModelSpec& spec, const DeviceProfile& device, int bat
   DiagnosisInput in;
   in.spec = spec;
   in.device = device;
-  in.batch = batch;
+  in.run.batch_size = batch;
   in.mixed = mixed;
-  in.optimizer = default_optimizer(optimizer);
+  in.run.optimizer = default_optimizer(optimizer);
   return in;
 }
 
@@ -97,7 +97,7 @@ TEST(Rules, AlignmentNamesALayerWidthButNotTheOutputSize) {
   const ModelSpec spec = model(R"({"name": "odd", "input": {"shape": [4096]}, "layers": [
       {"type": "Dense", "units": 1001, "activation": "relu"}, {"type": "Dense", "units": 10}]})");
   DiagnosisInput in = input(spec, gpu("A100 40GB"), 1024, Policy::mixed_float16);
-  in.options.data_on_device = true;  // else the batch copy outlasts the step, whatever the width
+  in.run.data_on_device = true;  // else the batch copy outlasts the step, whatever the width
   const auto f = run(rules::alignment, diagnosis(in));
   ASSERT_EQ(f.size(), 2u);  // the 1001 units, and the 10 outputs (the next layer's 1001 inputs
                             // are the same finding)
@@ -250,7 +250,7 @@ TEST(Rules, InputBoundIsPredictedWhenTheCopyOutlastsTheStep) {
       "layers": [{"type": "Flatten"}, {"type": "Dense", "units": 8}]})");
   DiagnosisInput in = input(images, gpu("H100 SXM"), 256, Policy::mixed_float16);
   EXPECT_EQ(run(rules::input_bound, diagnosis(in)).size(), 1u);
-  in.options.data_on_device = true;
+  in.run.data_on_device = true;
   EXPECT_TRUE(run(rules::input_bound, diagnosis(in)).empty());
 }
 
@@ -347,9 +347,9 @@ TEST(Report, JsonHasTheContractKeys) {
 TEST(Changes, ApplyToTheRunOrTheLayerNamed) {
   const DiagnosisInput in = input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16);
   using F = SuggestedChange::Field;
-  EXPECT_EQ(apply_change(in, {F::batch_size, -1, 256}).batch, 256);
+  EXPECT_EQ(apply_change(in, {F::batch_size, -1, 256}).run.batch_size, 256);
   EXPECT_EQ(apply_change(in, {F::units, 1, 3008}).spec.layers[1].units, 3008);
-  EXPECT_TRUE(apply_change(in, {F::cuda_graphs, -1, 1}).options.cuda_graphs);
+  EXPECT_TRUE(apply_change(in, {F::cuda_graphs, -1, 1}).run.cuda_graphs);
   EXPECT_THROW(apply_change(in, {F::units, 0, 8}), ConfigError);  // a Flatten
   EXPECT_THROW(apply_change(in, {F::filters, 1, 8}), ConfigError);
 }

@@ -106,8 +106,8 @@ class DoctorViewTest : public QObject {
     QVERIFY2(verdict.startsWith(QStringLiteral("mixed_float16 is predicted")), qPrintable(verdict));
     QVERIFY2(verdict.contains(QStringLiteral("slower")), qPrintable(verdict));
     QVERIFY2(verdict.contains(QStringLiteral("RTX 2060")), qPrintable(verdict));
-    QCOMPARE(doctor()->diagnosis()->input.batch, 32);
-    QCOMPARE(doctor()->diagnosis()->input.optimizer.kind, OptimizerKind::sgd);
+    QCOMPARE(doctor()->diagnosis()->input.run.batch_size, 32);
+    QCOMPARE(doctor()->diagnosis()->input.run.optimizer.kind, OptimizerKind::sgd);
     QCOMPARE(doctor()->diagnosis()->input.mixed, Policy::mixed_float16);  // the device's choice
   }
 
@@ -181,7 +181,7 @@ class DoctorViewTest : public QObject {
     QVERIFY(after != before);
     QVERIFY2(after.contains(QStringLiteral("batch 1024")), qPrintable(after));
     QVERIFY2(after.contains(QStringLiteral("faster")), qPrintable(after));
-    QCOMPARE(doctor()->diagnosis()->input.batch, 1024);
+    QCOMPARE(doctor()->diagnosis()->input.run.batch_size, 1024);
   }
 
   void the_roofline_has_both_policies_points_under_two_roofs() {
@@ -265,23 +265,31 @@ class DoctorViewTest : public QObject {
   void the_run_panels_gpu_options_reach_the_diagnosis() {
     QVERIFY(doctor()->select_device(QStringLiteral("A100 40GB")));
     doctor()->refresh_now();
-    QVERIFY(!doctor()->diagnosis()->input.options.tf32);
+    QVERIFY(!doctor()->diagnosis()->input.run.tf32);
     const double without = doctor()->diagnosis()->predicted_speedup();
     auto* tf32 = window_->run_panel()->findChild<QCheckBox*>(QStringLiteral("tf32"));
     QVERIFY(tf32 != nullptr);
     tf32->setChecked(true);
     doctor()->refresh_now();
-    QVERIFY(doctor()->diagnosis()->input.options.tf32);
+    QVERIFY(doctor()->diagnosis()->input.run.tf32);
     QVERIFY2(doctor()->diagnosis()->predicted_speedup() < without,
              qPrintable(QStringLiteral("%1 vs %2")
                             .arg(doctor()->diagnosis()->predicted_speedup())
                             .arg(without)));
-    auto* graphs = window_->run_panel()->findChild<QCheckBox*>(QStringLiteral("cuda_graphs"));
-    graphs->setChecked(true);
-    doctor()->refresh_now();
-    QVERIFY(doctor()->diagnosis()->input.options.cuda_graphs);
     tf32->setChecked(false);
-    graphs->setChecked(false);
+    // Every GPU option of the table, as the panel holds it, with no copy on the way.
+    for (const RunField& field : run_fields()) {
+      if (!field.gpu_only) continue;
+      const auto text = [](std::string_view t) {
+        return QString::fromUtf8(t.data(), qsizetype(t.size()));
+      };
+      QVERIFY(window_->run_panel()->set_field_text(field, text(field.example)));
+      doctor()->refresh_now();
+      QCOMPARE(field_text(field, doctor()->diagnosis()->input.run), std::string(field.example));
+      QVERIFY(window_->run_panel()->set_field_text(field, text(field_default_text(field))));
+      doctor()->refresh_now();
+      QCOMPARE(field_text(field, doctor()->diagnosis()->input.run), field_default_text(field));
+    }
   }
 
   void the_csv_writer_writes_a_header_and_one_row_per_finding() {
@@ -379,7 +387,7 @@ class DoctorViewTest : public QObject {
     doctor::DiagnosisInput input;
     input.spec = parse_model_json(store::testing::kTinyModel);
     input.device = doctor::find_profile(doctor::builtin_gpu_profiles(), "RTX 2060");  // unused
-    input.batch = 16;
+    input.run.batch_size = 16;
     input.mixed = Policy::mixed_bfloat16;
     doctor::MeasureOptions options;
     options.steps = 12;
@@ -425,7 +433,9 @@ class DoctorViewTest : public QObject {
     DoctorView view(&doc, {available_devices().front(),
                            gpu_device_info("GeForce RTX 2060", 7, 5, std::int64_t(6) << 30)});
     QVERIFY(view.select_device(QStringLiteral("GeForce RTX 2060 (cuda:0, this machine)")));
-    view.set_training(64, default_optimizer(OptimizerKind::adam));
+    RunConfig run;
+    run.batch_size = 64;
+    view.set_run(run);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     view.refresh_now();
@@ -437,7 +447,7 @@ class DoctorViewTest : public QObject {
              qPrintable(view.status_text()));
     QCOMPARE(view.diagnosis()->input.device.sm_count, 30);  // its published profile's
     QVERIFY(!view.diagnosis()->input.device.measured);
-    QCOMPARE(view.diagnosis()->input.batch, 64);
+    QCOMPARE(view.diagnosis()->input.run.batch_size, 64);
     QVERIFY2(view.measure_button()->isEnabled(), qPrintable(view.measure_button()->toolTip()));
     // The CUDA backend cannot load here: the measurement fails, saying why, and the tab goes on.
     QTest::mouseClick(view.measure_button(), Qt::LeftButton);
@@ -493,7 +503,7 @@ class DoctorViewTest : public QObject {
     doctor()->refresh_now();
     const doctor::Diagnosis* d = doctor()->diagnosis();
     QVERIFY(d != nullptr);
-    QCOMPARE(d->input.batch, 64);  // the runs', not the Run panel's 32
+    QCOMPARE(d->input.run.batch_size, 64);  // the runs', not the Run panel's 32
     QCOMPARE(d->input.spec.name, std::string("tiny"));
     QCOMPARE(d->input.mixed, Policy::mixed_float16);
     QVERIFY(d->measured.has_value());
@@ -504,7 +514,7 @@ class DoctorViewTest : public QObject {
     QTest::mouseClick(doctor()->back_button(), Qt::LeftButton);
     doctor()->refresh_now();
     QVERIFY(!doctor()->showing_runs());
-    QCOMPARE(doctor()->diagnosis()->input.batch, 32);
+    QCOMPARE(doctor()->diagnosis()->input.run.batch_size, 32);
     QVERIFY(!doctor()->diagnosis()->measured.has_value());
     // Two float32 runs are no such pair.
     const auto [a, b] = record_precision_pair(Policy::float32);

@@ -1,7 +1,11 @@
 // The live view with a GPU run's figures: the step's device time (CUDA events) plotted beside
 // its wall time, only for steps that have one, and the run's notes shown when it begins; and
 // per-layer times as rolling medians per layer.
+#include <QChart>
+#include <QChartView>
 #include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QTest>
 #include <cmath>
 
@@ -83,6 +87,71 @@ class LiveViewTest : public QObject {
     view.add_metrics(batch);
     QCOMPARE(view.step_time_chart()->point_count(0), std::size_t{1});
     QCOMPARE(view.step_time_chart()->point_count(2), std::size_t{0});
+  }
+
+  // A CPU run's step-time legend names the series drawn, not the device time it has none of;
+  // a GPU run's names it. Its loss scale of 1 (float32: no scaling) lies inside the plot, not
+  // on the log axis's frame.
+  void cpuRunsLegendAndLossScaleShowOnlyWhatIsDrawn() {
+    LiveView view;
+    view.resize(1200, 900);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    app::StartedRun run;
+    run.run_id = 1;
+    view.begin_run(run);
+    app::MetricsBatch batch;
+    batch.run_id = 1;
+    for (int i = 0; i < 40; ++i) {
+      StepMetrics s;
+      s.step = i;
+      s.step_ms = 3.0 + i % 3;  // device_ms stays kNotMeasured, loss_scale 1
+      s.samples = 32;
+      batch.steps.push_back(s);
+    }
+    view.add_metrics(batch);
+    LineChart* steps = view.step_time_chart();
+    QCOMPARE(steps->plotted_count(0), std::size_t{40});  // drawn now
+    QCoreApplication::processEvents();
+    const QStringList entries = legend_entries(*steps);
+    QVERIFY2(entries.contains(QStringLiteral("step ms")), qPrintable(entries.join(", ")));
+    QVERIFY2(!entries.contains(QStringLiteral("device ms")), qPrintable(entries.join(", ")));
+
+    LineChart* scale = view.loss_scale_chart();
+    QCOMPARE(scale->plotted_count(0), std::size_t{40});
+    QCoreApplication::processEvents();
+    QChart* chart = scale->findChild<QChartView*>()->chart();
+    const QRectF area = chart->plotArea();
+    const QPointF at = chart->mapToPosition(QPointF(20, 1.0), chart->series().at(0));
+    QVERIFY2(at.y() > area.top() + 2 && at.y() < area.bottom() - 2,
+             qPrintable(QStringLiteral("the line at y %1, the plot from %2 to %3")
+                            .arg(at.y())
+                            .arg(area.top())
+                            .arg(area.bottom())));
+    QVERIFY(scale->curve_pixel_count(0) > 20);
+
+    // A GPU run's device time is in the legend once it has points.
+    batch.steps.clear();
+    StepMetrics s;
+    s.step = 40;
+    s.step_ms = 3.0;
+    s.device_ms = 2.0;
+    batch.steps.push_back(s);
+    view.add_metrics(batch);
+    QCOMPARE(steps->plotted_count(2), std::size_t{1});
+    QVERIFY(legend_entries(*steps).contains(QStringLiteral("device ms")));
+  }
+
+ private:
+  // The entries the chart's legend shows; none while it is hidden.
+  static QStringList legend_entries(LineChart& chart) {
+    const QLegend* legend = chart.findChild<QChartView*>()->chart()->legend();
+    QStringList entries;
+    if (!legend->isVisible()) return entries;
+    for (const QLegendMarker* marker : legend->markers()) {
+      if (marker->isVisible()) entries << marker->label();
+    }
+    return entries;
   }
 };
 

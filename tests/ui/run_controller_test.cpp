@@ -12,6 +12,7 @@
 #include "app/run/run_feed.h"
 #include "app/store/run_store.h"
 #include "engine/data/dataset.h"
+#include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
 
 namespace mixlab::app {
@@ -172,6 +173,38 @@ class RunControllerTest : public QObject {
     const store::RunRecord r = store.run(log.finished[0].first);
     QCOMPARE(r.status, store::RecordStatus::failed);
     QCOMPARE(r.device, std::string("cuda:0"));
+  }
+
+  // A CPU run is recorded without the GPU options, whatever the request held (the Run panel's
+  // boxes, a sweep member's settings): the engine's one rule, as mixlab-cli train records the
+  // same run (tests/cli/train_store_test.cpp). Every GPU option of the table is checked.
+  void a_cpu_run_is_recorded_without_the_gpu_options() {
+    store::testing::TempDir dir;
+    RunController controller(dir / "runs.sqlite");
+    RunFeed feed(&controller);
+    FeedLog log(feed);
+    RunRequest request = tiny_request(3);
+    request.config.layer_timing = true;  // applies to the CPU too: kept
+    int options = 0;
+    for (const RunField& field : run_fields()) {
+      if (!field.gpu_only) continue;
+      ++options;
+      set_field_text(field, request.config, field.example);
+    }
+    QVERIFY(options > 0);
+    QVERIFY(controller.start({request}));
+    QVERIFY(log.wait_for_queue(30000));
+    QCOMPARE(log.finished.size(), std::size_t(1));
+    QCOMPARE(log.finished[0].second.status, RunStatus::finished);
+    store::RunStore store = store::RunStore::open(dir / "runs.sqlite");
+    const store::RunRecord r = store.run(log.finished[0].first);
+    QCOMPARE(r.device, std::string("cpu"));
+    const RunConfig defaults;
+    for (const RunField& field : run_fields()) {
+      if (!field.gpu_only) continue;
+      QVERIFY2(field.get(r.config) == field.get(defaults), field.name.data());
+    }
+    QVERIFY(r.config.layer_timing);
   }
 
   void an_unusable_store_fails_the_run_with_its_reason() {

@@ -170,7 +170,7 @@ struct LineChart::Impl {
       hi = std::max(hi, s->decimated.y_max());
     }
     if (scale == Scale::log10) {
-      const AxisRange y = log10_range(lo, hi);
+      const AxisRange y = padded_log10_range(lo, hi);  // a loss scale of 1 off the frame
       y_log->setRange(y.lo, y.hi);
     } else {
       const AxisRange y = padded_nice_range(lo, hi);
@@ -186,6 +186,19 @@ struct LineChart::Impl {
     s.decimated.for_each([&plotted](QPointF p) { plotted.append(p); });
     fit_line_width(s, plotted.size());  // first: the series outlines its line at the pen's width
     s.plot->replace(plotted);  // one bulk update; clear() + append() would redraw per point
+    fit_legend();
+  }
+
+  // Only the series with points to show are in the legend, which shows from two of them on:
+  // a CPU run's step time names no device time.
+  void fit_legend() {
+    int shown = 0;
+    for (const auto& each : series) {
+      const bool has_points = each->plot->count() > 0;
+      show_in_legend(*chart, each->plot, has_points);
+      shown += has_points ? 1 : 0;
+    }
+    chart->legend()->setVisible(shown > 1);
   }
 
   void fit_line_width(Series& s, qsizetype plotted_count) const {
@@ -288,7 +301,7 @@ LineChart::LineChart(const QString& title, const QString& x_label, const QString
   d.y_label = y_label;
   d.view = add_chart_view(*this, title);
   d.chart = d.view->chart();
-  d.chart->legend()->setAlignment(Qt::AlignBottom);  // shown from the second series on
+  d.chart->legend()->setAlignment(Qt::AlignBottom);  // shown from the second series plotted on
 
   d.x_axis = new QValueAxis;
   d.x_axis->setTitleText(x_label);
@@ -332,7 +345,7 @@ int LineChart::add_series(const QString& name, Kind kind) {
           });
   s->decimated = MinMaxDecimator(d.x_range.lo, d.x_range.hi, d.columns, d.keep());
   d.series.push_back(std::move(s));
-  d.chart->legend()->setVisible(d.series.size() > 1);
+  d.fit_legend();
   return static_cast<int>(d.series.size()) - 1;
 }
 
@@ -459,6 +472,7 @@ void LineChart::changeEvent(QEvent* event) {
   style_chart(*impl_->chart, *impl_->view, palette());
   for (const auto& s : impl_->series)
     impl_->fit_line_width(*s, s->plot->count());  // the theme reset the pens
+  impl_->fit_legend();
 }
 
 }  // namespace mixlab::ui

@@ -10,6 +10,7 @@
 #include <QImage>
 #include <QImageWriter>
 #include <QLegend>
+#include <QLegendMarker>
 #include <QPainter>
 #include <QPalette>
 #include <QPixmap>
@@ -86,6 +87,27 @@ AxisRange log_range(double lo_positive, double hi, double base) {
 
 AxisRange log10_range(double lo_positive, double hi) {
   return log_range(lo_positive, hi, 10.0);
+}
+
+AxisRange padded_log10_range(double lo_positive, double hi) {
+  AxisRange r = log10_range(lo_positive, hi);
+  if (!std::isfinite(lo_positive) || !std::isfinite(hi) || lo_positive <= 0.0 || hi < lo_positive)
+    return r;
+  // A value on a decade, up to rounding (log10 and pow round the powers of ten exactly, not 0.1).
+  constexpr double kOnDecade = 1e-9;
+  if (lo_positive <= r.lo * (1.0 + kOnDecade)) {
+    r.lo /= 10.0;
+    ++r.tick_count;
+  }
+  if (hi >= r.hi * (1.0 - kOnDecade)) {
+    r.hi *= 10.0;
+    ++r.tick_count;
+  }
+  return r;
+}
+
+void show_in_legend(QChart& chart, QAbstractSeries* series, bool has_points) {
+  for (QLegendMarker* marker : chart.legend()->markers(series)) marker->setVisible(has_points);
 }
 
 QChartView* add_chart_view(QWidget& parent, const QString& title) {

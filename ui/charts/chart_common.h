@@ -5,6 +5,7 @@
 #include <QString>
 
 QT_BEGIN_NAMESPACE
+class QAbstractSeries;
 class QChart;
 class QChartView;
 class QColor;
@@ -30,6 +31,13 @@ AxisRange padded_nice_range(double lo, double hi);
 AxisRange log_range(double lo_positive, double hi, double base);
 // Whole decades around [lo_positive, hi]; 1-10 when there is no positive value.
 AxisRange log10_range(double lo_positive, double hi);
+// log10_range with a decade more on a side where the data sit on a decade (a constant 1: 0.1 to
+// 10): a y axis whose curve does not lie on the frame.
+AxisRange padded_log10_range(double lo_positive, double hi);
+
+// Shows a series' legend entry only while the series has points to show (a run's device time
+// on the CPU has none).
+void show_in_legend(QChart& chart, QAbstractSeries* series, bool has_points);
 
 // A chart (titled, legend hidden) in an antialiased, frameless view that fills `parent`; the view
 // is a child of `parent`, the chart is the view's.

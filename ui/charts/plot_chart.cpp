@@ -6,7 +6,6 @@
 #include <QCursor>
 #include <QEvent>
 #include <QLegend>
-#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPen>
@@ -112,9 +111,7 @@ struct PlotChart::Impl {
       s.plotted.push_back(i);
     }
     s.plot->replace(shown);
-    // A series with nothing to show (no measurement yet) stays out of the legend.
-    for (QLegendMarker* marker : chart->legend()->markers(s.plot))
-      marker->setVisible(!shown.isEmpty());
+    show_in_legend(*chart, s.plot, !shown.isEmpty());  // not before a measurement, say
   }
 
   void fit(QAbstractAxis* axis, Scale scale, bool x) const {

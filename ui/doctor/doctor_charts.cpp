@@ -92,21 +92,21 @@ void DoctorCharts::show_roofline(const doctor::Diagnosis& d) {
 void DoctorCharts::show_sweep(const doctor::Diagnosis& d) {
   // Ten diagnoses: predicted again only when more than the batch size has changed.
   doctor::DiagnosisInput key = d.input;
-  key.batch = 0;
+  key.run.batch_size = 0;
   if (!sweep_input_ || !same_input(*sweep_input_, key)) {
     sweep_points_ = speedup_sweep(d.input);
     sweep_input_ = key;
   }
   const QString mixed = qt_text(to_string(d.input.mixed));
-  sweep_->set_series_name(CurrentBatch, tr("batch %1").arg(d.input.batch));
+  sweep_->set_series_name(CurrentBatch, tr("batch %1").arg(d.input.run.batch_size));
   sweep_->set_series_name(Speedup, mixed);
   sweep_->set_points(Speedup, sweep_points_);
   sweep_->set_points(AsFast, {QPointF(kSweepFirstBatch, 1.0), QPointF(kSweepLastBatch, 1.0)});
-  sweep_->set_points(CurrentBatch, {QPointF(d.input.batch, d.predicted_speedup())},
-                     {tr("batch %1 (the Run panel's)").arg(d.input.batch)});
+  sweep_->set_points(CurrentBatch, {QPointF(d.input.run.batch_size, d.predicted_speedup())},
+                     {tr("batch %1 (the Run panel's)").arg(d.input.run.batch_size)});
   if (d.measured) {
-    sweep_->set_points(MeasuredSpeedup, {QPointF(d.input.batch, d.measured->speedup())},
-                       {tr("measured at batch %1").arg(d.input.batch)});
+    sweep_->set_points(MeasuredSpeedup, {QPointF(d.input.run.batch_size, d.measured->speedup())},
+                       {tr("measured at batch %1").arg(d.input.run.batch_size)});
   } else {
     sweep_->set_points(MeasuredSpeedup, {});
   }

@@ -8,6 +8,8 @@
 
 #include "engine/core/error.h"
 #include "engine/doctor/doctor_text.h"
+#include "engine/doctor/measure.h"
+#include "engine/train/run_fields.h"
 #include "ui/qt_text.h"
 
 namespace mixlab::ui {
@@ -80,7 +82,7 @@ RooflineData roofline_data(const doctor::Diagnosis& d) {
   RooflineData r;
   const doctor::DeviceProfile& device = d.input.device;
   r.bandwidth_bytes_per_s = device.bandwidth_bytes_per_s;
-  r.float32_peak_flops = doctor::matmul_peak(device, DType::f32, d.input.options.tf32);
+  r.float32_peak_flops = doctor::matmul_peak(device, DType::f32, d.input.run.tf32);
   r.mixed_peak_flops = doctor::matmul_peak(device, compute_dtype(d.input.mixed), false);
   if (r.mixed_peak_flops <= 0) r.mixed_peak_flops = r.float32_peak_flops;  // emulated
 
@@ -134,19 +136,20 @@ TimeBreakdown time_breakdown(const doctor::Diagnosis& d) {
 }
 
 bool same_input(const doctor::DiagnosisInput& a, const doctor::DiagnosisInput& b) {
-  const auto optimizer = [](const OptimizerConfig& o) {
-    return std::tie(o.kind, o.learning_rate, o.momentum, o.nesterov, o.beta_1, o.beta_2,
-                    o.epsilon);
-  };
-  const auto options = [](const doctor::CostOptions& o) {
-    return std::tie(o.tf32, o.cuda_graphs, o.data_on_device, o.loss_scaling);
-  };
   const auto device = [](const doctor::DeviceProfile& p) {
     return std::tie(p.name, p.kind, p.measured, p.threads);
   };
-  return a.spec == b.spec && a.batch == b.batch && a.mixed == b.mixed &&
-         device(a.device) == device(b.device) && optimizer(a.optimizer) == optimizer(b.optimizer) &&
-         options(a.options) == options(b.options);
+  if (!(a.spec == b.spec && a.mixed == b.mixed && device(a.device) == device(b.device)))
+    return false;
+  // The runs' settings as the doctor runs them (measure_config: the batch size, optimizer, GPU
+  // options and every other field of the table but the doctor's own, which the Run panel's
+  // precision or dataset do not change). The same spec: the shapes infer, as they did for `a`.
+  const doctor::MeasureOptions options;
+  const RunConfig run_a = doctor::measure_config(a, Policy::float32, options);
+  const RunConfig run_b = doctor::measure_config(b, Policy::float32, options);
+  return std::all_of(run_fields().begin(), run_fields().end(), [&](const RunField& field) {
+    return field.get(run_a) == field.get(run_b);
+  });
 }
 
 QString step_figures_text(const doctor::Diagnosis& d) {
@@ -178,7 +181,7 @@ std::vector<QPointF> speedup_sweep(const doctor::DiagnosisInput& input) {
   std::vector<QPointF> points;
   for (int batch = kSweepFirstBatch; batch <= kSweepLastBatch; batch *= 2) {
     doctor::DiagnosisInput at = input;
-    at.batch = batch;
+    at.run.batch_size = batch;
     try {
       const doctor::Diagnosis d = doctor::diagnose(at);
       if (d.mixed.support.level == Support::unsupported) continue;

@@ -45,8 +45,8 @@ TimeBreakdown time_breakdown(const doctor::Diagnosis& d);
 // its training memory.
 QString step_figures_text(const doctor::Diagnosis& d);
 
-// Whether two inputs diagnose alike: the same model, device, batch, policy, optimizer and
-// options (a measurement made at one stands for the other).
+// Whether two inputs diagnose alike: the same model, device and mixed policy, and the same runs
+// measured (a measurement made at one stands for the other).
 bool same_input(const doctor::DiagnosisInput& a, const doctor::DiagnosisInput& b);
 
 // The sweep's batch sizes: powers of two from the first to the last.

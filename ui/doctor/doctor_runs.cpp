@@ -84,13 +84,9 @@ std::optional<RunPair> load_run_pair(const std::filesystem::path& db, qint64 flo
     pair.float32_run = float32_run;
     pair.mixed_run = mixed_run;
     pair.spec = parse_model_json(mixed.model_json, "run " + std::to_string(mixed_run));
-    pair.batch_size = mixed.config.batch_size;
-    pair.optimizer = mixed.config.optimizer;
+    pair.run = mixed.config;
     pair.mixed = mixed.config.precision;
     pair.device = mixed.device;
-    pair.options.tf32 = mixed.config.tf32;
-    pair.options.cuda_graphs = mixed.config.cuda_graphs;
-    pair.options.data_on_device = mixed.config.data_on_device;
     pair.measured.float32 = measured_run(store, f32);
     pair.measured.mixed = measured_run(store, mixed);
     return pair;

@@ -1,7 +1,7 @@
 // A float32 vs mixed pair of recorded runs as the doctor's input and measurement: the runs'
-// model, batch size and optimizer, and their medians (the warm-up left out, as the runs' own
-// summaries leave it out) and per-layer times where they were timed. The Compare tab's
-// "Diagnose in the Doctor tab" reads it.
+// model and settings (batch size, optimizer, GPU options...), and their medians (the warm-up
+// left out, as the runs' own summaries leave it out) and per-layer times where they were timed.
+// The Compare tab's "Diagnose in the Doctor tab" reads it.
 #pragma once
 
 #include <QString>
@@ -16,11 +16,9 @@ struct RunPair {
   qint64 float32_run = 0;
   qint64 mixed_run = 0;
   ModelSpec spec;
-  int batch_size = 0;
-  OptimizerConfig optimizer;
+  RunConfig run;  // the mixed run's settings: its batch size, optimizer, GPU options...
   Policy mixed = Policy::mixed_float16;
   std::string device;  // where the runs ran: "cpu", "cuda:0"
-  doctor::CostOptions options;  // their GPU options (TF32, CUDA graphs, data on the device)
   doctor::Measurement measured;
 };
 

@@ -180,16 +180,8 @@ QWidget* DoctorView::build_controls() {
   return area;
 }
 
-void DoctorView::set_training(int batch_size, const OptimizerConfig& optimizer) {
-  batch_size_ = batch_size;
-  optimizer_ = optimizer;
-  schedule();
-}
-
-void DoctorView::set_gpu_options(bool tf32, bool cuda_graphs, bool data_on_device) {
-  gpu_options_.tf32 = tf32;
-  gpu_options_.cuda_graphs = cuda_graphs;
-  gpu_options_.data_on_device = data_on_device;
+void DoctorView::set_run(const RunConfig& run) {
+  run_ = run;
   schedule();
 }
 
@@ -206,7 +198,7 @@ void DoctorView::diagnose_runs(const RunPair& pair) {
   set_status(tr("Runs %1 and %2 from Compare: their model at batch %3, measured as they ran")
                  .arg(pair.float32_run)
                  .arg(pair.mixed_run)
-                 .arg(pair.batch_size));
+                 .arg(pair.run.batch_size));
   schedule();
 }
 
@@ -280,12 +272,7 @@ std::optional<doctor::DiagnosisInput> DoctorView::current_input(QString* why_non
   doctor::DiagnosisInput input;
   input.spec = pinned_ ? pinned_->spec : doc_->spec();
   input.device = *dev.profile;
-  input.batch = pinned_ ? pinned_->batch_size : batch_size_;
-  input.optimizer = pinned_ ? pinned_->optimizer : optimizer_;
-  const doctor::CostOptions& gpu = pinned_ ? pinned_->options : gpu_options_;
-  input.options.tf32 = gpu.tf32;
-  input.options.cuda_graphs = gpu.cuda_graphs;
-  input.options.data_on_device = gpu.data_on_device;
+  input.run = pinned_ ? pinned_->run : run_;
   const int chosen = policy_->currentData().toInt();
   input.mixed = chosen < 0 ? comparison_mixed_policy(dev.info) : static_cast<Policy>(chosen);
   return input;

@@ -1,6 +1,6 @@
 // The Doctor tab: why the mixed policy is slower or faster than float32 for the model in the
-// editor, at the Run panel's batch size and optimizer, on a device picked here (this CPU, a GPU
-// present, or a GPU profile: a prediction). The verdict first, then the findings (clicking one
+// editor, at the Run panel's settings (batch size, optimizer, GPU options), on a device picked
+// here (this CPU, a GPU present, or a GPU profile: a prediction). The verdict first, then the findings (clicking one
 // selects its first layer in the Model tab, whose layer list badges every layer with findings),
 // a roofline chart, where each policy's step time goes and the predicted speed-up by batch
 // size. Measure runs both policies on this machine's device (doctor::measure, on a thread) and
@@ -45,13 +45,12 @@ class DoctorView : public QWidget {
 
   // Where Measure keeps its two runs (tagged "doctor") and the report: the window's run store.
   void set_store_path(const std::filesystem::path& db);
-  // The Run panel's batch size and optimizer, which the diagnosis is made at.
-  void set_training(int batch_size, const OptimizerConfig& optimizer);
-  // The Run panel's GPU options, which a GPU's diagnosis (and its measurement) is made with.
-  void set_gpu_options(bool tf32, bool cuda_graphs, bool data_on_device);
-  // The Compare tab's float32 vs mixed pair of runs: their model, batch size, optimizer, mixed
-  // policy and device instead of the editor's and the Run panel's, with the runs as the
-  // measurement, until back_to_editor() (the "Back to the editor's model" button).
+  // The Run panel's settings, which the diagnosis (and its measurement) is made at: the batch
+  // size, optimizer, seed, threads and GPU options (doctor::DiagnosisInput::run).
+  void set_run(const RunConfig& run);
+  // The Compare tab's float32 vs mixed pair of runs: their model, settings, mixed policy and
+  // device instead of the editor's and the Run panel's, with the runs as the measurement, until
+  // back_to_editor() (the "Back to the editor's model" button).
   void diagnose_runs(const RunPair& pair);
   void back_to_editor();
   bool showing_runs() const { return pinned_.has_value(); }
@@ -115,9 +114,7 @@ class DoctorView : public QWidget {
 
   ModelDocument* doc_;
   std::vector<DoctorDevice> devices_;
-  int batch_size_ = 32;
-  OptimizerConfig optimizer_ = default_optimizer(OptimizerKind::adam);
-  doctor::CostOptions gpu_options_;
+  RunConfig run_;  // the Run panel's
   bool run_active_ = false;
   std::optional<doctor::Diagnosis> diagnosis_;
   // The last measurement and the input it was made at: shown while the input stays the same.

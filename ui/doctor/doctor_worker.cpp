@@ -155,7 +155,7 @@ bool DoctorWorker::measure(const doctor::DiagnosisInput& input, const std::strin
       return fanouts.back().get();
     };
     try {
-      BackendChoice choice = make_backend(device, options.threads, false);
+      BackendChoice choice = make_backend(device, input.run.threads, false);
       const doctor::Measurement m = doctor::measure(input, *choice.backend, options, cancel_);
       post(generation, [this, m, input] { emit measured(m, input); });
       if (keeper) {

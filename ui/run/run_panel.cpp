@@ -1,10 +1,12 @@
+// The run panel's widgets: the settings form with the device and its GPU options, the Start,
+// Stop, "float32 vs mixed" and Sweep… actions, and what they enable (update_state). The
+// settings they hold, as the run-settings table's fields, are run_panel_settings.cpp's.
 #include "ui/run/run_panel.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -13,37 +15,20 @@
 #include <QPushButton>
 #include <QRadioButton>
 #include <QSpinBox>
-#include <QThread>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <cstring>
 #include <limits>
 
-#include "engine/core/error.h"
-#include "engine/train/run_fields.h"
-#include "ui/settings.h"
+#include "ui/run/run_panel_tables.h"
 
 namespace mixlab::ui {
 
+using run_panel::DatasetKind;
+using run_panel::dataset_kinds;
+using run_panel::kSyntheticKind;
+using enum run_panel::LossScaleMode;
+
 namespace {
-
-// The dataset combo's entries: what the engine's dataset spec starts with.
-struct DatasetKind {
-  const char* label;
-  const char* prefix;  // "fashion-mnist", "mnist:" (a folder follows), "synthetic"
-  bool folder;
-};
-constexpr DatasetKind kDatasetKinds[] = {
-    {"Fashion-MNIST (Debian's dataset-fashion-mnist)", "fashion-mnist", false},
-    {"Fashion-MNIST folder (IDX files)", "fashion-mnist:", true},
-    {"MNIST folder (IDX files)", "mnist:", true},
-    {"CIFAR-10 folder (binary version)", "cifar10:", true},
-    {"CIFAR-100 folder (binary version)", "cifar100:", true},
-    {"Synthetic (the model's input shape)", "synthetic", false},
-};
-constexpr int kSyntheticKind = 5;
-
-enum LossScaleMode { kAuto, kNone, kStatic, kDynamic };
 
 QString device_label(const DeviceInfo& d) {
   if (d.kind == "cpu") {
@@ -75,7 +60,7 @@ void RunPanel::build() {
   auto* form = new QFormLayout;
 
   dataset_kind_ = new QComboBox;
-  for (const DatasetKind& k : kDatasetKinds) dataset_kind_->addItem(tr(k.label));
+  for (const DatasetKind& k : dataset_kinds()) dataset_kind_->addItem(tr(k.label));
   dataset_kind_->setToolTip(
       tr("The data to train on. Images arrive as 0-255 values, as Keras's "
          "load_data gives them; a Rescaling layer scales them."));
@@ -268,10 +253,7 @@ void RunPanel::build() {
   layout->addLayout(buttons);
   layout->addStretch(1);
 
-  const auto changed = [this] {
-    update_state();
-    save_settings();
-  };
+  const auto changed = [this] { settings_edited(); };
   connect(dataset_kind_, &QComboBox::currentIndexChanged, this, changed);
   connect(dataset_dir_, &QLineEdit::textChanged, this, changed);
   connect(browse_, &QToolButton::clicked, this, &RunPanel::browse_dataset_folder);
@@ -302,163 +284,12 @@ void RunPanel::build() {
   connect(device_, &QComboBox::currentIndexChanged, this, changed);
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_})
     connect(box, &QCheckBox::toggled, this, changed);
-  for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_}) {
-    connect(box, &QCheckBox::toggled, this, [this] {
-      emit gpu_options_changed(tf32_->isChecked(), cuda_graphs_->isChecked(),
-                               data_on_device_->isChecked());
-    });
-  }
 }
 
-namespace {
-
-QString text_of(std::string_view text) {
-  return QString::fromUtf8(text.data(), qsizetype(text.size()));
-}
-
-}  // namespace
-
-// Each widget shows one field of the run-settings table; the fields without one (SGD's momentum,
-// Adam's betas and epsilon, evaluation, warm-up steps) are carried by FieldBindings.
-void RunPanel::bind_fields() {
-  fields_.bind("dataset", {{dataset_kind_, dataset_dir_, synthetic_samples_},
-                           [this] {
-                             // Unvalidated: a folder may not be chosen yet.
-                             const DatasetKind& k =
-                                 kDatasetKinds[std::max(0, dataset_kind_->currentIndex())];
-                             if (dataset_kind_->currentIndex() == kSyntheticKind)
-                               return QString::fromStdString(dataset_spec().to_string());
-                             return QString::fromLatin1(k.prefix) +
-                                    (k.folder ? dataset_dir_->text().trimmed() : QString());
-                           },
-                           [this](const QString& spec) { return show_dataset(spec); },
-                           {}});
-  fields_.bind("precision", {{precision_},
-                             [this] { return text_of(to_string(precision())); },
-                             [this](const QString& text) {
-                               const auto policy = parse_policy(text.toStdString());
-                               if (policy) set_precision(*policy);
-                               return policy.has_value();
-                             },
-                             {}});
-  fields_.bind("loss_scale",
-               {{loss_scale_mode_, loss_scale_value_},
-                [this] {
-                  // "auto" follows the precision; the rest is the engine's text.
-                  if (loss_scale_mode_->currentIndex() == kAuto) return QStringLiteral("auto");
-                  return QString::fromStdString(loss_scale_for(precision()).to_string());
-                },
-                [this](const QString& text) {
-                  if (text == QLatin1String("auto")) {
-                    loss_scale_mode_->setCurrentIndex(kAuto);
-                    return true;
-                  }
-                  const auto parsed = parse_loss_scale(text.toStdString());
-                  if (!parsed) return false;
-                  using Mode = LossScaleConfig::Mode;
-                  loss_scale_mode_->setCurrentIndex(parsed->mode == Mode::none      ? kNone
-                                                    : parsed->mode == Mode::dynamic ? kDynamic
-                                                                                    : kStatic);
-                  if (parsed->mode != Mode::none)
-                    loss_scale_value_->setValue(parsed->initial_scale);
-                  return true;
-                },
-                QStringLiteral("auto")});
-  fields_.bind("batch_size", FieldBindings::spin_box(batch_size_));
-  fields_.bind("optimizer", FieldBindings::combo_box(optimizer_));
-  fields_.bind("learning_rate", FieldBindings::spin_box(learning_rate_));
-  fields_.bind("epochs", FieldBindings::spin_box(epochs_));
-  // The step count shown; the panel remembers apart whether it limits the run (kLimitBySteps).
-  FieldBindings::Binding steps = FieldBindings::spin_box(steps_);
-  steps.widgets += {by_epochs_, by_steps_};
-  steps.show = [this, count = steps.show](const QString& text) {
-    if (text == QLatin1String("0")) {
-      by_epochs_->setChecked(true);
-      return true;
-    }
-    if (!count(text)) return false;
-    by_steps_->setChecked(true);
-    return true;
-  };
-  fields_.bind("steps", steps);
-  fields_.bind("seed", FieldBindings::spin_box(seed_));
-  fields_.bind("threads", FieldBindings::spin_box(threads_));
-  fields_.bind("tf32", FieldBindings::check_box(tf32_));
-  fields_.bind("cuda_graphs", FieldBindings::check_box(cuda_graphs_));
-  fields_.bind("data_on_device", FieldBindings::check_box(data_on_device_));
-  fields_.bind("layer_timing", FieldBindings::check_box(layer_timing_));
-}
-
-void RunPanel::load_settings() {
-  fields_.load();
-  const QSignalBlocker blockers[] = {QSignalBlocker(by_epochs_), QSignalBlocker(by_steps_),
-                                     QSignalBlocker(device_)};
-  (settings::kLimitBySteps.get() ? by_steps_ : by_epochs_)->setChecked(true);
-  const QString device = settings::kDevice.get();
-  for (std::size_t i = 0; i < devices_.size(); ++i) {
-    const QString name = i == 0 ? QStringLiteral("cpu") : QStringLiteral("cuda:%1").arg(i - 1);
-    if (name == device) device_->setCurrentIndex(static_cast<int>(i));
-  }
-}
-
-void RunPanel::save_settings() const {
-  fields_.save();
-  settings::kLimitBySteps.set(by_steps_->isChecked());
-  settings::kDevice.set(QString::fromStdString(device()));
-}
-
-QString RunPanel::field_text(const RunField& field) const {
-  return fields_.text(field);
-}
-
-bool RunPanel::set_field_text(const RunField& field, const QString& text) {
-  if (!fields_.show(field, text)) return false;
+void RunPanel::settings_edited() {
   update_state();
   save_settings();
-  return true;
-}
-
-QString RunPanel::set_dataset(const QString& spec) {
-  if (show_dataset(spec)) return {};
-  QString error;
-  try {
-    parse_dataset_spec(spec.toStdString());
-    error = tr("the dataset '%1' cannot be chosen here").arg(spec);
-  } catch (const std::exception& e) {
-    error = tr("dataset '%1': %2").arg(spec, QString::fromUtf8(e.what()));
-  }
-  {
-    const QSignalBlocker quiet(dataset_kind_);  // not a choice to remember
-    dataset_kind_->setCurrentIndex(-1);
-  }
-  dataset_error_ = error;
-  update_state();
-  return error;
-}
-
-bool RunPanel::show_dataset(const QString& spec) {
-  for (int i = 0; i < static_cast<int>(std::size(kDatasetKinds)); ++i) {
-    const DatasetKind& k = kDatasetKinds[i];
-    const QLatin1String prefix(k.prefix);
-    const bool matches = k.folder              ? spec.startsWith(prefix)
-                         : i == kSyntheticKind ? spec.section(':', 0, 0) == prefix
-                                               : spec == prefix;
-    if (!matches) continue;
-    // A synthetic set's shape and classes follow the model; its sample count is the spec's.
-    std::optional<std::int64_t> samples;
-    if (i == kSyntheticKind && spec.contains(':')) {
-      try {
-        samples = parse_dataset_spec(spec.toStdString()).train_size;
-      } catch (const ConfigError&) {
-        return false;
-      }
-    }
-    dataset_kind_->setCurrentIndex(i);
-    if (k.folder) dataset_dir_->setText(spec.mid(int(std::strlen(k.prefix))));
-    if (samples) synthetic_samples_->setValue(int(*samples));
-    return true;
-  }
-  return false;
+  emit settings_changed(settings());
 }
 
 void RunPanel::set_precision(Policy policy) {
@@ -474,15 +305,6 @@ void RunPanel::set_steps(int steps) {
 void RunPanel::set_epochs(int epochs) {
   by_epochs_->setChecked(true);
   epochs_->setValue(epochs);
-}
-
-void RunPanel::browse_dataset_folder() {
-  const QString start =
-      dataset_dir_->text().isEmpty() ? settings::kLastDirectory.get() : dataset_dir_->text();
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start);
-  if (dir.isEmpty()) return;
-  settings::kLastDirectory.set(dir);
-  dataset_dir_->setText(dir);
 }
 
 Policy RunPanel::precision() const {
@@ -518,95 +340,6 @@ QString RunPanel::policy_warning() const {
   return policy_warning_->text();
 }
 
-DatasetSpec RunPanel::dataset_spec() const {
-  const int kind = dataset_kind_->currentIndex();
-  if (kind == kSyntheticKind) {
-    DatasetSpec spec;
-    spec.kind = DatasetSpec::Kind::synthetic;
-    spec.shape = model_input_;
-    spec.classes = static_cast<int>(model_classes_);
-    spec.train_size = synthetic_samples_->value();
-    return spec;
-  }
-  if (kind < 0) throw ConfigError("choose a dataset");
-  const DatasetKind& k = kDatasetKinds[kind];
-  if (!k.folder) return parse_dataset_spec(k.prefix);
-  const QString dir = dataset_dir_->text().trimmed();
-  if (dir.isEmpty())
-    throw ConfigError(std::string("choose the folder of the ") + k.label + " dataset");
-  return parse_dataset_spec(std::string(k.prefix) + dir.toStdString());
-}
-
-LossScaleConfig RunPanel::loss_scale_for(Policy policy) const {
-  switch (loss_scale_mode_->currentIndex()) {
-    case kNone:
-      return LossScaleConfig::none();
-    case kStatic:
-      return LossScaleConfig::fixed(loss_scale_value_->value());
-    case kDynamic: {
-      LossScaleConfig c = LossScaleConfig::dynamic();
-      c.initial_scale = loss_scale_value_->value();
-      return c;
-    }
-    default:
-      return LossScaleConfig::keras_default(policy);
-  }
-}
-
-RunConfig RunPanel::config_with(Policy precision) const {
-  const DatasetSpec dataset = dataset_spec();  // says which folder to choose, before the fields
-  RunConfig c;
-  // Every field in table order, as the panel holds it, the precision asked for.
-  const RunField& precision_field = run_field("precision");
-  for (const RunField& field : run_fields()) {
-    const QString text =
-        &field == &precision_field ? text_of(to_string(precision)) : field_text(field);
-    mixlab::set_field_text(field, c, text.toStdString());
-  }
-  c.dataset = dataset;
-  if (by_steps_->isChecked()) {
-    c.epochs = RunConfig{}.epochs;
-  } else {
-    c.steps = 0;
-  }
-  // "All cores" leaves one to the GUI: a core drawing charts would stall every parallel region
-  // of a run that counted on it.
-  if (c.threads == 0) c.threads = std::max(1, QThread::idealThreadCount() - 1);
-  // The GPU options count on a GPU only (the checkboxes keep their state for the next GPU run);
-  // per-layer timing on both.
-  if (!device_info().is_gpu()) c.tf32 = c.cuda_graphs = c.data_on_device = false;
-  return c;
-}
-
-int RunPanel::batch_size() const {
-  return batch_size_->value();
-}
-
-OptimizerConfig RunPanel::optimizer() const {
-  // The optimizer's fields in table order, as config_with() applies them.
-  RunConfig c;
-  for (const RunField& field : run_fields()) {
-    if (field.name == "optimizer" || field.json_path.starts_with("optimizer/")) {
-      mixlab::set_field_text(field, c, field_text(field).toStdString());
-    }
-  }
-  return c.optimizer;
-}
-
-bool RunPanel::tf32() const {
-  return tf32_->isChecked();
-}
-bool RunPanel::cuda_graphs() const {
-  return cuda_graphs_->isChecked();
-}
-bool RunPanel::data_on_device() const {
-  return data_on_device_->isChecked();
-}
-
-RunConfig RunPanel::config() const {
-  return config_with(precision());
-}
-
 Policy RunPanel::mixed_policy() const {
   if (precision() != Policy::float32) return precision();
   return comparison_mixed_policy(device_info());
@@ -615,7 +348,7 @@ Policy RunPanel::mixed_policy() const {
 void RunPanel::update_state() {
   const int kind = dataset_kind_->currentIndex();
   if (kind >= 0) dataset_error_.clear();
-  const bool folder = kDatasetKinds[std::max(0, kind)].folder;
+  const bool folder = dataset_kinds()[std::max(0, kind)].folder;
   dataset_dir_->setEnabled(folder);
   browse_->setEnabled(folder);
   const bool synthetic = kind == kSyntheticKind;

@@ -39,8 +39,13 @@ class RunPanel : public QWidget {
 
   // The run as set up. Throws ConfigError naming the field for what the widgets cannot rule
   // out (a dataset folder not chosen). Fields the panel shows no widget for (SGD's momentum,
-  // Adam's betas, the warm-up steps) come as remembered or last set with set_field_text().
+  // Adam's betas, the warm-up steps) come as remembered or last set with set_field_text(). The
+  // GPU options come as their boxes hold them, whatever the device: the run controller applies
+  // them as the device runs them (applicable_config), as mixlab-cli train does.
   RunConfig config() const;
+  // The same without the dataset (RunConfig's default), which may not be chosen yet: the
+  // settings the Doctor tab diagnoses at.
+  RunConfig settings() const;
   // The same run under another policy, for the float32-vs-mixed comparison: loss scaling as
   // Keras would pick it for that policy when set to auto.
   RunConfig config_with(Policy precision) const;
@@ -53,11 +58,6 @@ class RunPanel : public QWidget {
   int batch_size() const;
   // The optimizer as the panel holds it (its kind, learning rate and remembered settings).
   OptimizerConfig optimizer() const;
-  // The GPU options' boxes.
-  bool tf32() const;
-  bool cuda_graphs() const;
-  bool data_on_device() const;
-
   // The synthetic dataset takes the model's input shape and as many classes as it has outputs
   // (2 for one sigmoid output).
   void set_model_shape(const Shape& input_shape, std::int64_t outputs);
@@ -96,19 +96,21 @@ class RunPanel : public QWidget {
   void precision_changed(mixlab::Policy policy);
   // The batch size or the optimizer changed (the editor's memory for training follows).
   void training_changed(int batch_size, const mixlab::OptimizerConfig& optimizer);
-  // The GPU options' boxes (the Doctor tab diagnoses a GPU with them).
-  void gpu_options_changed(bool tf32, bool cuda_graphs, bool data_on_device);
+  // Any setting changed: settings() (the Doctor tab diagnoses at them).
+  void settings_changed(const mixlab::RunConfig& settings);
 
  private:
   void build();
   void bind_fields();
   void load_settings();
   void save_settings() const;
+  void settings_edited();  // a widget's value changed: state, memory and settings_changed
   void update_state();
   void browse_dataset_folder();
   bool show_dataset(const QString& spec);  // false: not a spec the dataset widgets show
   DatasetSpec dataset_spec() const;
   LossScaleConfig loss_scale_for(Policy policy) const;
+  RunConfig settings_with(Policy precision) const;  // settings() under another policy
 
   std::vector<DeviceInfo> devices_;
   Shape model_input_{28, 28, 1};
