@@ -9,6 +9,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
 #include "app/cli/version_info.h"
+#include "app/store/safe_file.h"
 #include "app/store/sqlite.h"
 #include "engine/core/error.h"
 #include "engine/doctor/device_profile.h"
@@ -93,6 +94,9 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     return kExitBadInput;
   } catch (const RunNotFoundError& e) {
     std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const store::OutputTargetError& e) {
+    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;
   } catch (const store::StoreError& e) {
     std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());

@@ -324,7 +324,7 @@ int run_runs(const std::vector<std::string>& argv) {
   for (const Subcommand& sub : kSubcommands) {
     CLI::App* app = command.app().add_subcommand(sub.name, sub.description);
     app->add_option("arguments", args.positionals, sub.usage);
-    command.add_path_option(*app, "--db", args.db, "the run database")->type_name("PATH");
+    command.add_database_option(*app, args.db, "the run database")->type_name("PATH");
     const std::string_view name = sub.name;
     if (name == "list" || name == "show" || name == "compare" || name == "import")
       app->add_flag("--json", args.json, "JSON instead of a table");
