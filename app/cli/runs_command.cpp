@@ -86,14 +86,12 @@ int list_runs(const RunsArgs& args) {
 
 // --- export ---------------------------------------------------------------------------------
 
-// To -o FILE (whole or not at all) or to stdout.
+// To -o FILE (whole or not at all) or to stdout (checked by run_cli, as every command's).
 int write_export(const RunsArgs& args, const std::function<void(std::ostream&)>& write) {
   if (!args.output.empty()) {
     store::write_file_atomically(args.output, write);
   } else {
     write(std::cout);
-    std::cout.flush();
-    if (!std::cout) throw Error("cannot write the export to stdout");
   }
   return kExitOk;
 }
