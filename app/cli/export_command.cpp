@@ -70,6 +70,7 @@ int run_export(const std::vector<std::string>& argv) {
     const std::int64_t ids[] = {run_id};
     runs::OpenRuns open = runs::open_runs(path, ids, runs::Access::read);
     const store::RunRecord& record = open.records.front();
+    runs::require_sound(record, path);  // a script with defaults for what could not be read
     config = record.config;
     if (models.empty()) {
       model.emplace();

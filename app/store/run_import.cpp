@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "app/store/run_owner.h"
+#include "app/store/run_rows.h"
 #include "app/store/safe_file.h"
 #include "app/store/schema.h"
 
@@ -136,6 +137,17 @@ void take_snapshot(const fs::path& file, const fs::path& snapshot) {
   }();
   if (check != "ok") {
     throw StoreError(file.string() + " is damaged (PRAGMA quick_check: " + check + ")" + left);
+  }
+  // Every run must read whole, as the store reads it (the field table's parsers): a run with a
+  // setting MixLab does not know would be a damaged run here. The file is refused, not half
+  // imported.
+  Statement runs = copy.prepare("SELECT " + std::string(rows::kRecordColumns) +
+                                rows::field_columns() + " FROM runs ORDER BY id");
+  while (runs.step()) {
+    const RunRecord run = rows::read_run(runs);
+    if (run.damage.empty()) continue;
+    throw StoreError(file.string() + ": run " + std::to_string(run.id) + " cannot be imported: " +
+                     describe_damage(run) + "; nothing was imported from the file" + left);
   }
 }
 

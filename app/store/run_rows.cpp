@@ -46,7 +46,7 @@ void bind_field(Statement& st, int index, const FieldValue& value) {
   std::visit([&](const auto& v) { st.bind(index, v); }, value);
 }
 
-RunRecord read_run(const Statement& st, const std::string& path) {
+RunRecord read_run(const Statement& st) {
   RunRecord r;
   int c = 0;
   r.id = st.column_int(c++);
@@ -102,14 +102,14 @@ RunRecord read_run(const Statement& st, const std::string& path) {
   s.message = r.message;
 
   // In table order: the precision and the optimizer reset what later columns then set. Not
-  // range-checked: a run the trainer refused (a negative learning rate) is kept as it was.
+  // range-checked: a run the trainer refused (a negative learning rate) is kept as it was. A
+  // value the field table cannot read damages this row alone: the rest is read.
   for (const RunField& f : run_fields()) {
     const int column = c++;
     try {
       restore_field(f, r.config, read_field(st, column, f.type));
     } catch (const FieldError& e) {
-      throw StoreError(path + ": run " + std::to_string(r.id) + " has an unreadable " +
-                       std::string(f.store_column) + " '" + e.value() + "'");
+      r.damage.push_back({std::string(f.store_column), e.problem()});
     }
   }
   return r;

@@ -21,9 +21,10 @@ const std::string& field_columns();
 
 void bind_field(Statement& st, int index, const FieldValue& value);
 
-// A row of "SELECT kRecordColumns field_columns() FROM runs". Throws StoreError naming `path`,
-// the run, the column and the value for a setting the field table cannot read.
-RunRecord read_run(const Statement& st, const std::string& path);
+// A row of "SELECT kRecordColumns field_columns() FROM runs". A setting that the field table
+// (engine/train/run_fields.h) cannot read is listed in the record's `damage`, never thrown: one
+// bad row must not hide the others. (The status has the schema's CHECK constraint.)
+RunRecord read_run(const Statement& st);
 
 // The summary figures: "steps_done = ?, ..." for an UPDATE, and binding them from `first`;
 // returns the next parameter index.

@@ -445,7 +445,7 @@ std::vector<RunRecord> RunStore::list_runs() {
   Statement st = db_.prepare("SELECT " + std::string(kRecordColumns) + field_columns() +
                              " FROM runs ORDER BY created_at_ms DESC, id DESC");
   std::vector<RunRecord> runs;
-  while (st.step()) runs.push_back(read_run(st, path()));
+  while (st.step()) runs.push_back(read_run(st));
   Statement tags = db_.prepare("SELECT run_id, tag FROM run_tags ORDER BY run_id, tag");
   std::unordered_map<std::int64_t, std::vector<std::string>> by_run;
   while (tags.step()) by_run[tags.column_int(0)].push_back(tags.column_text(1));
@@ -460,7 +460,7 @@ std::optional<RunRecord> RunStore::find_run(std::int64_t run_id) {
                              " FROM runs WHERE id = ?");
   st.bind(1, run_id);
   if (!st.step()) return std::nullopt;
-  RunRecord r = read_run(st, path());
+  RunRecord r = read_run(st);
   r.tags = tags_of(run_id);
   return r;
 }
