@@ -1,5 +1,6 @@
-// Exports never destroy what was at the name given: the open run database (by inode, whatever
-// the name), devices, FIFOs, folders; links are written through; a failed write leaves nothing.
+// Exports never destroy what was at the name given: a run database or its side files (by inode,
+// whatever the name: check_output_target), devices, FIFOs, folders; links are written through;
+// a failed write leaves nothing.
 #include "app/store/safe_file.h"
 
 #include <sys/stat.h>
