@@ -4,6 +4,8 @@
 #include <charconv>
 #include <iostream>
 
+#include "app/store/safe_file.h"
+
 namespace mixlab::cli {
 
 CommandLine::CommandLine(const std::string& name, const std::string& description)
@@ -26,6 +28,13 @@ CLI::Option* CommandLine::add_path_option(CLI::App& to, const std::string& name,
           [](const std::string& text) { return text.empty() ? std::string("an empty path") : ""; },
           "", "non-empty"))
       ->type_name("PATH");
+}
+
+CLI::Option* CommandLine::add_database_option(CLI::App& to, std::string& value,
+                                              const std::string& help) {
+  return add_path_option(to, "--db", value, help)->each([](const std::string& path) {
+    store::protect_database(path);
+  });
 }
 
 bool CommandLine::parse(const std::vector<std::string>& argv,

@@ -37,6 +37,9 @@ class CommandLine {
   // A path option: an empty value is a usage error naming the option (never "the default").
   CLI::Option* add_path_option(CLI::App& to, const std::string& name, std::string& value,
                                const std::string& help);
+  // --db PATH, the run database: a path option whose value is also protected from every output
+  // of the command (store::protect_database), whether or not the command opens it.
+  CLI::Option* add_database_option(CLI::App& to, std::string& value, const std::string& help);
   // Parses the words after the command's name. False when --help was asked for (the help is
   // then on stdout). Throws UsageError. Words after a "--" are arguments, never options
   // (`runs rename 3 -- -x`): they are appended to `positionals` (a command without arguments

@@ -1,6 +1,7 @@
 // mixlab-cli's commands; each returns the process's exit code and throws UsageError,
-// SpecError, ConfigError, DatasetError or RunNotFoundError for bad input (exit code 2, mapped in
-// main). A run store that cannot be opened, read or written throws StoreError (exit code 1).
+// SpecError, ConfigError, DatasetError, RunNotFoundError or store::OutputTargetError (an output
+// file that is a run database) for bad input (exit code 2, mapped in run_cli). A run store that
+// cannot be opened, read or written throws StoreError (exit code 1).
 #pragma once
 
 #include <stdexcept>

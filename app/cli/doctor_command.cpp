@@ -102,7 +102,7 @@ int run_doctor(const std::vector<std::string>& argv) {
   std::string db;
   bool no_store = false;
   CLI::Option* db_option =
-      command.add_path_option(app, "--db", db, "the run database (--measure keeps its runs and the "
+      command.add_database_option(app, db, "the run database (--measure keeps its runs and the "
                                           "report there)")
           ->type_name("PATH");
   app.add_flag("--no-store", no_store, "with --measure: keep neither the runs nor the report");

@@ -36,7 +36,7 @@ int run_export(const std::vector<std::string>& argv) {
   CLI::Option* run_option =
       app.add_option("--run", run_id, "scripts: take the settings of this recorded run")
           ->type_name("ID");
-  command.add_path_option(app, "--db", db, "the run database (with --run)")->type_name("PATH");
+  command.add_database_option(app, db, "the run database (with --run)")->type_name("PATH");
   command.add_path_option(app, "-o,--output", output, "the file to write (default: stdout)")
       ->type_name("FILE");
   // A script's run settings, over the run's or the model's (train's options; --steps: the steps
@@ -70,6 +70,7 @@ int run_export(const std::vector<std::string>& argv) {
     const std::int64_t ids[] = {run_id};
     runs::OpenRuns open = runs::open_runs(path, ids, runs::Access::read);
     const store::RunRecord& record = open.records.front();
+    runs::require_sound(record, path);  // a script with defaults for what could not be read
     config = record.config;
     if (models.empty()) {
       model.emplace();

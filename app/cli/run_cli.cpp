@@ -1,7 +1,10 @@
 // mixlab-cli's entry: help, version, and each command with its errors mapped to exit codes.
 // A library function so that the GUI's headless mode runs exactly the same command.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -9,6 +12,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/common.h"
 #include "app/cli/version_info.h"
+#include "app/store/safe_file.h"
 #include "app/store/sqlite.h"
 #include "engine/core/error.h"
 #include "engine/doctor/device_profile.h"
@@ -49,25 +53,18 @@ constexpr const char* kHelp =
     "the GPU when the CUDA backend can train on it, else the CPU). The CUDA backend is the\n"
     "library lib/mixlab/libmixlab-cuda.so next to the program ($MIXLAB_CUDA_BACKEND overrides\n"
     "the path); mixlab-cli --version says whether it can be used here and why not.\n"
-    "exit codes: 0 success, 1 run failed or diverged, or the run store or an output file could\n"
-    "not be read or written, 2 bad input (including a run id the store does not hold),\n"
-    "130 interrupted\n";
+    "exit codes: 0 success, 1 run failed or diverged, or the run store, an output file or stdout\n"
+    "could not be read or written, 2 bad input (including a run id the store does not hold, or\n"
+    "an output file that is a run database), 130 interrupted\n";
 
 }  // namespace
 
-int mixlab::cli::run_cli(std::vector<std::string> args) {
-  using namespace mixlab;
-  using namespace mixlab::cli;
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kHelp, args.empty() ? stderr : stdout);
-    return args.empty() ? kExitBadInput : kExitOk;
-  }
-  if (args[0] == "--version") {
-    std::fputs(version_report("mixlab-cli").c_str(), stdout);
-    return kExitOk;
-  }
-  const std::string command = args[0];
-  args.erase(args.begin());
+namespace mixlab::cli {
+namespace {
+
+// A command by name, with bad input, failed runs and store errors mapped to exit codes and
+// messages on stderr. Never throws.
+int run_command(const std::string& command, const std::vector<std::string>& args) {
   try {
     if (command == "train") return run_train(args);
     if (command == "inspect") return run_inspect(args);
@@ -94,6 +91,9 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
   } catch (const RunNotFoundError& e) {
     std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
     return kExitBadInput;
+  } catch (const store::OutputTargetError& e) {
+    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    return kExitBadInput;
   } catch (const store::StoreError& e) {
     std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
     return kExitRunFailed;
@@ -107,4 +107,39 @@ int mixlab::cli::run_cli(std::vector<std::string> args) {
     std::fprintf(stderr, "mixlab-cli: error: %s\n", e.what());
     return kExitRunFailed;
   }
+}
+
+// The one check of stdout, after every command: what it printed there (a table, JSON, CSV, a
+// script) reached it. A failed write (a full disk: > /dev/full) is named on stderr; false then.
+bool stdout_written() {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && std::ferror(stdout) == 0 && std::cout.good()) return true;
+  std::fprintf(stderr, "mixlab-cli: cannot write to stdout: %s\n",
+               !flushed && err != 0 ? std::strerror(err)
+                                    : "a write failed; the output is incomplete");
+  return false;
+}
+
+}  // namespace
+}  // namespace mixlab::cli
+
+int mixlab::cli::run_cli(std::vector<std::string> args) {
+  using namespace mixlab::cli;
+  int status = kExitOk;
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kHelp, args.empty() ? stderr : stdout);
+    status = args.empty() ? kExitBadInput : kExitOk;
+  } else if (args[0] == "--version") {
+    std::fputs(version_report("mixlab-cli").c_str(), stdout);
+  } else {
+    const std::string command = args[0];
+    args.erase(args.begin());
+    status = run_command(command, args);
+  }
+  // Output that never arrived is a failure, whatever the command thought.
+  if (!stdout_written() && status == kExitOk) status = kExitRunFailed;
+  return status;
 }

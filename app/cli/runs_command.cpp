@@ -49,6 +49,7 @@ int list_runs(const RunsArgs& args) {
                      {"uid", r.uid},
                      {"name", r.name},
                      {"status", std::string(store::to_string(r.status))},
+                     {"damaged", damage_or_null(r)},
                      {"created_at", store::format_utc(r.created_at_ms)},
                      {"model", r.model_name},
                      {"precision", precision_of(r)},
@@ -75,25 +76,29 @@ int list_runs(const RunsArgs& args) {
                {"samples/s", true},
                {"test acc.", true}});
   for (const RunRecord& r : runs) {
-    table.add({std::to_string(r.id), one_line(r.name, 40), std::string(store::to_string(r.status)),
+    table.add({std::to_string(r.id), one_line(r.name, 40), status_of(r),
                short_time(r.created_at_ms), one_line(r.model_name, 24), precision_of(r),
                std::to_string(r.config.batch_size), format_fixed(r.summary.median_step_ms, 3),
                format_rate(r.summary.samples_per_s), format_fixed(r.summary.test_accuracy, 4)});
   }
   table.print(std::cout);
+  // A row that could not be read whole is listed, and says why, instead of hiding the others.
+  for (const RunRecord& r : runs) {
+    if (r.damage.empty()) continue;
+    std::cout << "run " << r.id << " is damaged: " << one_line(store::describe_damage(r), 400)
+              << " (runs show " << r.id << ", runs delete " << r.id << ")\n";
+  }
   return kExitOk;
 }
 
 // --- export ---------------------------------------------------------------------------------
 
-// To -o FILE (whole or not at all) or to stdout.
+// To -o FILE (whole or not at all) or to stdout (checked by run_cli, as every command's).
 int write_export(const RunsArgs& args, const std::function<void(std::ostream&)>& write) {
   if (!args.output.empty()) {
     store::write_file_atomically(args.output, write);
   } else {
     write(std::cout);
-    std::cout.flush();
-    if (!std::cout) throw Error("cannot write the export to stdout");
   }
   return kExitOk;
 }
@@ -112,6 +117,16 @@ int export_runs(const RunsArgs& args) {
     } catch (const store::StoreError& e) {
       throw RunNotFoundError(e.what());
     }
+    for (const store::SweepMemberRecord& m : sweep.members) {
+      const auto run = m.run_id ? store.find_run(*m.run_id) : std::nullopt;
+      if (run && !run->damage.empty()) {
+        std::fprintf(stderr,
+                     "mixlab-cli: warning: run %lld (member %d) is damaged (%s); its columns are "
+                     "left empty\n",
+                     static_cast<long long>(run->id), m.member,
+                     store::describe_damage(*run).c_str());
+      }
+    }
     return write_export(args, [&](std::ostream& out) { store::write_sweep_csv(out, store, sweep); });
   }
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX));
@@ -120,15 +135,30 @@ int export_runs(const RunsArgs& args) {
                      args.usage);
   }
   OpenRuns open = open_runs(store_path(args), ids, Access::read);
+  // A damaged run is left out, with a warning: the settings it could not read would stand in
+  // the CSV as their defaults, wrong numbers that look right.
+  std::vector<std::int64_t> sound;
+  for (const RunRecord& r : open.records) {
+    if (r.damage.empty()) {
+      sound.push_back(r.id);
+      continue;
+    }
+    std::fprintf(stderr, "mixlab-cli: warning: run %lld is damaged (%s); left out of the export\n",
+                 static_cast<long long>(r.id), store::describe_damage(r).c_str());
+  }
+  if (sound.empty()) {
+    throw store::StoreError("nothing to export: every run named is damaged (runs show ID says "
+                            "what is left)");
+  }
   const auto write = [&](std::ostream& out) {
     if (args.summary) {
-      store::write_summary_csv(out, open.store, ids);
+      store::write_summary_csv(out, open.store, sound);
     } else if (args.layers) {
-      store::write_layers_csv(out, open.store, ids);
+      store::write_layers_csv(out, open.store, sound);
     } else if (ids.size() == 1) {
-      store::write_steps_csv(out, open.store, ids[0]);
+      store::write_steps_csv(out, open.store, sound[0]);
     } else {
-      store::write_long_steps_csv(out, open.store, ids);
+      store::write_long_steps_csv(out, open.store, sound);
     }
   };
   return write_export(args, write);
@@ -139,6 +169,7 @@ int export_runs(const RunsArgs& args) {
 int compare_runs(const RunsArgs& args) {
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 2, SIZE_MAX));
   const OpenRuns open = open_runs(store_path(args), ids, Access::read);
+  for (const RunRecord& r : open.records) require_sound(r, store_path(args));
   const RunRecord& first = open.records.front();
   // Above 1: faster than the first run (its median step time over this one's).
   const auto ratio = [&](const RunRecord& r) {
@@ -324,7 +355,7 @@ int run_runs(const std::vector<std::string>& argv) {
   for (const Subcommand& sub : kSubcommands) {
     CLI::App* app = command.app().add_subcommand(sub.name, sub.description);
     app->add_option("arguments", args.positionals, sub.usage);
-    command.add_path_option(*app, "--db", args.db, "the run database")->type_name("PATH");
+    command.add_database_option(*app, args.db, "the run database")->type_name("PATH");
     const std::string_view name = sub.name;
     if (name == "list" || name == "show" || name == "compare" || name == "import")
       app->add_flag("--json", args.json, "JSON instead of a table");

@@ -86,6 +86,7 @@ Json run_json(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
           {"uid", r.uid},
           {"name", r.name},
           {"status", std::string(store::to_string(r.status))},
+          {"damaged", damage_or_null(r)},
           {"message", r.message},
           {"created_at", time_or_null(r.created_at_ms)},
           {"started_at", time_or_null(r.started_at_ms)},
@@ -144,6 +145,10 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
   const RunSummary& s = r.summary;
   std::cout << "run " << r.id << ": " << one_line(r.name, 200) << '\n';
   print_field("status:", std::string(store::to_string(r.status)));
+  if (!r.damage.empty()) {
+    print_field("damaged:", store::describe_damage(r) + "\n(the settings named show their "
+                            "defaults; runs delete " + std::to_string(r.id) + " removes the run)");
+  }
   print_field("message:", r.message);
   print_field("created:", store::format_utc(r.created_at_ms));
   print_field("started:", store::format_utc(r.started_at_ms));

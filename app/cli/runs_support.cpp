@@ -75,6 +75,23 @@ OpenRuns open_runs(const fs::path& path, std::span<const std::int64_t> ids, Acce
   return open;
 }
 
+std::string status_of(const RunRecord& r) {
+  return r.damage.empty() ? std::string(store::to_string(r.status)) : "damaged";
+}
+
+Json damage_or_null(const RunRecord& r) {
+  return r.damage.empty() ? Json() : Json(store::describe_damage(r));
+}
+
+void require_sound(const RunRecord& r, const fs::path& path) {
+  if (r.damage.empty()) return;
+  throw store::StoreError("run " + std::to_string(r.id) + " in " + path.string() +
+                          " is damaged (" + store::describe_damage(r) +
+                          "): its settings cannot be used; `runs show " + std::to_string(r.id) +
+                          "` says what is left, `runs delete " + std::to_string(r.id) +
+                          "` removes it");
+}
+
 Json number_or_null(double value) {
   return std::isfinite(value) ? Json(value) : Json();
 }

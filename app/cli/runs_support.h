@@ -56,6 +56,14 @@ RunStore open_for_reading(const std::filesystem::path& path);
 OpenRuns open_runs(const std::filesystem::path& path, std::span<const std::int64_t> ids,
                    Access access);
 
+// A run whose row could not be read whole (store::RunRecord::damage): the status tables show
+// ("damaged"), "damaged" in --json (what could not be read, or null), and a refusal for the
+// commands that need its settings (compare, export --run), which would otherwise use defaults in
+// place of the values that could not be read: StoreError naming the run and the damage.
+std::string status_of(const RunRecord& r);
+Json damage_or_null(const RunRecord& r);
+void require_sound(const RunRecord& r, const std::filesystem::path& path);
+
 Json number_or_null(double value);
 Json time_or_null(std::int64_t ms);
 void print_json(const Json& json);

@@ -406,7 +406,7 @@ int run_sweep(const std::vector<std::string>& argv) {
     CommandLine command("mixlab-cli sweep " + sub, "Sweeps: " + sub + ".");
     CLI::App& app = command.app();
     Args args;
-    command.add_path_option(app, "--db", args.db, "the run database");
+    command.add_database_option(app, args.db, "the run database");
     if (sub != "task") app.add_flag("--json", args.json, "JSON instead of a table");
     if (sub == "resume") {
       app.add_flag("--quiet", args.quiet, "no progress lines");
@@ -459,7 +459,7 @@ int run_sweep(const std::vector<std::string>& argv) {
   command.add_option(app, "--devices", args.devices,
                      "local: run one member at a time on each of these devices (cuda:0,cuda:1)");
   command.add_option(app, "--executor", executor, "local (the default) or slurm");
-  command.add_path_option(app, "--db", args.db, "the run database");
+  command.add_database_option(app, args.db, "the run database");
   app.add_flag("--json", args.json, "print the sweep as JSON at the end");
   app.add_flag("--quiet", args.quiet, "no progress lines");
   command.add_path_option(app, "--shared-dir", args.shared_dir,

@@ -165,7 +165,7 @@ int run_train(const std::vector<std::string>& argv) {
       ->type_name("DEVICE")
       ->default_str(device);
   CLI::Option* db_option =
-      command.add_path_option(app, "--db", db, "the run database")->type_name("PATH");
+      command.add_database_option(app, db, "the run database")->type_name("PATH");
   app.add_flag("--no-store", no_store, "do not record the run");
   app.add_flag("--json", json, "print one JSON object at the end instead of the summary");
   app.add_flag("--quiet", quiet, "no progress bar");

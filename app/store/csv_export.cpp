@@ -140,11 +140,17 @@ void append_step(RowBuffer& row, const StepMetrics& s) {
       .integer(s.samples);
 }
 
-// Every record first, so that an unknown id fails before anything is written.
+// Every record first, so that an unknown id fails before anything is written, and a damaged
+// one too: the defaults standing in for the settings it could not read are no figures to export.
 std::vector<RunRecord> records_of(RunStore& store, std::span<const std::int64_t> run_ids) {
   std::vector<RunRecord> records;
   records.reserve(run_ids.size());
-  for (const std::int64_t id : run_ids) records.push_back(store.run(id));
+  for (const std::int64_t id : run_ids) {
+    records.push_back(store.run(id));
+    if (records.back().damage.empty()) continue;
+    throw StoreError("run " + std::to_string(id) + " is damaged (" +
+                     describe_damage(records.back()) + "); it cannot be exported");
+  }
   return records;
 }
 
@@ -323,7 +329,8 @@ void write_sweep_csv(std::ostream& out, RunStore& store, const SweepRecord& swee
         .text(to_string(m.state))
         .text(m.message);
     const std::optional<RunRecord> run = m.run_id ? store.find_run(*m.run_id) : std::nullopt;
-    if (run) append_summary(row, *run);
+    // A damaged run's settings could not be read: no defaults in their place.
+    if (run && run->damage.empty()) append_summary(row, *run);
     else row.raw(no_run);
     row.end();
   }

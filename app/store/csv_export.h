@@ -1,7 +1,9 @@
 // CSV export of the run history: RFC 4180 (CRLF line ends; fields with a comma, quote, CR or LF
 // quoted, quotes doubled), UTF-8, a header row of snake_case names, '.' as the decimal point
 // whatever the locale, numbers in the shortest form that reads back exactly, NaN (not measured)
-// as an empty field, timestamps in ISO-8601 UTC ("2026-11-30T02:45:07.123Z").
+// as an empty field, timestamps in ISO-8601 UTC ("2026-11-30T02:45:07.123Z"). The exports of
+// several runs throw StoreError for a damaged run (RunRecord::damage) before writing anything;
+// a sweep's leaves a damaged member run's columns empty.
 #pragma once
 
 #include <cstdint>

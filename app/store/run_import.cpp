@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "app/store/run_owner.h"
+#include "app/store/run_rows.h"
 #include "app/store/safe_file.h"
 #include "app/store/schema.h"
 
@@ -19,27 +20,26 @@ namespace {
 // The tables that hang off a run, copied with it.
 constexpr const char* kRunTables[] = {"steps", "epochs", "run_tags", "layer_times"};
 
-// A file in the temporary folder, removed (with its -wal/-shm/-journal) when this goes.
-class Snapshot {
+// A private folder in the temporary folder, removed with everything in it when this goes: the
+// snapshot, and a copy of a source that must be copied to be read (open_source).
+class Scratch {
  public:
-  Snapshot() {
+  Scratch() {
     std::error_code ec;
     fs::path folder = fs::temp_directory_path(ec);
     if (ec) folder = "/tmp";
     std::string name = (folder / "mixlab-import-XXXXXX").string();
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0) throw StoreError("cannot make a temporary file in " + folder.string());
-    ::close(fd);
+    if (::mkdtemp(name.data()) == nullptr)
+      throw StoreError("cannot make a temporary folder in " + folder.string());
     path_ = name;
   }
-  ~Snapshot() {
+  ~Scratch() {
     std::error_code ignored;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-      fs::remove(path_.string() + suffix, ignored);
+    fs::remove_all(path_, ignored);
   }
-  Snapshot(const Snapshot&) = delete;
-  Snapshot& operator=(const Snapshot&) = delete;
-  const fs::path& path() const { return path_; }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  fs::path operator/(const char* name) const { return path_ / name; }
 
  private:
   fs::path path_;
@@ -77,14 +77,43 @@ std::string columns_of(Connection& db, const std::string& table, const std::stri
   return out;
 }
 
-bool cannot_write_beside(const fs::path& path) {
-  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  return ::access(path.c_str(), W_OK) != 0 || ::access(folder.c_str(), W_OK) != 0;
+bool has_data(const fs::path& file) {
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  return !ec && size > 0;
 }
 
-// A consistent copy of `file` at `snapshot`, at this MixLab's schema version. Checks that
-// `file` is a MixLab run database this MixLab can read.
-void take_snapshot(const fs::path& file, const fs::path& snapshot) {
+// Opens an import source for reading without ever writing beside it: no -wal, -shm or journal is
+// made next to another history, and the source's own bytes never change.
+//  - Nothing in a -wal or -journal beside it (a closed MixLab store): read-only and immutable,
+//    SQLite takes no lock and makes no file.
+//  - A -wal with a -shm this process may write (another process has the store open, or died
+//    with it open): read-only through them, as any reader of a live store; they were there
+//    already.
+//  - Otherwise (a -wal without its -shm, a copied or crashed file, read-only media, a hot
+//    -journal): no process can be writing it, so the file and its side file are copied into
+//    `scratch` and the copy is opened, where SQLite may fold the -wal in or roll the journal
+//    back.
+Connection open_source(const fs::path& file, const Scratch& scratch) {
+  const std::string path = file.string();
+  const bool wal = has_data(path + "-wal");
+  if (!wal && !has_data(path + "-journal")) return Connection(path, OpenMode::immutable);
+  if (wal && ::access((path + "-shm").c_str(), W_OK) == 0)
+    return Connection(path, OpenMode::read_only);
+  const fs::path copy = scratch / "source.sqlite";
+  std::error_code ec;
+  fs::copy_file(file, copy, ec);
+  for (const char* side : {"-wal", "-journal"}) {
+    if (!ec && has_data(path + side))
+      fs::copy_file(path + side, copy.string() + side, ec);
+  }
+  if (ec) throw StoreError("cannot read the run database " + path + ": " + ec.message());
+  return Connection(copy.string(), OpenMode::read_write);
+}
+
+// A consistent copy of `file` at `snapshot` (in `scratch`), at this MixLab's schema version.
+// Checks that `file` is a MixLab run database this MixLab can read, every run of it whole.
+void take_snapshot(const fs::path& file, const Scratch& scratch, const fs::path& snapshot) {
   const std::string left = "; it was left as it was";
   std::error_code ec;
   if (!fs::exists(file, ec)) throw StoreError("no run database at " + file.string());
@@ -92,8 +121,7 @@ void take_snapshot(const fs::path& file, const fs::path& snapshot) {
     throw StoreError(file.string() + " is not a MixLab run database (not a regular file)" + left);
   std::int64_t version = 0;
   {
-    Connection src(file.string(), cannot_write_beside(file) ? OpenMode::immutable
-                                                            : OpenMode::read_only);
+    Connection src = open_source(file, scratch);
     src.exec("PRAGMA busy_timeout = 10000");
     std::int64_t app_id = 0;
     try {
@@ -112,15 +140,6 @@ void take_snapshot(const fs::path& file, const fs::path& snapshot) {
                        std::to_string(version) + "; this MixLab reads up to version " +
                        std::to_string(kSchemaVersion) + ")" + left);
     }
-    fs::remove(snapshot, ec);  // VACUUM INTO wants a new file
-    if (!cannot_write_beside(file)) {
-      // A MixLab file: read it through a writable connection, which as the last one to close
-      // folds its -wal back and removes the -wal and -shm that reading made beside it. Its
-      // runs are not changed.
-      src = Connection();
-      src = Connection(file.string(), OpenMode::read_write);
-      src.exec("PRAGMA busy_timeout = 10000");
-    }
     try {
       src.prepare("VACUUM INTO ?").bind(1, snapshot.string()).run();
     } catch (const StoreError& e) {
@@ -137,6 +156,17 @@ void take_snapshot(const fs::path& file, const fs::path& snapshot) {
   if (check != "ok") {
     throw StoreError(file.string() + " is damaged (PRAGMA quick_check: " + check + ")" + left);
   }
+  // Every run must read whole, as the store reads it (the field table's parsers): a run with a
+  // setting MixLab does not know would be a damaged run here. The file is refused, not half
+  // imported.
+  Statement runs = copy.prepare("SELECT " + std::string(rows::kRecordColumns) +
+                                rows::field_columns() + " FROM runs ORDER BY id");
+  while (runs.step()) {
+    const RunRecord run = rows::read_run(runs);
+    if (run.damage.empty()) continue;
+    throw StoreError(file.string() + ": run " + std::to_string(run.id) + " cannot be imported: " +
+                     describe_damage(run) + "; nothing was imported from the file" + left);
+  }
 }
 
 }  // namespace
@@ -145,13 +175,14 @@ ImportResult import_runs(RunStore& into, const fs::path& file, const ImportOptio
   if (same_file(file, into.path())) {
     throw StoreError(file.string() + " is the run database being imported into");
   }
-  Snapshot snapshot;
-  take_snapshot(file, snapshot.path());
+  const Scratch scratch;
+  const fs::path snapshot = scratch / "snapshot.sqlite";
+  take_snapshot(file, scratch, snapshot);
 
   Connection& db = into.connection();
   ImportResult result;
   {
-    Attached attached(db, snapshot.path());
+    Attached attached(db, snapshot);
     const std::string run_columns = columns_of(db, "runs", "id");
     Transaction tx(db);
     struct Source {

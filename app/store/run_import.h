@@ -33,9 +33,10 @@ struct ImportOptions {
 };
 
 // Imports every run of `file` into `into`, in one transaction: all or nothing. The file is
-// only read (through a snapshot copy in the temporary folder); it is never changed. Throws
-// StoreError naming the file when it is missing, not a MixLab run database, from a newer
-// MixLab, damaged, or the store itself.
+// only read (through a snapshot copy in the temporary folder); neither it nor its folder is ever
+// changed (no -wal or -shm made beside it). Throws StoreError naming the file when it is
+// missing, not a MixLab run database, from a newer MixLab, damaged, holding a run with a setting
+// the field table cannot read (naming the run, the column and the value), or the store itself.
 ImportResult import_runs(RunStore& into, const std::filesystem::path& file,
                          const ImportOptions& options = {});
 

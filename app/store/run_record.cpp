@@ -35,6 +35,13 @@ std::optional<RecordStatus> parse_record_status(std::string_view text) {
   return std::nullopt;
 }
 
+std::string describe_damage(const RunRecord& record) {
+  std::string text;
+  for (const ColumnDamage& d : record.damage)
+    text += (text.empty() ? "" : "; ") + d.column + ": " + d.problem;
+  return text;
+}
+
 RecordStatus record_status(RunStatus status) {
   switch (status) {
     case RunStatus::running:

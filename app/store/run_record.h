@@ -47,6 +47,13 @@ struct Environment {
 // from /proc/cpuinfo, the host name).
 Environment describe_environment(const DeviceInfo& device, std::string_view mixlab_version);
 
+// A column of a run's row that could not be read: a value changed by hand (sqlite3) or written
+// by another program. The rest of the row is read; the column's setting keeps its default.
+struct ColumnDamage {
+  std::string column;   // the runs table's column: "precision"
+  std::string problem;  // "unknown precision 'evil' (float32, mixed_float16, mixed_bfloat16)"
+};
+
 struct RunRecord {
   std::int64_t id = 0;     // this store's number for it
   std::string uid;         // 32 hex digits, the same in every store the run is imported into
@@ -65,7 +72,11 @@ struct RunRecord {
   std::int64_t total_steps = 0;  // planned
   std::vector<std::string> tags;
   std::string note;
+  std::vector<ColumnDamage> damage;  // empty: the whole row was read
 };
+
+// "precision: unknown precision 'evil' (...); optimizer: ...", or empty for a sound run.
+std::string describe_damage(const RunRecord& record);
 
 // "2026-11-30T02:45:07.123Z"; empty for 0.
 std::string format_utc(std::int64_t ms_since_epoch);

@@ -4,14 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <streambuf>
+#include <vector>
 
-#include "app/store/sqlite.h"
+#include "app/store/run_store.h"
 #include "engine/core/error.h"
 
 namespace mixlab::store {
@@ -80,17 +83,22 @@ fs::path write_target(const fs::path& file) {
   throw Error("cannot write " + file.string() + ": too many levels of symbolic links");
 }
 
-// Throws when `target` (an existing file) is an open run database or one of its side files.
-void refuse_open_database(const fs::path& file, const fs::path& target) {
-  for (const std::string& db : open_database_paths()) {
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-      if (same_file(target, db + suffix)) {
-        throw Error("refusing to write " + file.string() + ": it is " +
-                    (*suffix == '\0' ? "the open run database" : "a file of the open run database ") +
-                    (*suffix == '\0' ? "" : db) + " - choose another output file");
-      }
-    }
+// The run databases this process has opened or been given (protect_database), absolute.
+std::mutex protected_mutex;
+std::vector<fs::path>& protected_databases() {
+  static std::vector<fs::path> paths;
+  return paths;
+}
+
+// The databases no output may be written over: those protected and the default one.
+std::vector<fs::path> databases_to_spare() {
+  std::vector<fs::path> databases;
+  {
+    const std::lock_guard lock(protected_mutex);
+    databases = protected_databases();
   }
+  databases.push_back(default_store_path());
+  return databases;
 }
 
 }  // namespace
@@ -100,6 +108,43 @@ bool same_file(const fs::path& a, const fs::path& b) {
   struct stat sb {};
   if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void protect_database(const fs::path& database) {
+  if (database.empty()) return;
+  std::error_code ec;
+  fs::path absolute = fs::absolute(database, ec);  // a later chdir must not change what it names
+  if (ec) absolute = database;
+  const std::lock_guard lock(protected_mutex);
+  std::vector<fs::path>& paths = protected_databases();
+  if (std::find(paths.begin(), paths.end(), absolute) == paths.end()) paths.push_back(absolute);
+}
+
+void check_output_target(const fs::path& file) {
+  const fs::path target = write_target(file);
+  struct stat existing {};
+  const bool exists = ::stat(target.c_str(), &existing) == 0;
+  std::error_code ec;
+  fs::path resolved;  // a target not there yet: its folder with links and ".." resolved, its name
+  if (!exists) {
+    resolved = fs::canonical(target.has_parent_path() ? target.parent_path() : fs::path("."), ec);
+    if (ec) return;  // no such folder: nothing can be written there
+    resolved /= target.filename();
+  }
+  for (const fs::path& database : databases_to_spare()) {
+    // SQLite keeps the side files beside the database's real file, links resolved.
+    const fs::path real = fs::weakly_canonical(fs::absolute(database, ec), ec);
+    if (ec) continue;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      const fs::path side = real.string() + suffix;
+      if (exists ? !same_file(target, side) : resolved != side) continue;
+      throw OutputTargetError(
+          "refusing to write " + file.string() + ": it is " +
+          (*suffix == '\0' ? "the run database " + database.string()
+                           : side.string() + ", a file of the run database " + database.string()) +
+          " - choose another output file");
+    }
+  }
 }
 
 TempFile create_temp_beside(const fs::path& target) {
@@ -127,6 +172,7 @@ TempFile create_temp_beside(const fs::path& target) {
 
 void write_file_atomically(const fs::path& file, const std::function<void(std::ostream&)>& write) {
   if (file.empty()) throw Error("cannot write a file with an empty name");
+  check_output_target(file);
   const fs::path target = write_target(file);
   struct stat existing {};
   const bool exists = ::stat(target.c_str(), &existing) == 0;
@@ -140,7 +186,6 @@ void write_file_atomically(const fs::path& file, const std::function<void(std::o
       throw Error("refusing to write " + file.string() + ": it is " + kind +
                   ", not a regular file");
     }
-    refuse_open_database(file, target);
   }
   TempFile tmp = create_temp_beside(target);
   const auto fail = [&](const std::string& why) {

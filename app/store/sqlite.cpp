@@ -2,41 +2,14 @@
 
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
+#include "app/store/safe_file.h"
+
 namespace mixlab::store {
-
-namespace {
-
-std::mutex registry_mutex;
-std::vector<std::string>& registry() {
-  static std::vector<std::string> paths;  // one entry per open connection
-  return paths;
-}
-
-void register_open(const std::string& path) {
-  const std::lock_guard lock(registry_mutex);
-  registry().push_back(path);
-}
-
-void unregister_open(const std::string& path) {
-  const std::lock_guard lock(registry_mutex);
-  auto& paths = registry();
-  if (const auto it = std::find(paths.begin(), paths.end(), path); it != paths.end())
-    paths.erase(it);
-}
-
-}  // namespace
-
-std::vector<std::string> open_database_paths() {
-  const std::lock_guard lock(registry_mutex);
-  return registry();
-}
 
 void throw_sqlite_error(sqlite3* db, int rc, const char* expr, const char* file, int line) {
   std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -95,12 +68,11 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
                      rc & 0xff);
   }
   sqlite3_extended_result_codes(db_, 1);
-  register_open(path_);
+  protect_database(path_);  // no export may write over it (safe_file.h)
 }
 
 Connection::~Connection() {
   if (db_ == nullptr) return;
-  unregister_open(path_);
   // Statements are finalised by their owners first; a close that fails still releases memory
   // once they are.
   if (sqlite3_close_v2(db_) != SQLITE_OK) {
@@ -113,10 +85,7 @@ Connection::Connection(Connection&& other) noexcept
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
-    if (db_ != nullptr) {
-      unregister_open(path_);
-      sqlite3_close_v2(db_);
-    }
+    if (db_ != nullptr) sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
   }

@@ -43,16 +43,13 @@ class StoreError : public Error {
 // database on read-only media or in a folder this process cannot write.
 enum class OpenMode { read_write_create, read_write, read_only, immutable };
 
-// The files of every Connection this process has open (a registry kept by Connection), so that
-// an export never writes over the open run database (store/safe_file.h).
-std::vector<std::string> open_database_paths();
-
 class Statement;
 
 class Connection {
  public:
   Connection() = default;
   // Opens (and with read_write_create, creates) the file. Throws StoreError naming the path.
+  // The file is then protected from being written over by an export (protect_database).
   Connection(const std::string& path, OpenMode mode);
   ~Connection();
   Connection(Connection&& other) noexcept;

@@ -300,12 +300,13 @@ TEST_F(RunsCommand, ListJsonHasTheContractFieldsNewestFirst) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 2u);
   const auto& newest = j[0];
-  EXPECT_EQ(newest.size(), 11u) << newest.dump();
+  EXPECT_EQ(newest.size(), 12u) << newest.dump();
   EXPECT_EQ(newest["id"], second_);
   EXPECT_EQ(newest["uid"].get<std::string>().size(), 32u);  // runs import matches runs by it
   EXPECT_NE(newest["uid"], j[1]["uid"]);
   EXPECT_EQ(newest["name"], "bf16, \"fast\"");
   EXPECT_EQ(newest["status"], "finished");
+  EXPECT_TRUE(newest["damaged"].is_null());  // what of the row could not be read, if anything
   EXPECT_EQ(newest["created_at"], store::format_utc(1764470807123));
   EXPECT_EQ(newest["model"], "tiny");
   EXPECT_EQ(newest["precision"], "mixed_bfloat16");

@@ -1,10 +1,12 @@
-// Exports never destroy what was at the name given: the open run database (by inode, whatever
-// the name), devices, FIFOs, folders; links are written through; a failed write leaves nothing.
+// Exports never destroy what was at the name given: a run database or its side files (by inode,
+// whatever the name: check_output_target), devices, FIFOs, folders; links are written through;
+// a failed write leaves nothing.
 #include "app/store/safe_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -59,15 +61,77 @@ TEST(SafeFile, RefusesTheOpenRunDatabaseByInodeWhateverItsName) {
   store.insert_run(testing::sample_run());
   const std::string before = testing::read_bytes(db);
   std::string why = refusal(db);
-  EXPECT_NE(why.find("open run database"), std::string::npos) << why;
+  EXPECT_NE(why.find("it is the run database"), std::string::npos) << why;
   // Another name for the same file: a hard link and a relative path.
   fs::create_hard_link(db, dir / "other-name.csv");
   why = refusal(dir / "other-name.csv");
-  EXPECT_NE(why.find("open run database"), std::string::npos) << why;
+  EXPECT_NE(why.find("it is the run database"), std::string::npos) << why;
   why = refusal(dir / "runs.sqlite-wal");
-  EXPECT_NE(why.find("open run database"), std::string::npos) << why;
+  EXPECT_NE(why.find("a file of the run database"), std::string::npos) << why;
   EXPECT_EQ(testing::read_bytes(db), before);
   expect_no_temporaries(dir.path());
+}
+
+// check_output_target, the one guard of every output: a database this process has opened stays
+// protected once closed, under every name that reaches it or one of its side files, whether that
+// file is there or not; the refusal is an OutputTargetError naming the file and the database.
+TEST(SafeFile, OutputGuardRefusesEveryNameOfARunDatabaseAndItsSideFiles) {
+  TempDir dir;
+  const fs::path db = dir / "runs.sqlite";
+  RunStore::open(db).insert_run(testing::sample_run());  // closed again at once
+  const std::string before = testing::read_bytes(db);
+  fs::create_directory(dir / "sub");
+  fs::create_hard_link(db, dir / "hard.csv");
+  fs::create_symlink("runs.sqlite", dir / "link.csv");
+  fs::create_symlink("runs.sqlite-journal", dir / "dangling.csv");
+  testing::write_bytes(dir / "runs.sqlite-shm", "");  // one side file there, the others not
+  for (const char* name : {"runs.sqlite", "sub/../runs.sqlite", "hard.csv", "link.csv",
+                           "runs.sqlite-wal", "runs.sqlite-shm", "runs.sqlite-journal",
+                           "dangling.csv", "sub/../runs.sqlite-wal"}) {
+    try {
+      check_output_target(dir / name);
+      ADD_FAILURE() << name << " was not refused";
+    } catch (const OutputTargetError& e) {
+      const std::string why = e.what();
+      EXPECT_NE(why.find((dir / name).string()), std::string::npos) << why;
+      EXPECT_NE(why.find("run database " + db.string()), std::string::npos) << why;
+    }
+    EXPECT_THROW(write_text(dir / name, "csv"), OutputTargetError) << name;
+  }
+  EXPECT_EQ(testing::read_bytes(db), before);
+  EXPECT_FALSE(fs::exists(dir / "runs.sqlite-wal"));
+  EXPECT_FALSE(fs::exists(dir / "runs.sqlite-journal"));
+  // Other names are written as ever.
+  EXPECT_NO_THROW(check_output_target(dir / "runs.sqlite.csv"));
+  EXPECT_NO_THROW(check_output_target(dir / "sub" / "runs.sqlite"));
+  write_text(dir / "runs.csv", "csv");
+  EXPECT_EQ(testing::read_bytes(dir / "runs.csv"), "csv");
+  expect_no_temporaries(dir.path());
+}
+
+// A database named but never opened (mixlab-cli doctor --db PATH without --measure), the default
+// database ($MIXLAB_DB here), and a database reached through a link, whose side files SQLite
+// keeps beside the real file.
+TEST(SafeFile, OutputGuardCoversNamedDefaultAndLinkedDatabases) {
+  TempDir dir;
+  testing::write_bytes(dir / "named.sqlite", "not opened");
+  protect_database(dir / "named.sqlite");
+  EXPECT_THROW(check_output_target(dir / "named.sqlite"), OutputTargetError);
+  EXPECT_THROW(check_output_target(dir / "named.sqlite-wal"), OutputTargetError);
+
+  const char* old = std::getenv("MIXLAB_DB");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("MIXLAB_DB", (dir / "default.sqlite").c_str(), 1);
+  EXPECT_THROW(check_output_target(dir / "default.sqlite"), OutputTargetError);
+  EXPECT_THROW(check_output_target(dir / "default.sqlite-shm"), OutputTargetError);
+  if (old != nullptr) ::setenv("MIXLAB_DB", saved.c_str(), 1); else ::unsetenv("MIXLAB_DB");
+  EXPECT_NO_THROW(check_output_target(dir / "default.sqlite"));
+
+  fs::create_directory(dir / "real");
+  RunStore::open(dir / "real" / "runs.sqlite");
+  fs::create_symlink("real/runs.sqlite", dir / "alias.sqlite");
+  protect_database(dir / "alias.sqlite");
+  EXPECT_THROW(check_output_target(dir / "real" / "runs.sqlite-journal"), OutputTargetError);
 }
 
 TEST(SafeFile, RefusesWhatIsNotARegularFile) {

@@ -19,6 +19,7 @@
 #include <random>
 #include <vector>
 
+#include "app/store/run_store.h"
 #include "ui/charts/chart.h"
 #include "ui/charts/decimate.h"
 
@@ -428,6 +429,13 @@ class ChartTest : public QObject {
     QVERIFY2(error.contains(odd), qPrintable(error));
     QVERIFY(!QFile::exists(odd));
     QVERIFY(!chart.save_image(QStringLiteral("/proc/x.png")));  // no error wanted: no crash
+    // Never over a run database (issue 25): refused by store::check_output_target.
+    const QString db = dir.filePath(QStringLiteral("runs.sqlite"));
+    mixlab::store::RunStore::open(QFile::encodeName(db).toStdString());
+    const QByteArray before = read_all(db);
+    QVERIFY(!chart.save_image(db, &error));
+    QVERIFY2(error.contains(QStringLiteral("run database")), qPrintable(error));
+    QCOMPARE(read_all(db), before);
   }
 
   void a_chart_never_shown_saves_too() {

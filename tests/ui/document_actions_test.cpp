@@ -11,6 +11,7 @@
 #include <QUndoStack>
 #include <vector>
 
+#include "app/store/run_store.h"
 #include "engine/spec/model_spec.h"
 #include "resources/builtin_models.h"
 #include "tests/ui/editor_test_support.h"
@@ -86,6 +87,29 @@ class DocumentActionsTest : public QObject {
     QVERIFY(!doc.save(bad, &error));
     QVERIFY2(error.contains(bad), qPrintable(error));
     QCOMPARE(doc.file_path(), path);
+  }
+
+  // Issue 25: the editor never saves a model over a run database or one of its side files
+  // (store::check_output_target, the guard of every output).
+  void save_refuses_a_run_database() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(QStringLiteral("runs.sqlite"));
+    store::RunStore::open(QFile::encodeName(db).toStdString());
+    QFile file(db);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray before = file.readAll();
+    file.close();
+    ModelDocument doc;
+    doc.reset(builtin("fashion-mlp"), {}, QStringLiteral("fashion-mlp"));
+    for (const char* name : {"runs.sqlite", "runs.sqlite-wal"}) {
+      QString error;
+      QVERIFY(!doc.save(dir.filePath(QString::fromLatin1(name)), &error));
+      QVERIFY2(error.contains(QStringLiteral("run database")), qPrintable(error));
+    }
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), before);
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("runs.sqlite-wal"))));
+    QVERIFY(doc.file_path().isEmpty());
   }
 
   void bad_files_give_an_error_naming_the_file() {

@@ -17,6 +17,7 @@ class HistoryTest : public QObject, public HistoryRuns {
 
   void model_rows_and_columns_match_the_store();
   void model_formats_and_colours();
+  void damaged_run_is_listed_and_marked();
   void sorting_by_median_is_numeric();
   void filters();
   void filters_are_remembered();
@@ -105,6 +106,37 @@ void HistoryTest::model_formats_and_colours() {
   QVERIFY(model.flags(model.index(0, HistoryModel::Name)) & Qt::ItemIsEditable);
   QVERIFY(!(model.flags(model.index(0, HistoryModel::Note)) & Qt::ItemIsEditable));
   QCOMPARE(model.model_names(), (QStringList{"cifar-cnn", "fashion-mlp"}));
+}
+
+// Issue 25: one row made bad by hand (a precision MixLab does not know) must not empty the
+// History tab: the other runs are shown, and the damaged one marked, saying why.
+void HistoryTest::damaged_run_is_listed_and_marked() {
+  {
+    RunStore store = RunStore::open(db_);
+    store.connection().exec("UPDATE runs SET precision = 'evil' WHERE id = " +
+                            std::to_string(plain_));
+  }
+  HistoryView view(db_);
+  QCOMPARE(view.table()->model()->rowCount(), 5);
+  RunStore store = RunStore::open(db_);
+  HistoryModel model;
+  QSignalSpy errors(&model, &HistoryModel::error);
+  model.set_store(&store);
+  QCOMPARE(errors.count(), 0);
+  QCOMPARE(ids_in_order(model), (QList<qint64>{running_, half_, failed_, plain_, fast_}));
+  const auto cell = [&](std::int64_t id, int column, int role = Qt::DisplayRole) {
+    return model.index(model.row_of(id), column).data(role);
+  };
+  QCOMPARE(cell(plain_, HistoryModel::Status).toString(), QStringLiteral("damaged"));
+  const QString tip = cell(plain_, HistoryModel::Status, Qt::ToolTipRole).toString();
+  QVERIFY2(tip.contains(QStringLiteral("precision")) && tip.contains(QStringLiteral("'evil'")),
+           qPrintable(tip));
+  QVERIFY(cell(plain_, HistoryModel::Name, Qt::ToolTipRole).toString().contains("'evil'"));
+  const QColor red = cell(plain_, HistoryModel::Status, Qt::ForegroundRole).value<QBrush>().color();
+  QVERIFY(red.red() > 150 && red.green() < 100);
+  QCOMPARE(cell(plain_, HistoryModel::Name).toString(), QStringLiteral("plain newline"));
+  QCOMPARE(cell(fast_, HistoryModel::Status).toString(), QStringLiteral("finished"));
+  QCOMPARE(cell(fast_, HistoryModel::Precision).toString(), QStringLiteral("mixed_float16"));
 }
 
 void HistoryTest::sorting_by_median_is_numeric() {

@@ -21,6 +21,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "ui/output_file.h"
+
 namespace mixlab::ui {
 namespace {
 
@@ -176,6 +178,7 @@ bool save_chart_image(QWidget& widget, const QString& title, const QString& path
     if (error) *error = message;
     return false;
   };
+  if (const QString refused = output_refusal(path); !refused.isEmpty()) return fail(refused);
   const QString suffix = QFileInfo(path).suffix().toLower();
   const bool svg = suffix == QLatin1String("svg");
   const QByteArray format = suffix.isEmpty() ? QByteArray("png") : suffix.toLatin1();

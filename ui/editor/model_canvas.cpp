@@ -30,6 +30,7 @@
 #include "ui/editor/layer_stack_model.h"
 #include "ui/editor/layer_text.h"
 #include "ui/editor/model_document.h"
+#include "ui/output_file.h"
 #include "ui/qt_text.h"
 #include "ui/settings.h"
 
@@ -436,6 +437,7 @@ bool ModelCanvas::save_image(const QString& path, QString* error) {
     if (error != nullptr) *error = message;
     return false;
   };
+  if (const QString refused = output_refusal(path); !refused.isEmpty()) return fail(refused);
   const QString suffix = QFileInfo(path).suffix().toLower();
   const bool svg = suffix == QLatin1String("svg");
   const QByteArray format = suffix.isEmpty() ? QByteArray("png") : suffix.toLatin1();

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "engine/interop/keras_model.h"
+#include "ui/output_file.h"
 
 namespace mixlab::ui {
 namespace {
@@ -166,6 +167,7 @@ bool ModelDocument::save(const QString& path, QString* error) {
   } catch (const std::exception& e) {
     return fail(QString::fromStdString(e.what()));
   }
+  if (const QString refused = output_refusal(path); !refused.isEmpty()) return fail(refused);
   const QString tmp_path = path + QStringLiteral(".tmp");
   QFile file(tmp_path);
   if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))

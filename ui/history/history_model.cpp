@@ -72,8 +72,9 @@ QString created_text(std::int64_t ms) {
       QStringLiteral("yyyy-MM-dd HH:mm"));
 }
 
-QVariant status_colour(RecordStatus status) {
-  switch (status) {
+QVariant status_colour(const RunRecord& r) {
+  if (!r.damage.empty()) return QBrush(QColor(0xc6, 0x28, 0x28));  // red
+  switch (r.status) {
     case RecordStatus::failed:
     case RecordStatus::diverged:
       return QBrush(QColor(0xc6, 0x28, 0x28));  // red
@@ -89,10 +90,19 @@ QVariant status_colour(RecordStatus status) {
   return {};
 }
 
+// "damaged" for a run whose row could not be read whole (a value changed by hand), else its
+// status.
+QString status_text(const RunRecord& r) {
+  return r.damage.empty() ? qstr(store::to_string(r.status)) : HistoryModel::tr("damaged");
+}
+
 QString status_tooltip(const RunRecord& r) {
   QString tip = qstr(store::to_string(r.status));
   if (!r.message.empty()) tip += QStringLiteral(": ") + qstr(r.message);
-  return tip;
+  if (r.damage.empty()) return tip;
+  return HistoryModel::tr("Damaged: %1. The settings named show their defaults; delete the run "
+                          "or correct the value in the database.\nRecorded status: %2")
+      .arg(qstr(store::describe_damage(r)), tip);
 }
 
 bool is_numeric(int column) {
@@ -118,7 +128,7 @@ QString display_text(const RunRecord& r, int column) {
     case HistoryModel::Name:
       return one_line(r.name);
     case HistoryModel::Status:
-      return qstr(store::to_string(r.status));
+      return status_text(r);
     case HistoryModel::Created:
       return created_text(r.created_at_ms);
     case HistoryModel::Model:
@@ -182,8 +192,9 @@ QVariant tooltip(const RunRecord& r, int column) {
   const RunSummary& s = r.summary;
   switch (column) {
     case HistoryModel::Name:
-      return qstr(r.name) +
-             (r.message.empty() ? QString() : QStringLiteral("\n") + status_tooltip(r));
+      return qstr(r.name) + (r.message.empty() && r.damage.empty()
+                                 ? QString()
+                                 : QStringLiteral("\n") + status_tooltip(r));
     case HistoryModel::Status:
       return status_tooltip(r);
     case HistoryModel::Created:
@@ -306,7 +317,7 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
                                                    ? Qt::AlignRight | Qt::AlignVCenter
                                                    : Qt::AlignLeft | Qt::AlignVCenter));
     case Qt::ForegroundRole:
-      return column == Status ? status_colour(r->status) : QVariant();
+      return column == Status ? status_colour(*r) : QVariant();
     default:
       break;
   }
