@@ -51,8 +51,7 @@ std::string trim(std::string s) {
 
 // The sweep folder's description (written by submit_slurm: the members' arguments, up to
 // 10000 of them) and the cancel mark (one line), read through the one bounded reader.
-constexpr TextFileKind kDescriptionKind{"sweep folder's description", std::uintmax_t{64} << 20,
-                                        ""};
+constexpr TextFileKind kDescriptionKind{"sweep folder's description", std::uintmax_t{64} << 20, ""};
 constexpr TextFileKind kCancelMarkKind{"cancel mark", std::uintmax_t{64} << 10, ""};
 
 nlohmann::ordered_json read_json(const fs::path& file) {

@@ -20,8 +20,8 @@ struct MemoryBudget {
   bool refuses(std::uint64_t need) const { return known() && need > bytes; }
 };
 
-// Reads /proc/meminfo, /proc/self/{cgroup,limits,status} and the cgroup files under `cgroup_root`; the roots
-// are parameters for tests (a made-up tree), defaulting to the real ones.
+// Reads /proc/meminfo, /proc/self/{cgroup,limits,status} and the cgroup files under `cgroup_root`;
+// the roots are parameters for tests (a made-up tree), defaulting to the real ones.
 MemoryBudget memory_budget(const std::filesystem::path& proc_root = "/proc",
                            const std::filesystem::path& cgroup_root = "/sys/fs/cgroup");
 

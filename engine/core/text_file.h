@@ -23,8 +23,8 @@ struct TextFileKind {
 
 // A file's text, or why it could not be read.
 struct TextFileRead {
-  std::string text;     // the file's bytes (when `problem` is empty)
-  std::string problem;  // "<path>: cannot read <what>: it is a FIFO (named pipe)", ...
+  std::string text;      // the file's bytes (when `problem` is empty)
+  std::string problem;   // "<path>: cannot read <what>: not a regular file (a FIFO)", ...
   bool missing = false;  // the file does not exist (a cache not written yet is not a problem)
   bool ok() const { return problem.empty(); }
 };

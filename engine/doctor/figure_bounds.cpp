@@ -20,8 +20,8 @@ std::string figure_problem(double value, const FigureBounds& bounds, bool zero_a
   if (std::isfinite(value) && value >= bounds.min && value <= bounds.max) return {};
   const std::string unit = std::string(" ") + bounds.unit_name;
   return "is " + number(value / bounds.print_unit) + unit + "; a real device's lies between " +
-         number(bounds.min / bounds.print_unit) + " and " +
-         number(bounds.max / bounds.print_unit) + unit;
+         number(bounds.min / bounds.print_unit) + " and " + number(bounds.max / bounds.print_unit) +
+         unit;
 }
 
 }  // namespace mixlab::doctor

@@ -21,7 +21,7 @@
 namespace mixlab::doctor {
 
 struct FigureBounds {
-  double min;             // in the figure's own unit: bytes/s, FLOP/s, s, count, MHz, bytes
+  double min;  // in the figure's own unit: bytes/s, FLOP/s, s, count, MHz, bytes
   double max;
   double print_unit;      // errors print value / print_unit ...
   const char* unit_name;  // ... in this unit: "GB/s"

@@ -47,13 +47,12 @@ constexpr zip_uint64_t kChunkBytes = zip_uint64_t{1} << 20;
 EntryBound weights_bound(const ShapeTable& table) {
   const auto params = static_cast<zip_uint64_t>(std::max<std::int64_t>(table.params_total, 0));
   const zip_uint64_t most = std::numeric_limits<zip_uint64_t>::max();
-  const zip_uint64_t need = params > most / 2 / kBytesPerParameter ? most / 2
-                                                                    : params * kBytesPerParameter;
+  const zip_uint64_t need =
+      params > most / 2 / kBytesPerParameter ? most / 2 : params * kBytesPerParameter;
   const zip_uint64_t max_bytes = need + need / 10 + kHdf5SlackBytes;
   return {max_bytes,
           "the model's " + std::to_string(params) + " parameters need at most " +
-              std::to_string(max_bytes) + " bytes (" +
-              std::to_string(kBytesPerParameter) +
+              std::to_string(max_bytes) + " bytes (" + std::to_string(kBytesPerParameter) +
               " bytes each: float64, with up to three optimizer slots; plus 10% and 1 MiB for "
               "HDF5; a zip bomb, or another model's weights?)"};
 }
@@ -142,7 +141,8 @@ class Archive {
       throw SpecError(entry + " " + verb + " " + std::to_string(size) + " bytes; " + bound.why +
                       ": refused");
     }
-    if (compressed_known && size > kRatioFloorBytes && size / kMaxCompressionRatio >= compressed + 1) {
+    if (compressed_known && size > kRatioFloorBytes &&
+        size / kMaxCompressionRatio >= compressed + 1) {
       throw SpecError(entry + " " + verb + " " + std::to_string(size) + " bytes from " +
                       std::to_string(compressed) + " compressed, a ratio over " +
                       std::to_string(kMaxCompressionRatio) + ":1: refused as a zip bomb");

@@ -85,10 +85,12 @@ TEST_F(MemoryBudgetTest, AddressSpaceLimitLessWhatIsMappedWhenTighter) {
             std::string::npos)
       << b.source;
   // Unlimited: the machine's figure.
-  put("proc/self/limits", "Max address space         unlimited            unlimited            bytes\n");
+  put("proc/self/limits",
+      "Max address space         unlimited            unlimited            bytes\n");
   EXPECT_EQ(budget().bytes, 8000000ull * 1024);
   // Looser than MemAvailable: MemAvailable.
-  put("proc/self/limits", "Max address space         68719476736          unlimited            bytes\n");
+  put("proc/self/limits",
+      "Max address space         68719476736          unlimited            bytes\n");
   EXPECT_EQ(budget().bytes, 8000000ull * 1024);
 }
 

@@ -36,15 +36,16 @@ TEST_F(TextFileTest, ARegularFileIsReadWhole) {
 TEST_F(TextFileTest, WhatIsNotARegularFileIsRefusedByItsKindWithoutBlocking) {
   ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   TextFileRead r = try_read_text_file(dir_ / "fifo", kTiny);
-  EXPECT_EQ(r.problem, (dir_ / "fifo").string() + ": cannot read tiny file: not a regular file (a FIFO)");
+  EXPECT_EQ(r.problem,
+            (dir_ / "fifo").string() + ": cannot read tiny file: not a regular file (a FIFO)");
   r = try_read_text_file("/dev/zero", kTiny);
   EXPECT_EQ(r.problem, "/dev/zero: cannot read tiny file: not a regular file (a character device)");
   r = try_read_text_file(dir_, kTiny);
   EXPECT_EQ(r.problem, dir_.string() + ": cannot read tiny file: it is a directory");
   r = try_read_text_file(dir_ / "missing", kTiny);
   EXPECT_TRUE(r.missing);
-  EXPECT_EQ(r.problem, (dir_ / "missing").string() +
-                           ": cannot open tiny file: No such file or directory");
+  EXPECT_EQ(r.problem,
+            (dir_ / "missing").string() + ": cannot open tiny file: No such file or directory");
   EXPECT_THROW(read_text_file<SpecError>(dir_ / "fifo", kTiny), SpecError);
 }
 

@@ -84,8 +84,7 @@ TEST_F(CalibrationCacheTest, WhatIsNotARegularFileIsIgnoredAndLeftAlone) {
   // Broken JSON: said, and rewritten.
   std::ofstream(dir_ / "broken.json") << "{broken";
   cache = read_calibration_cache<CpuCalibration>(dir_ / "broken.json");
-  EXPECT_NE(cache.problem.find("broken.json: not valid JSON"), std::string::npos)
-      << cache.problem;
+  EXPECT_NE(cache.problem.find("broken.json: not valid JSON"), std::string::npos) << cache.problem;
   EXPECT_TRUE(cache.writable);
 }
 

@@ -133,7 +133,8 @@ TEST(Profiles, FiguresNoDeviceHasAreRefusedByField) {
     EXPECT_NE(at, std::string::npos) << part;
     return text.replace(at, part.size(), by);
   };
-  std::string e = error_of(with(R"("memory_bandwidth_gb_s": 100)", R"("memory_bandwidth_gb_s": 1e-308)"));
+  std::string e =
+      error_of(with(R"("memory_bandwidth_gb_s": 100)", R"("memory_bandwidth_gb_s": 1e-308)"));
   EXPECT_NE(e.find("my-profiles.json: profile 'Test GPU': field 'memory_bandwidth_gb_s': is "
                    "1e-308 GB/s; a real device's lies between 0.1 and 100000 GB/s"),
             std::string::npos)

@@ -18,10 +18,10 @@ using test::keras3_layer;
 using test::keras3_sequential;
 
 // Input 4 -> Dense 3: 15 parameters, so model.weights.h5 may be about 1 MiB at most.
-const std::string kSmallConfig = keras3_sequential(
-    {keras3_layer("InputLayer", R"("batch_shape": [null, 4], "dtype": "float32",
+const std::string kSmallConfig =
+    keras3_sequential({keras3_layer("InputLayer", R"("batch_shape": [null, 4], "dtype": "float32",
                                  "name": "input_layer")"),
-     keras3_layer("Dense", R"("name": "d", "units": 3)")});
+                       keras3_layer("Dense", R"("name": "d", "units": 3)")});
 
 // Input 1000 -> Dense 1000: a million parameters, so 35 MiB of weights pass the config's bound.
 const std::string kLargeConfig = keras3_sequential(

@@ -137,10 +137,11 @@ TEST(SweepPlan, OnlyARegularFileOfAtMost1MiBIsRead) {
   EXPECT_EQ(error_of("/dev/zero"),
             "/dev/zero: cannot read sweep file: not a regular file (a character device)");
   ASSERT_EQ(mkfifo((dir.path() / "fifo.json").c_str(), 0600), 0);
-  EXPECT_EQ(error_of(dir.path() / "fifo.json"),
-            (dir.path() / "fifo.json").string() + ": cannot read sweep file: not a regular file "
-                                                 "(a FIFO)");
-  EXPECT_EQ(error_of(dir.path()), dir.path().string() + ": cannot read sweep file: it is a directory");
+  EXPECT_EQ(error_of(dir.path() / "fifo.json"), (dir.path() / "fifo.json").string() +
+                                                    ": cannot read sweep file: not a regular file "
+                                                    "(a FIFO)");
+  EXPECT_EQ(error_of(dir.path()),
+            dir.path().string() + ": cannot read sweep file: it is a directory");
   std::ofstream(dir.path() / "big.json") << "{\"models\": [\"m\"]}" << std::string(2 << 20, ' ');
   EXPECT_NE(error_of(dir.path() / "big.json").find("a sweep file is at most 1 MiB"),
             std::string::npos);
