@@ -132,7 +132,7 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
       }
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range: a number past double
     throw ProfileError(std::string(origin) + ": not valid JSON: " + e.what());
   }
   const Reader top(origin, "the file");
