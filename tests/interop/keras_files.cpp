@@ -28,14 +28,17 @@ void write_h5(const std::filesystem::path& file, const std::vector<H5Dataset>& d
   H5Fclose(f);
 }
 
-void write_zip(const std::filesystem::path& file,
-               const std::map<std::string, std::string>& members) {
+void write_zip(const std::filesystem::path& file, const std::map<std::string, std::string>& members,
+               bool stored) {
   int error = 0;
   zip_t* z = zip_open(file.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
   if (z == nullptr) throw std::runtime_error("zip_open " + file.string());
   for (const auto& [name, bytes] : members) {
     zip_source_t* source = zip_source_buffer(z, bytes.data(), bytes.size(), 0);
-    if (source == nullptr || zip_file_add(z, name.c_str(), source, ZIP_FL_OVERWRITE) < 0) {
+    const zip_int64_t index =
+        source == nullptr ? -1 : zip_file_add(z, name.c_str(), source, ZIP_FL_OVERWRITE);
+    if (index < 0 || (stored && zip_set_file_compression(z, static_cast<zip_uint64_t>(index),
+                                                         ZIP_CM_STORE, 0) < 0)) {
       throw std::runtime_error("zip_file_add " + name);
     }
   }
