@@ -57,6 +57,34 @@ TEST_F(CalibrationCacheTest, SaneEntriesAreReadAndAbsurdFiguresNamed) {
   EXPECT_THROW(parse_calibration_cache<GpuCalibration>("[1, 2", "c.json"), ProfileError);
 }
 
+// What calibrate_gpu measures on real GPUs lies within the bounds: a cached entry is used, not
+// measured again at every diagnosis (H200 figures as measured on one, 2026-12).
+TEST_F(CalibrationCacheTest, RealGpuCalibrationsPass) {
+  GpuCalibration h200;
+  h200.gpu = "NVIDIA H200";
+  h200.compute_capability = "9.0";
+  h200.libraries = "CUDA 12.4";
+  h200.sm_count = 132;
+  h200.clock_mhz = 1980;
+  h200.memory_bytes = 150'110'011'392;
+  h200.l2_bytes = 62'914'560;
+  h200.memory_bus_bytes_per_s = 4.8e12;
+  h200.f32_matmul_flops = 51e12;
+  h200.tf32_matmul_flops = 378e12;
+  h200.f16_matmul_flops = 690e12;
+  h200.bf16_matmul_flops = 700e12;
+  h200.copy_bytes_per_s = 3.9e12;
+  h200.host_copy_bytes_per_s = 53e9;
+  h200.call_overhead_s = 3.5e-6;
+  GpuCalibration turing = h200;  // no TF32 or bfloat16 path: 0
+  turing.tf32_matmul_flops = turing.bf16_matmul_flops = 0;
+  const std::string text = nlohmann::json::array({to_json(h200), to_json(turing)}).dump();
+  const auto entries = parse_calibration_cache<GpuCalibration>(text, "gpu.json");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].problem, "");
+  EXPECT_EQ(entries[1].problem, "");
+}
+
 TEST_F(CalibrationCacheTest, WhatIsNotARegularFileIsIgnoredAndLeftAlone) {
   const fs::path fifo = dir_ / "fifo.json";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
