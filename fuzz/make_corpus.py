@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Writes the seed corpora under fuzz/corpus/<target>/ (committed; run again after a format change).
 
-Usage: fuzz/make_corpus.py [--mixlab-cli PATH]
+Usage: fuzz/make_corpus.py [--mixlab-cli PATH] [--keras-seeds PATH]
 The run_store seeds need a mixlab-cli (e.g. build/release/app/mixlab-cli) to record a few runs
-and a doctor report; without one they are left as they are.
+and a doctor report, the keras_archive seeds the test helper that writes them
+(build/release/tests/interop/keras_fuzz_seeds); without them they are left as they are.
 """
 import argparse
 import gzip
 import itertools
+import json
 import os
 import re
 import shutil
@@ -239,15 +241,91 @@ def keras_seeds(cli):
   [[["d", 0, 0, {}]]]}], "input_layers": [["in", 0, 0]], "output_layers": [["r", 0, 0]]}}""")
 
 
+# --- keras_archive: small .keras archives written with libzip and HDF5 by the test helper
+# tests/interop/keras_fuzz_seeds (with --keras-seeds), and hostile ones by hand.
+def keras_archive_seeds(tool):
+    if tool:
+        folder = os.path.join(CORPUS, "keras_archive")
+        os.makedirs(folder, exist_ok=True)
+        subprocess.run([tool, folder], check=True)
+    write("keras_archive", "not-a-zip", b"PK\x03\x04 but nothing else")
+    write("keras_archive", "empty", b"")
+
+
+# --- sweep_file: sweep files as users write them and as the store keeps them.
+def sweep_seeds():
+    write("sweep_file", "grid.json", """{"name": "mp", "models": ["cifar10-mlp", "fashion-mlp"],
+  "repeats": 3, "device": "cpu", "settings": {"precision": ["float32", "mixed_bfloat16"],
+  "batch-size": [32, 64], "steps": 20, "tf32": true, "learning_rate": 0.01}}""")
+    write("sweep_file", "slurm.json", """{"models": ["fashion-cnn"], "settings": {"seed": 7,
+  "optimizer": ["sgd", "adam"], "dataset": "synthetic:8x8x1:4:64"},
+  "executor": "slurm", "slurm": {"partition": "gpu", "gres": "gpu:1", "time": "00:10:00"}}""")
+    write("sweep_file", "minimal.json", '{"models": ["m"]}')
+    write("sweep_file", "bad-value.json",
+          '{"models": ["m"], "settings": {"precision": "float64", "batch-size": [0, -1]}}')
+    write("sweep_file", "too-many.json",
+          '{"models": ["m"], "repeats": 1000, "settings": {"batch-size": [1, 2, 3, 4, 5, 6, 7, 8, '
+          '9, 10, 11]}}')
+
+
+# --- gpu_profiles: the built-in profile file, and one profile with every figure.
+ONE_PROFILE = """{"format": "mixlab-gpu-profiles-1", "documents": {"doc": "A datasheet"},
+  "profiles": [{"name": "Test GPU", "aliases": ["test-gpu"], "compute_capability": "8.6",
+    "tensor_cores": true, "sm_count": 10, "boost_clock_mhz": 1500, "memory_bytes": 8589934592,
+    "memory_bandwidth_gb_s": 300, "l2_bytes": 4194304,
+    "peak_tflops": {"float32": 10, "tf32": 20, "float16_acc32": 40, "float16_acc16": 80,
+                    "bfloat16": 40, "fp8": null},
+    "sources": {"compute_capability": "doc", "sm_count": "doc", "boost_clock_mhz": "doc",
+                "memory_bytes": "doc", "memory_bandwidth_gb_s": "doc", "l2_bytes": "doc",
+                "peak_tflops": "doc"}}]}"""
+
+
+def profile_seeds():
+    with open(os.path.join(ROOT, "resources", "doctor", "gpu-profiles.json"), "rb") as f:
+        write("gpu_profiles", "builtin.json", f.read())
+    write("gpu_profiles", "one.json", ONE_PROFILE)
+    write("gpu_profiles", "tiny-bandwidth.json",
+          ONE_PROFILE.replace('"memory_bandwidth_gb_s": 300', '"memory_bandwidth_gb_s": 1e-308'))
+
+
+# --- calibration_cache: the doctor's CPU and GPU caches as it writes them.
+CPU_ENTRY = {"cpu": "Intel(R) Xeon(R) Processor", "threads": 2, "isa": "avx512_core_amx",
+             "onednn": "2.6.3 avx512_core_amx", "f32_matmul_flops": 342166307316.28,
+             "bf16_matmul_flops": 2446674784713.77, "f32_small_matmul_flops": 284477260301.25,
+             "f32_conv_flops": 380453781915.96, "stream_bytes_per_s": 53937721814.03,
+             "pooling_bytes_per_s": 15643927303.57, "call_overhead_s": 1.988e-06}
+GPU_ENTRY = {"gpu": "NVIDIA GeForce RTX 2060", "compute_capability": "7.5",
+             "libraries": "CUDA 12.2, cuBLAS 12.2, cuDNN 9.1", "sm_count": 30, "clock_mhz": 1680,
+             "memory_bytes": 6442450944, "l2_bytes": 3145728,
+             "memory_bus_bytes_per_s": 336e9, "f32_matmul_flops": 6.1e12,
+             "tf32_matmul_flops": 0, "f16_matmul_flops": 24.9e12, "bf16_matmul_flops": 0,
+             "copy_bytes_per_s": 290e9, "host_copy_bytes_per_s": 12.1e9,
+             "call_overhead_s": 6e-06}
+
+
+def cache_seeds():
+    write("calibration_cache", "cpu.json", json.dumps([CPU_ENTRY], indent=2))
+    write("calibration_cache", "gpu.json", json.dumps([GPU_ENTRY], indent=2))
+    absurd = dict(CPU_ENTRY, threads=4, stream_bytes_per_s=1e-300, f32_matmul_flops=1e-300)
+    write("calibration_cache", "mixed.json", json.dumps([CPU_ENTRY, GPU_ENTRY, absurd]))
+    write("calibration_cache", "not-a-list.json", '{"cpu": "x"}')
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mixlab-cli", help="records the run_store seeds")
+    parser.add_argument("--keras-seeds", help="tests/interop/keras_fuzz_seeds, which writes the "
+                        "keras_archive seeds")
     args = parser.parse_args()
     model_seeds()
     idx_seeds()
     cifar_seeds()
     csv_seeds()
     keras_seeds(args.mixlab_cli)
+    keras_archive_seeds(args.keras_seeds)
+    sweep_seeds()
+    profile_seeds()
+    cache_seeds()
     if args.mixlab_cli:
         store_seeds(args.mixlab_cli)
     else:

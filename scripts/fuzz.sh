@@ -20,7 +20,8 @@ case "$seconds" in
   ''|*[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;;
 esac
 [ $# -gt 0 ] && shift
-all_targets="model_spec idx cifar csv_field run_store keras_json"
+all_targets="model_spec idx cifar csv_field run_store keras_json keras_archive sweep_file"
+all_targets="$all_targets gpu_profiles calibration_cache"
 targets=${*:-$all_targets}
 for t in $targets; do
   case " $all_targets " in

@@ -168,6 +168,10 @@ int run_doctor(const std::vector<std::string>& argv) {
       input.device = doctor::local_cpu_profile(info.threads, cache, recalibrate, &calibrated);
     }
     if (tty) std::fprintf(stderr, "%60s\r", "");
+    if (const auto note = input.device.sources.find(doctor::kCacheNoteSource);
+        note != input.device.sources.end()) {
+      std::fprintf(stderr, "mixlab-cli doctor: %s\n", note->second.c_str());
+    }
     if (calibrated && !json) {
       std::fprintf(stderr, "mixlab-cli doctor: measured %s roofs (kept in %s)\n", what.c_str(),
                    cache.c_str());

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -478,7 +477,10 @@ int run_sweep(const std::vector<std::string>& argv) {
   if (!command.parse(argv)) return kExitOk;
 
   store::SweepSpec spec;
-  if (!file.empty()) spec = store::read_sweep_file(file);
+  // The file is read once (a FIFO cannot be read twice); its grid and its executor come from
+  // the same text.
+  const std::string file_text = file.empty() ? std::string() : store::read_sweep_text(file);
+  if (!file.empty()) spec = store::parse_sweep_json(file_text, file);
   if (!models.empty()) spec.models = store::split_list(models);
   if (spec.models.empty()) spec.models = {"fashion-mlp"};
   for (const auto& [field, text] : values) {
@@ -498,8 +500,7 @@ int run_sweep(const std::vector<std::string>& argv) {
   if (!device.empty()) spec.device = device;
   if (!file.empty() && app.get_option("--executor")->count() == 0) {
     // The file may choose the executor and its Slurm options.
-    std::ifstream in(file);
-    const Json j = Json::parse(in, nullptr, false);
+    const Json j = Json::parse(file_text, nullptr, false);
     if (j.is_object() && j.contains("executor") && j["executor"].is_string())
       executor = j["executor"].get<std::string>();
     if (j.is_object() && j.contains("slurm") && j["slurm"].is_object()) {

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include "app/cli/sweep_support.h"
 #include "app/store/run_import.h"
 #include "app/store/safe_file.h"
+#include "engine/core/text_file.h"
 
 namespace mixlab::cli::sweep {
 
@@ -49,11 +49,15 @@ std::string trim(std::string s) {
   return b == std::string::npos ? std::string() : s.substr(b);
 }
 
+// The sweep folder's description (written by submit_slurm: the members' arguments, up to
+// 10000 of them) and the cancel mark (one line), read through the one bounded reader.
+constexpr TextFileKind kDescriptionKind{"sweep folder's description", std::uintmax_t{64} << 20, ""};
+constexpr TextFileKind kCancelMarkKind{"cancel mark", std::uintmax_t{64} << 10, ""};
+
 nlohmann::ordered_json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error("cannot read " + file.string());
+  const std::string text = read_text_file<Error>(file, kDescriptionKind);
   try {
-    return nlohmann::ordered_json::parse(in);
+    return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(file.string() + " is not a sweep folder's description: " + e.what());
   }
@@ -113,10 +117,10 @@ std::string slurm_reason(const std::string& job_id, int task) {
 }
 
 std::string cancelled_by(const fs::path& folder) {
-  std::ifstream in(folder / kCancelledMark);
-  if (!in) return {};
-  std::string line;
-  std::getline(in, line);
+  const TextFileRead mark = try_read_text_file(folder / kCancelledMark, kCancelMarkKind);
+  if (mark.missing) return {};
+  if (!mark.ok()) return "cancelled (" + mark.problem + ")";
+  const std::string line = mark.text.substr(0, mark.text.find('\n'));
   return line.empty() ? "cancelled" : line;
 }
 

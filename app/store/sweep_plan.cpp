@@ -1,12 +1,11 @@
 #include "app/store/sweep_plan.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/core/text_file.h"
 #include "engine/train/run_fields.h"
 
 namespace mixlab::store {
@@ -15,6 +14,8 @@ namespace {
 
 constexpr int kMaxMembers = 10000;
 constexpr int kMaxRepeats = 1000;
+// A sweep file lists models and settings: a few KiB.
+constexpr TextFileKind kSweepFileKind{"sweep file", std::uintmax_t{1} << 20, ""};
 
 // Flags the sweep sets itself or that are not run settings.
 bool reserved(std::string_view flag) {
@@ -287,13 +288,12 @@ SweepSpec parse_sweep_json(std::string_view text, const std::string& source) {
   return spec;
 }
 
+std::string read_sweep_text(const std::filesystem::path& file) {
+  return read_text_file<ConfigError>(file, kSweepFileKind);
+}
+
 SweepSpec read_sweep_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError("cannot read the sweep file " + file.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > (1u << 20)) throw ConfigError(file.string() + ": a sweep file is at most 1 MiB");
-  return parse_sweep_json(text.str(), file.string());
+  return parse_sweep_json(read_sweep_text(file), file.string());
 }
 
 nlohmann::ordered_json to_json(const SweepMember& member) {

@@ -67,6 +67,9 @@ std::vector<SweepMember> plan_sweep(const SweepSpec& spec);
 nlohmann::ordered_json to_json(const SweepSpec& spec);
 // Throws ConfigError naming `source` and the field that is wrong.
 SweepSpec parse_sweep_json(std::string_view text, const std::string& source);
+// A sweep file's text: a regular file of at most 1 MiB (engine/core/text_file.h), else a
+// ConfigError naming the file.
+std::string read_sweep_text(const std::filesystem::path& file);
 SweepSpec read_sweep_file(const std::filesystem::path& file);
 
 nlohmann::ordered_json to_json(const SweepMember& member);

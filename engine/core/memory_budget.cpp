@@ -72,6 +72,29 @@ std::optional<Limit> tightest(const fs::path& root, std::string relative,
   return best;
 }
 
+// The soft address-space limit (ulimit -v, prlimit --as: RLIMIT_AS) less what the process has
+// mapped (VmSize): past it, allocations fail however much memory the machine has.
+std::optional<Limit> address_space(const fs::path& proc_root) {
+  std::ifstream limits(proc_root / "self" / "limits");
+  std::string line;
+  while (std::getline(limits, line)) {
+    // "Max address space         unlimited            unlimited            bytes"
+    if (!line.starts_with("Max address space")) continue;
+    std::istringstream words(line.substr(17));
+    std::string soft;
+    std::uint64_t limit = 0;
+    if (!(words >> soft)) return std::nullopt;
+    const auto [ptr, ec] = std::from_chars(soft.data(), soft.data() + soft.size(), limit);
+    if (ec != std::errc() || ptr != soft.data() + soft.size()) return std::nullopt;  // unlimited
+    const std::uint64_t mapped =
+        read_key(proc_root / "self" / "status", "VmSize:").value_or(0) * 1024;
+    return Limit{limit > mapped ? limit - mapped : 0,
+                 "the process's address-space limit (ulimit -v) " + format_memory(limit) + ", " +
+                     format_memory(mapped) + " mapped"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string format_memory(std::uint64_t bytes) {
@@ -113,6 +136,11 @@ MemoryBudget memory_budget(const fs::path& proc_root, const fs::path& cgroup_roo
       budget.bytes = limit->headroom;
       budget.source = limit->source;
     }
+  }
+  if (const auto limit = address_space(proc_root);
+      limit && (!budget.known() || limit->headroom < budget.bytes)) {
+    budget.bytes = limit->headroom;
+    budget.source = limit->source;
   }
   return budget;
 }

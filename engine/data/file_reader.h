@@ -43,8 +43,9 @@ class FileReader {
 [[noreturn]] void throw_dataset_error(const std::filesystem::path& path, const std::string& what);
 
 // Refuses, before anything is allocated, a file whose header (or size) promises more data than
-// this process may hold (engine/core/memory_budget.h: MemAvailable or the cgroup's limit):
-// a DatasetError "<path>: <promise> needs 8.9 GiB in memory; 1.2 GiB are available (...)".
+// this process may hold (engine/core/memory_budget.h: MemAvailable, the cgroup's limit or the
+// address-space limit): a DatasetError "<path>: <promise> needs 8.9 GiB in memory; 1.2 GiB are
+// available (...)". A generated set passes its name ("synthetic:28x28x1:10:1000") as `path`.
 void check_fits_in_memory(const std::filesystem::path& path, std::uint64_t bytes,
                           const std::string& promise);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/data/file_reader.h"  // check_fits_in_memory
 #include "engine/data/loaders.h"
 #include "engine/data/rng.h"
 
@@ -101,10 +102,18 @@ DatasetPair make_synthetic(const Shape& shape, int classes, std::int64_t train_s
     throw ConfigError("synthetic dataset: " + problem);
   }
   const auto elements = static_cast<std::size_t>(shape[0] * shape[1] * shape[2]);
+  const std::int64_t test_size = std::max<std::int64_t>(1, train_size / 5);
+  // Refused by the memory budget runs are held to (memory_budget.h) before anything is made:
+  // the prototypes, the samples and their labels.
+  const auto samples = static_cast<std::uint64_t>(train_size + test_size);
+  check_fits_in_memory(
+      "synthetic:" + format_shape(shape) + ":" + std::to_string(classes) + ":" +
+          std::to_string(train_size),
+      (static_cast<std::uint64_t>(classes) + samples) * elements + samples * sizeof(std::int32_t),
+      "generating its " + std::to_string(samples) + " samples");
   std::vector<std::uint8_t> prototypes(static_cast<std::size_t>(classes) * elements);
   SplitMix64 prototype_rng(seed, kPrototypes);
   fill_random_bytes(prototype_rng, prototypes.data(), prototypes.size());
-  const std::int64_t test_size = std::max<std::int64_t>(1, train_size / 5);
   return {
       make_split(prototypes, shape, classes, train_size, seed, kTrainLabels, kTrainSamples,
                  "train"),

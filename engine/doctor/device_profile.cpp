@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/text_file.h"
+#include "engine/doctor/figure_bounds.h"
 #include "engine/spec/model_spec.h"  // kMaxJsonDepth, kMaxModelFileBytes
 #include "resources/builtin_profiles.h"
 
@@ -55,6 +55,15 @@ class Reader {
     if (!(d >= 0.0) || !std::isfinite(d)) fail(field, "must be a finite number >= 0");
     if (!nullable && d == 0.0) fail(field, "must be above 0");
     return d;
+  }
+  // A device figure: number() times `scale` (the file's unit to the profile's), within bounds.
+  double figure(const json& object, std::string_view field, const FigureBounds& bounds,
+                double scale = 1.0, bool nullable = false) const {
+    const double value = number(object, field, nullable) * scale;
+    if (const std::string problem = figure_problem(value, bounds, nullable); !problem.empty()) {
+      fail(field, problem);
+    }
+    return value;
   }
   std::string text(const json& object, std::string_view field) const {
     const json& v = get(object, field);
@@ -123,7 +132,7 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
       }
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range: a number past double
     throw ProfileError(std::string(origin) + ": not valid JSON: " + e.what());
   }
   const Reader top(origin, "the file");
@@ -149,20 +158,20 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
     const json& tc = r.get(p, "tensor_cores");
     if (!tc.is_boolean()) r.fail("tensor_cores", "must be true or false");
     out.tensor_cores = tc.get<bool>();
-    out.sm_count = static_cast<int>(r.number(p, "sm_count"));
-    out.boost_clock_mhz = r.number(p, "boost_clock_mhz");
-    out.memory_bytes = static_cast<std::int64_t>(r.number(p, "memory_bytes"));
-    out.bandwidth_bytes_per_s = r.number(p, "memory_bandwidth_gb_s") * 1e9;
-    out.l2_bytes = static_cast<std::int64_t>(r.number(p, "l2_bytes"));
+    out.sm_count = static_cast<int>(r.figure(p, "sm_count", kSmCountBounds));
+    out.boost_clock_mhz = r.figure(p, "boost_clock_mhz", kClockBounds);
+    out.memory_bytes = static_cast<std::int64_t>(r.figure(p, "memory_bytes", kMemoryBounds));
+    out.bandwidth_bytes_per_s = r.figure(p, "memory_bandwidth_gb_s", kBandwidthBounds, 1e9);
+    out.l2_bytes = static_cast<std::int64_t>(r.figure(p, "l2_bytes", kL2Bounds));
     const json& peak = r.get(p, "peak_tflops");
     if (!peak.is_object()) r.fail("peak_tflops", "must be an object");
     const Reader rp(origin, "profile '" + out.name + "', peak_tflops");
-    out.peak.float32 = rp.number(peak, "float32") * 1e12;
-    out.peak.tf32 = rp.number(peak, "tf32", true) * 1e12;
-    out.peak.float16_acc32 = rp.number(peak, "float16_acc32") * 1e12;
-    out.peak.float16_acc16 = rp.number(peak, "float16_acc16", true) * 1e12;
-    out.peak.bfloat16 = rp.number(peak, "bfloat16", true) * 1e12;
-    out.peak.fp8 = rp.number(peak, "fp8", true) * 1e12;
+    out.peak.float32 = rp.figure(peak, "float32", kPeakRateBounds, 1e12);
+    out.peak.tf32 = rp.figure(peak, "tf32", kPeakRateBounds, 1e12, true);
+    out.peak.float16_acc32 = rp.figure(peak, "float16_acc32", kPeakRateBounds, 1e12);
+    out.peak.float16_acc16 = rp.figure(peak, "float16_acc16", kPeakRateBounds, 1e12, true);
+    out.peak.bfloat16 = rp.figure(peak, "bfloat16", kPeakRateBounds, 1e12, true);
+    out.peak.fp8 = rp.figure(peak, "fp8", kPeakRateBounds, 1e12, true);
     if (const auto a = p.find("aliases"); a != p.end()) {
       if (!a->is_array()) r.fail("aliases", "must be an array of names");
       for (const json& alias : *a) {
@@ -201,20 +210,8 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
 }
 
 std::vector<DeviceProfile> load_gpu_profiles(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ProfileError(path.string() + ": cannot be read: " +
-                       (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
-  }
-  if (std::filesystem::file_size(path, ec) > kMaxModelFileBytes) {
-    throw ProfileError(path.string() + ": too large for a profile file (over " +
-                       std::to_string(kMaxModelFileBytes >> 20) + " MiB)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ProfileError(path.string() + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_gpu_profiles(text.str(), path.string());
+  static constexpr TextFileKind kProfileFile{"profile file", kMaxModelFileBytes, ""};
+  return parse_gpu_profiles(read_text_file<ProfileError>(path, kProfileFile), path.string());
 }
 
 std::span<const DeviceProfile> builtin_gpu_profiles() {

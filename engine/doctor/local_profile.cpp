@@ -4,149 +4,50 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/backend/cpu/cpu_isa.h"
+#include "engine/doctor/calibration_cache.h"
 
 namespace mixlab::doctor {
 
 namespace {
 
-using nlohmann::json;
-
-json to_json(const CpuCalibration& c) {
-  return {{"cpu", c.cpu},
-          {"threads", c.threads},
-          {"isa", std::string(to_string(c.isa))},
-          {"onednn", c.onednn},
-          {"f32_matmul_flops", c.f32_matmul_flops},
-          {"bf16_matmul_flops", c.bf16_matmul_flops},
-          {"f32_small_matmul_flops", c.f32_small_matmul_flops},
-          {"f32_conv_flops", c.f32_conv_flops},
-          {"stream_bytes_per_s", c.stream_bytes_per_s},
-          {"pooling_bytes_per_s", c.pooling_bytes_per_s},
-          {"call_overhead_s", c.call_overhead_s}};
-}
-
-template <class Calibration>
-Calibration from_json(const json& j);
-
-template <>
-CpuCalibration from_json<CpuCalibration>(const json& j) {
-  CpuCalibration c;
-  c.cpu = j.at("cpu").get<std::string>();
-  c.threads = j.at("threads").get<int>();
-  const std::string isa = j.at("isa").get<std::string>();
-  for (const CpuIsa each : {CpuIsa::baseline, CpuIsa::avx2, CpuIsa::avx512_core,
-                            CpuIsa::avx512_core_bf16, CpuIsa::avx512_core_amx}) {
-    if (to_string(each) == isa) c.isa = each;
-  }
-  c.onednn = j.at("onednn").get<std::string>();
-  c.f32_matmul_flops = j.at("f32_matmul_flops").get<double>();
-  c.bf16_matmul_flops = j.at("bf16_matmul_flops").get<double>();
-  c.f32_small_matmul_flops = j.at("f32_small_matmul_flops").get<double>();
-  c.f32_conv_flops = j.at("f32_conv_flops").get<double>();
-  c.stream_bytes_per_s = j.at("stream_bytes_per_s").get<double>();
-  c.pooling_bytes_per_s = j.at("pooling_bytes_per_s").get<double>();
-  c.call_overhead_s = j.at("call_overhead_s").get<double>();
-  if (!(c.f32_matmul_flops > 0) || !(c.stream_bytes_per_s > 0)) {
-    throw std::runtime_error("an entry without its roofs");
-  }
-  return c;
-}
-
-json to_json(const GpuCalibration& c) {
-  return {{"gpu", c.gpu},
-          {"compute_capability", c.compute_capability},
-          {"libraries", c.libraries},
-          {"sm_count", c.sm_count},
-          {"clock_mhz", c.clock_mhz},
-          {"memory_bytes", c.memory_bytes},
-          {"l2_bytes", c.l2_bytes},
-          {"memory_bus_bytes_per_s", c.memory_bus_bytes_per_s},
-          {"f32_matmul_flops", c.f32_matmul_flops},
-          {"tf32_matmul_flops", c.tf32_matmul_flops},
-          {"f16_matmul_flops", c.f16_matmul_flops},
-          {"bf16_matmul_flops", c.bf16_matmul_flops},
-          {"copy_bytes_per_s", c.copy_bytes_per_s},
-          {"host_copy_bytes_per_s", c.host_copy_bytes_per_s},
-          {"call_overhead_s", c.call_overhead_s}};
-}
-
-template <>
-GpuCalibration from_json<GpuCalibration>(const json& j) {
-  GpuCalibration c;
-  c.gpu = j.at("gpu").get<std::string>();
-  c.compute_capability = j.at("compute_capability").get<std::string>();
-  c.libraries = j.at("libraries").get<std::string>();
-  c.sm_count = j.at("sm_count").get<int>();
-  c.clock_mhz = j.at("clock_mhz").get<double>();
-  c.memory_bytes = j.at("memory_bytes").get<std::int64_t>();
-  c.l2_bytes = j.at("l2_bytes").get<std::int64_t>();
-  c.memory_bus_bytes_per_s = j.at("memory_bus_bytes_per_s").get<double>();
-  c.f32_matmul_flops = j.at("f32_matmul_flops").get<double>();
-  c.tf32_matmul_flops = j.at("tf32_matmul_flops").get<double>();
-  c.f16_matmul_flops = j.at("f16_matmul_flops").get<double>();
-  c.bf16_matmul_flops = j.at("bf16_matmul_flops").get<double>();
-  c.copy_bytes_per_s = j.at("copy_bytes_per_s").get<double>();
-  c.host_copy_bytes_per_s = j.at("host_copy_bytes_per_s").get<double>();
-  c.call_overhead_s = j.at("call_overhead_s").get<double>();
-  if (!(c.f32_matmul_flops > 0) || !(c.f16_matmul_flops > 0) || !(c.copy_bytes_per_s > 0)) {
-    throw std::runtime_error("an entry without its roofs");
-  }
-  return c;
-}
-
 // A cache file's calibrations: the first entry `wanted` accepts, or one measured now and kept
-// in place of the entries `same` finds it replaces. A file that cannot be read or parsed is
-// measured over; one that cannot be written is left (the calibration is still returned).
+// in place of the entries `same` finds it replaces. A cache that cannot be used (not a regular
+// file, too large, not JSON; the wanted entry's figures out of bounds) is measured over, and
+// `note` says why; one that cannot be written is left (the calibration is still returned).
 template <class Calibration, class Wanted, class Measure, class Same>
 Calibration cached_calibration(const std::filesystem::path& cache_file, bool recalibrate,
-                               bool* measured_now, Wanted wanted, Measure measure, Same same) {
-  json entries = json::array();
-  {
-    std::ifstream in(cache_file);
-    if (in) {
-      try {
-        entries = json::parse(in);
-        if (!entries.is_array()) entries = json::array();
-      } catch (const json::exception&) {
-        entries = json::array();  // a broken cache is measured over
-      }
-    }
-  }
+                               bool* measured_now, std::string& note, Wanted wanted,
+                               Measure measure, Same same) {
+  const CacheFile<Calibration> cache = read_calibration_cache<Calibration>(cache_file);
+  if (!cache.problem.empty()) note = cache.problem + "; ignored, the roofs measured again";
   if (!recalibrate) {
-    for (const json& e : entries) {
-      try {
-        const Calibration c = from_json<Calibration>(e);
-        if (wanted(c)) {
-          if (measured_now != nullptr) *measured_now = false;
-          return c;
-        }
-      } catch (const std::exception&) {
-        // an entry of another format: ignored
+    for (const CacheEntry<Calibration>& e : cache.entries) {
+      if (!wanted(e.calibration)) continue;
+      if (e.problem.empty()) {
+        if (measured_now != nullptr) *measured_now = false;
+        return e.calibration;
       }
+      note = cache_file.string() + ": this device's entry is not used (" + e.problem +
+             "); the roofs measured again";
+      break;
     }
   }
   const Calibration c = measure();
   if (measured_now != nullptr) *measured_now = true;
-  json kept = json::array();
-  for (const json& e : entries) {
-    try {
-      if (same(from_json<Calibration>(e), c)) continue;
-    } catch (const std::exception&) {
-      continue;  // an entry of another format: dropped
-    }
-    kept.push_back(e);
+  std::vector<nlohmann::json> kept;
+  for (const CacheEntry<Calibration>& e : cache.entries) {
+    if (e.problem.empty() && !same(e.calibration, c)) kept.push_back(to_json(e.calibration));
   }
   kept.push_back(to_json(c));
-  std::error_code ec;
-  std::filesystem::create_directories(cache_file.parent_path(), ec);
-  std::ofstream out(cache_file);
-  if (out) out << kept.dump(2) << "\n";
+  if (cache.writable) {
+    (void)write_calibration_cache(cache_file, kept);  // not kept: measured again next time
+  } else {
+    note += " (the cache is left as it is: not a regular file)";
+  }
   return c;
 }
 
@@ -248,8 +149,9 @@ DeviceProfile local_cpu_profile(int threads, const std::filesystem::path& cache_
   const std::string cpu = cpu_model_name();
   // The oneDNN build and ISA this process runs, as a calibration names them.
   const std::string isa = cpu::onednn_isa_name();
-  return cpu_profile(cached_calibration<CpuCalibration>(
-      cache_file, recalibrate, measured_now,
+  std::string note;
+  DeviceProfile profile = cpu_profile(cached_calibration<CpuCalibration>(
+      cache_file, recalibrate, measured_now, note,
       [&](const CpuCalibration& c) {
         return c.cpu == cpu && c.threads == t && c.onednn.ends_with(" " + isa);
       },
@@ -257,6 +159,8 @@ DeviceProfile local_cpu_profile(int threads, const std::filesystem::path& cache_
       [](const CpuCalibration& a, const CpuCalibration& b) {
         return a.cpu == b.cpu && a.threads == b.threads && a.onednn == b.onednn;
       }));
+  if (!note.empty()) profile.sources[kCacheNoteSource] = note;
+  return profile;
 }
 
 DeviceProfile local_gpu_profile(int gpu, const DeviceInfo& info,
@@ -266,14 +170,17 @@ DeviceProfile local_gpu_profile(int gpu, const DeviceInfo& info,
   const auto same = [](const GpuCalibration& a, const GpuCalibration& b) {
     return a.gpu == b.gpu && a.memory_bytes == b.memory_bytes && a.libraries == b.libraries;
   };
+  std::string note;
   try {
-    return gpu_profile(cached_calibration<GpuCalibration>(
-        cache_file, recalibrate, measured_now,
+    DeviceProfile profile = gpu_profile(cached_calibration<GpuCalibration>(
+        cache_file, recalibrate, measured_now, note,
         [&](const GpuCalibration& c) {
           return c.gpu == info.name && c.memory_bytes == info.memory_bytes &&
                  c.libraries == libraries;
         },
         [&] { return calibrate_gpu(gpu); }, same));
+    if (!note.empty()) profile.sources[kCacheNoteSource] = note;
+    return profile;
   } catch (const BackendError& e) {
     if (measured_now != nullptr) *measured_now = false;
     DeviceProfile published = gpu_profile_from_device(info, 0, 0.0, 0.0);
@@ -282,6 +189,7 @@ DeviceProfile local_gpu_profile(int gpu, const DeviceInfo& info,
                          ") and it has no published profile: predict with a similar GPU's");
     }
     if (not_measured != nullptr) *not_measured = e.what();
+    if (!note.empty()) published.sources[kCacheNoteSource] = note;
     return published;
   }
 }

@@ -15,10 +15,16 @@ namespace mixlab::doctor {
 // The profile a calibration gives: its roofs, the CPU's ISA; no memory limit (the host's).
 DeviceProfile cpu_profile(const CpuCalibration& calibration);
 
-// `cache_file` (a JSON list of calibrations): the entry for this CPU, thread count and oneDNN,
-// or a calibration made now and added to it. `recalibrate` measures again regardless.
-// `measured_now` says which happened. A cache that cannot be read is measured over, one that
-// cannot be written is left (the profile is still returned).
+// Where a profile's `sources` say why its device's calibration cache was not used (a FIFO or a
+// directory in its place, a file over its cap, not JSON, this device's entry with figures out of
+// figure_bounds.h) and the roofs were measured again; absent when the cache was fine.
+inline constexpr const char* kCacheNoteSource = "calibration_cache";
+
+// `cache_file` (a JSON list of calibrations, calibration_cache.h): the entry for this CPU,
+// thread count and oneDNN, or a calibration made now and added to it. `recalibrate` measures
+// again regardless. `measured_now` says which happened. A cache that cannot be used is measured
+// over (sources[kCacheNoteSource] says why), one that cannot be written is left (the profile is
+// still returned); one that is not a regular file is neither read nor written.
 DeviceProfile local_cpu_profile(int threads, const std::filesystem::path& cache_file,
                                 bool recalibrate = false, bool* measured_now = nullptr);
 

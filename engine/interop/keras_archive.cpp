@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/interop/keras_model.h"
@@ -18,13 +21,50 @@
 namespace mixlab {
 namespace {
 
-// Members larger than this are refused (a model's weights are far smaller; a zip bomb is not).
-constexpr zip_uint64_t kMaxMemberBytes = zip_uint64_t{4} << 30;
+// What an entry of the archive may inflate to, decided before it is read, and stated in the
+// error that refuses it. An entry's header is never trusted for an allocation: entries are read
+// in chunks, and the read stops as soon as the bound is passed.
+struct EntryBound {
+  zip_uint64_t max_bytes;
+  std::string why;  // "a model file is at most 16 MiB"
+};
+
+// model.weights.h5 holds what the config's parameters need, at most: each parameter as float64
+// (8 bytes; Keras writes float32) four times over (the weight and up to three optimizer slots,
+// as Adam with amsgrad keeps: Keras 3 saves a compiled model's optimizer variables in the same
+// file), plus 1 MiB and 10% for HDF5's own structure (its superblock, groups, object headers).
+constexpr zip_uint64_t kBytesPerParameter = 4 * 8;
+constexpr zip_uint64_t kHdf5SlackBytes = zip_uint64_t{1} << 20;
+
+// A compression ratio beyond this, in an entry of more than kRatioFloorBytes, is a zip bomb:
+// float weights compress to about 1.1:1, JSON to 10:1; deflate's own limit is about 1032:1.
+constexpr zip_uint64_t kMaxCompressionRatio = 200;
+constexpr zip_uint64_t kRatioFloorBytes = zip_uint64_t{4} << 20;
+
+// What is read at a time.
+constexpr zip_uint64_t kChunkBytes = zip_uint64_t{1} << 20;
+
+EntryBound weights_bound(const ShapeTable& table) {
+  const auto params = static_cast<zip_uint64_t>(std::max<std::int64_t>(table.params_total, 0));
+  const zip_uint64_t most = std::numeric_limits<zip_uint64_t>::max();
+  const zip_uint64_t need =
+      params > most / 2 / kBytesPerParameter ? most / 2 : params * kBytesPerParameter;
+  const zip_uint64_t max_bytes = need + need / 10 + kHdf5SlackBytes;
+  return {max_bytes,
+          "the model's " + std::to_string(params) + " parameters need at most " +
+              std::to_string(max_bytes) + " bytes (" + std::to_string(kBytesPerParameter) +
+              " bytes each: float64, with up to three optimizer slots; plus 10% and 1 MiB for "
+              "HDF5; a zip bomb, or another model's weights?)"};
+}
 
 struct ZipCloser {
   void operator()(zip_t* z) const { zip_discard(z); }
 };
 using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
+
+struct ZipFileCloser {
+  void operator()(zip_file_t* f) const { zip_fclose(f); }
+};
 
 // An HDF5 handle closed by its own close function.
 class H5Handle {
@@ -45,43 +85,70 @@ class H5Handle {
 
 class Archive {
  public:
-  explicit Archive(const std::filesystem::path& path) : name_(path.string()) {
-    int code = 0;
-    zip_.reset(zip_open(name_.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
-    if (!zip_) {
-      zip_error_t error;
-      zip_error_init_with_code(&error, code);
-      const std::string why = zip_error_strerror(&error);
-      zip_error_fini(&error);
-      throw SpecError(name_ + ": not a readable .keras archive (a zip file): " + why);
+  // Opens the zip `source` (consumed: freed here when it cannot be opened); `error` holds why
+  // the source could not be made when it is null, and is released here.
+  Archive(zip_source_t* source, zip_error_t& error, std::string name) : name_(std::move(name)) {
+    if (source != nullptr) {
+      zip_.reset(zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &error));
+      if (!zip_) zip_source_free(source);
     }
+    const std::string why = zip_ ? "" : zip_error_strerror(&error);
+    zip_error_fini(&error);
+    if (!zip_) throw SpecError(name_ + ": not a readable .keras archive (a zip file): " + why);
   }
 
   const std::string& name() const { return name_; }
 
-  std::optional<std::string> read(const char* member, zip_uint64_t max_bytes) const {
+  // The entry's bytes, nullopt when the archive has no such entry. Refuses, naming the archive
+  // and the entry, one that says or turns out to be larger than `bound`, or compressed beyond
+  // kMaxCompressionRatio.
+  std::optional<std::string> read(const char* member, const EntryBound& bound) const {
     zip_stat_t st;
     zip_stat_init(&st);
     if (zip_stat(zip_.get(), member, 0, &st) != 0) return std::nullopt;
-    if ((st.valid & ZIP_STAT_SIZE) == 0 || st.size > max_bytes) {
-      throw SpecError(name_ + ": " + member + " is larger than " + std::to_string(max_bytes >> 20) +
-                      " MiB");
+    const std::string entry = name_ + ": " + member;
+    const bool sized = (st.valid & ZIP_STAT_SIZE) != 0;
+    const bool compressed_size = (st.valid & ZIP_STAT_COMP_SIZE) != 0;
+    if (sized) check(entry, "says it inflates to", st.size, st.comp_size, compressed_size, bound);
+    std::unique_ptr<zip_file_t, ZipFileCloser> file(zip_fopen(zip_.get(), member, 0));
+    if (!file) {
+      throw SpecError(entry + ": cannot open it: " + zip_strerror(zip_.get()));
     }
-    zip_file_t* file = zip_fopen(zip_.get(), member, 0);
-    if (file == nullptr) {
-      throw SpecError(name_ + ": cannot open " + member + ": " + zip_strerror(zip_.get()));
+    std::string bytes;
+    for (;;) {
+      const std::size_t at = bytes.size();
+      bytes.resize(at + kChunkBytes);
+      const zip_int64_t got = zip_fread(file.get(), bytes.data() + at, kChunkBytes);
+      if (got < 0) {
+        throw SpecError(entry + " is damaged: " + zip_file_strerror(file.get()));
+      }
+      bytes.resize(at + static_cast<std::size_t>(got));
+      if (got == 0) break;
+      check(entry, "inflates to more than", bytes.size(), st.comp_size, compressed_size, bound);
     }
-    std::string bytes(static_cast<std::size_t>(st.size), '\0');
-    const zip_int64_t got = zip_fread(file, bytes.data(), st.size);
-    const std::string why = got < 0 ? zip_file_strerror(file) : "";
-    zip_fclose(file);
-    if (got < 0 || static_cast<zip_uint64_t>(got) != st.size) {
-      throw SpecError(name_ + ": " + member + " is damaged" + (why.empty() ? "" : ": " + why));
+    if (sized && bytes.size() != st.size) {
+      throw SpecError(entry + " is damaged: it inflates to " + std::to_string(bytes.size()) +
+                      " bytes, its header says " + std::to_string(st.size));
     }
     return bytes;
   }
 
  private:
+  // Refuses `size` bytes (said by the header, or read so far) over the bound or the ratio.
+  static void check(const std::string& entry, const char* verb, zip_uint64_t size,
+                    zip_uint64_t compressed, bool compressed_known, const EntryBound& bound) {
+    if (size > bound.max_bytes) {
+      throw SpecError(entry + " " + verb + " " + std::to_string(size) + " bytes; " + bound.why +
+                      ": refused");
+    }
+    if (compressed_known && size > kRatioFloorBytes &&
+        size / kMaxCompressionRatio >= compressed + 1) {
+      throw SpecError(entry + " " + verb + " " + std::to_string(size) + " bytes from " +
+                      std::to_string(compressed) + " compressed, a ratio over " +
+                      std::to_string(kMaxCompressionRatio) + ":1: refused as a zip bomb");
+    }
+  }
+
   std::string name_;
   ZipPtr zip_;
 };
@@ -158,17 +225,17 @@ class WeightsFile {
   hid_t file_ = -1;
 };
 
-}  // namespace
-
-ImportedModel import_keras_archive(const std::filesystem::path& path) {
-  const Archive archive(path);
+ImportedModel import_archive(const Archive& archive, const std::string& origin) {
   const std::string& name = archive.name();
-  const auto config = archive.read("config.json", kMaxModelFileBytes);
+  const EntryBound json_bound{kMaxModelFileBytes, "config.json is at most " +
+                                                      std::to_string(kMaxModelFileBytes >> 20) +
+                                                      " MiB (a model file's cap)"};
+  const auto config = archive.read("config.json", json_bound);
   if (!config) throw SpecError(name + ": not a .keras archive: it has no config.json");
   ImportedModel model = import_keras_json(*config, name + " (config.json)");
   model.format = "Keras 3 archive (.keras)";
-  const auto weights_image = archive.read("model.weights.h5", kMaxMemberBytes);
   const ShapeTable table = infer_shapes(model.spec);
+  const auto weights_image = archive.read("model.weights.h5", weights_bound(table));
   bool any_params = false;
   for (const LayerInfo& info : table.layers) any_params = any_params || !info.params.empty();
   if (!weights_image) {
@@ -189,7 +256,7 @@ ImportedModel import_keras_archive(const std::filesystem::path& path) {
     class_paths.push_back(n == 0 ? snake : snake + "_" + std::to_string(n));
   }
   auto weights = std::make_shared<ModelWeights>();
-  weights->origin = path.filename().string();
+  weights->origin = origin;
   for (const LayerInfo& info : table.layers) {
     if (info.params.empty()) continue;
     const auto at = static_cast<std::size_t>(info.index);
@@ -236,6 +303,23 @@ ImportedModel import_keras_archive(const std::filesystem::path& path) {
   }
   model.weights = std::move(weights);
   return model;
+}
+
+}  // namespace
+
+ImportedModel import_keras_archive(const std::filesystem::path& path) {
+  zip_error_t error;
+  zip_error_init(&error);
+  // Length -1: to the end of the file (ZIP_LENGTH_TO_END from libzip 1.10).
+  zip_source_t* source = zip_source_file_create(path.c_str(), 0, -1, &error);
+  return import_archive(Archive(source, error, path.string()), path.filename().string());
+}
+
+ImportedModel import_keras_archive(std::string_view bytes, const std::string& name) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* source = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  return import_archive(Archive(source, error, name), name);
 }
 
 }  // namespace mixlab

@@ -52,7 +52,14 @@ ImportedModel import_keras_json(std::string_view text, std::string_view origin =
 // Reads a Keras 3 `.keras` archive: config.json as import_keras_json() does, and the weights of
 // model.weights.h5, checked against the spec's parameter shapes. Throws SpecError naming the
 // archive and what is wrong (not a zip, a member missing, a weight missing or mis-shaped).
+// Every entry is read in chunks and bounded before it is allocated: config.json by a model
+// file's cap, model.weights.h5 by what the config's parameters need (with a stated slack for
+// HDF5 and optimizer slots), and any entry by a compression ratio of 200:1 beyond 4 MiB, so that
+// a zip bomb or a header that lies about a size is refused, naming the archive and the entry.
 ImportedModel import_keras_archive(const std::filesystem::path& path);
+// The same from an archive's bytes in memory; `name` stands for the file in errors and is the
+// weights' origin.
+ImportedModel import_keras_archive(std::string_view bytes, const std::string& name);
 
 // Any model file: MixLab JSON, Keras JSON or a .keras archive (by its content, not its name).
 ImportedModel load_model_source(const std::filesystem::path& path);

@@ -2,17 +2,16 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <sstream>
 #include <unordered_set>
 
 #include "engine/core/error.h"
+#include "engine/core/text_file.h"
 #include "engine/spec/json_text.h"
 #include "engine/spec/layer_checks.h"
 
@@ -501,41 +500,7 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin) {
 }
 
 std::string read_model_text(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    throw SpecError(name + ": cannot open model file: " +
-                    (ec ? ec.message() : std::string(std::strerror(ENOENT))));
-  }
-  // Only regular files: a FIFO would block forever and /dev/zero never end.
-  if (std::filesystem::is_directory(status))
-    throw SpecError(name + ": cannot read model file: it is a directory");
-  if (!std::filesystem::is_regular_file(status))
-    throw SpecError(name + ": cannot read model file: not a regular file");
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxModelFileBytes) {
-    throw SpecError(name + ": the model file is " + std::to_string(size >> 20) +
-                    " MiB; a model file is at most " + std::to_string(kMaxModelFileBytes >> 20) +
-                    " MiB (it describes layers, it holds no weights)");
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    const int err = errno;
-    throw SpecError(
-        name + ": cannot open model file: " + (err != 0 ? std::strerror(err) : "unknown error"));
-  }
-  // Bounded even if the file grows while it is read.
-  std::string text(static_cast<std::size_t>(std::min<std::uintmax_t>(size, kMaxModelFileBytes)) + 1,
-                   '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (file.bad()) throw SpecError(name + ": cannot read model file");
-  text.resize(static_cast<std::size_t>(file.gcount()));
-  if (text.size() > kMaxModelFileBytes) {
-    throw SpecError(name + ": the model file is over " + std::to_string(kMaxModelFileBytes >> 20) +
-                    " MiB");
-  }
-  return text;
+  return read_text_file<SpecError>(path, kModelFileKind);
 }
 
 ModelSpec load_model_file(const std::filesystem::path& path) {

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/text_file.h"
+
 namespace mixlab {
 
 enum class LayerType : std::uint8_t {
@@ -92,6 +94,9 @@ ModelSpec parse_model_json(std::string_view text, std::string_view origin = {});
 // Bounds on what a model file may be: its size, and how deeply its JSON may nest.
 inline constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{16} << 20;
 inline constexpr int kMaxJsonDepth = 64;
+// A model file for read_text_file (engine/core/text_file.h).
+inline constexpr TextFileKind kModelFileKind{"model file", kMaxModelFileBytes,
+                                             " (it describes layers, it holds no weights)"};
 // Reads and parses a model file; errors name the file. Only a regular file of at most
 // kMaxModelFileBytes is read (a FIFO, a device or /dev/zero is refused by name).
 ModelSpec load_model_file(const std::filesystem::path& path);

@@ -73,6 +73,27 @@ TEST_F(MemoryBudgetTest, CgroupV1UnlimitedIsNoLimit) {
   EXPECT_EQ(budget().bytes, 8000000ull * 1024);
 }
 
+TEST_F(MemoryBudgetTest, AddressSpaceLimitLessWhatIsMappedWhenTighter) {
+  put("proc/self/limits",
+      "Limit                     Soft Limit           Hard Limit           Units     \n"
+      "Max stack size            8388608              unlimited            bytes     \n"
+      "Max address space         2147483648           unlimited            bytes     \n");
+  put("proc/self/status", "Name:\tmixlab-cli\nVmPeak:\t  600000 kB\nVmSize:\t  524288 kB\n");
+  const MemoryBudget b = budget();
+  EXPECT_EQ(b.bytes, 2147483648ull - 524288ull * 1024);
+  EXPECT_NE(b.source.find("address-space limit (ulimit -v) 2048.0 MiB, 512.0 MiB mapped"),
+            std::string::npos)
+      << b.source;
+  // Unlimited: the machine's figure.
+  put("proc/self/limits",
+      "Max address space         unlimited            unlimited            bytes\n");
+  EXPECT_EQ(budget().bytes, 8000000ull * 1024);
+  // Looser than MemAvailable: MemAvailable.
+  put("proc/self/limits",
+      "Max address space         68719476736          unlimited            bytes\n");
+  EXPECT_EQ(budget().bytes, 8000000ull * 1024);
+}
+
 TEST_F(MemoryBudgetTest, NothingReadableRefusesNothing) {
   fs::remove(root_ / "proc" / "meminfo");
   const MemoryBudget b = budget();

@@ -144,7 +144,36 @@ TEST(Profiles, AMissingPeakAndAnUnknownDocumentAreNamed) {
   EXPECT_NE(e.find("sources.l2_bytes"), std::string::npos) << e;
   EXPECT_NE(e.find("'nope'"), std::string::npos) << e;
   EXPECT_NE(error_of("{not json").find("not valid JSON"), std::string::npos);
+  // A number past double's range is nlohmann's out_of_range, not a parse_error (found by
+  // fuzz/gpu_profiles_fuzz.cpp): still a ProfileError.
+  EXPECT_NE(error_of(R"({"l2_bytes": 4E194304})").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(R"({"format": "other"})").find("field 'format'"), std::string::npos);
+}
+
+// Figures no real device has (figure_bounds.h) are refused naming the file, profile and field:
+// a bandwidth of 1e-308 GB/s once predicted "inf ms".
+TEST(Profiles, FiguresNoDeviceHasAreRefusedByField) {
+  const auto with = [](const std::string& part, const std::string& by) {
+    std::string text = kOneProfile;
+    const auto at = text.find(part);
+    EXPECT_NE(at, std::string::npos) << part;
+    return text.replace(at, part.size(), by);
+  };
+  std::string e =
+      error_of(with(R"("memory_bandwidth_gb_s": 100)", R"("memory_bandwidth_gb_s": 1e-308)"));
+  EXPECT_NE(e.find("my-profiles.json: profile 'Test GPU': field 'memory_bandwidth_gb_s': is "
+                   "1e-308 GB/s; a real device's lies between 0.1 and 100000 GB/s"),
+            std::string::npos)
+      << e;
+  e = error_of(with(R"("float32": 1,)", R"("float32": 1e-300,)"));
+  EXPECT_NE(e.find("field 'float32': is 1e-300 TFLOP/s"), std::string::npos) << e;
+  e = error_of(with(R"("sm_count": 10,)", R"("sm_count": 1e300,)"));
+  EXPECT_NE(e.find("field 'sm_count': is 1e+300 SMs"), std::string::npos) << e;
+  e = error_of(with(R"("memory_bandwidth_gb_s": 100)", R"("memory_bandwidth_gb_s": 1e12)"));
+  EXPECT_NE(e.find("field 'memory_bandwidth_gb_s': is 1e+12 GB/s"), std::string::npos) << e;
+  // A figure the device does not have stays null (0); the built-in profiles all pass.
+  EXPECT_EQ(parse_gpu_profiles(kOneProfile, "my-profiles.json")[0].peak.fp8, 0.0);
+  EXPECT_FALSE(builtin_gpu_profiles().empty());
 }
 
 TEST(Profiles, AMissingFileIsNamed) {

@@ -28,18 +28,45 @@ void write_h5(const std::filesystem::path& file, const std::vector<H5Dataset>& d
   H5Fclose(f);
 }
 
-void write_zip(const std::filesystem::path& file,
-               const std::map<std::string, std::string>& members) {
+void write_zip(const std::filesystem::path& file, const std::map<std::string, std::string>& members,
+               bool stored) {
   int error = 0;
   zip_t* z = zip_open(file.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
   if (z == nullptr) throw std::runtime_error("zip_open " + file.string());
   for (const auto& [name, bytes] : members) {
     zip_source_t* source = zip_source_buffer(z, bytes.data(), bytes.size(), 0);
-    if (source == nullptr || zip_file_add(z, name.c_str(), source, ZIP_FL_OVERWRITE) < 0) {
+    const zip_int64_t index =
+        source == nullptr ? -1 : zip_file_add(z, name.c_str(), source, ZIP_FL_OVERWRITE);
+    if (index < 0 || (stored && zip_set_file_compression(z, static_cast<zip_uint64_t>(index),
+                                                         ZIP_CM_STORE, 0) < 0)) {
       throw std::runtime_error("zip_file_add " + name);
     }
   }
   if (zip_close(z) != 0) throw std::runtime_error("zip_close " + file.string());
+}
+
+void set_declared_size(std::string& bytes, const std::string& member, std::uint32_t size) {
+  const auto put32 = [&](std::size_t at) {
+    for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  };
+  // (signature, offset of the uncompressed size, offset of the name) for the local file header
+  // and the central directory entry (APPNOTE.TXT 4.3.7 and 4.3.12).
+  struct Header {
+    std::string_view signature;
+    std::size_t size_at, name_at;
+  };
+  int patched = 0;
+  for (const Header h : {Header{std::string_view("PK\3\4", 4), 22, 30},
+                         Header{std::string_view("PK\1\2", 4), 24, 46}}) {
+    for (std::size_t at = bytes.find(h.signature); at != std::string::npos;
+         at = bytes.find(h.signature, at + 1)) {
+      if (bytes.compare(at + h.name_at, member.size(), member) == 0) {
+        put32(at + h.size_at);
+        ++patched;
+      }
+    }
+  }
+  if (patched != 2) throw std::runtime_error("set_declared_size: " + member + " not found");
 }
 
 std::string read_bytes(const std::filesystem::path& file) {

@@ -2,6 +2,7 @@
 // archives written with libzip and HDF5 (good ones, and ones broken in one named way).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -21,9 +22,14 @@ struct H5Dataset {
 // Writes an HDF5 file holding `datasets` (float32).
 void write_h5(const std::filesystem::path& file, const std::vector<H5Dataset>& datasets);
 
-// Writes a zip of `members` (name -> bytes).
-void write_zip(const std::filesystem::path& file,
-               const std::map<std::string, std::string>& members);
+// Writes a zip of `members` (name -> bytes), deflated, or stored as they are.
+void write_zip(const std::filesystem::path& file, const std::map<std::string, std::string>& members,
+               bool stored = false);
+
+// Makes the zip `bytes` lie about `member`: its local and central headers then say it inflates
+// to `size` bytes, whatever its data inflates to (a hostile archive). Throws when the member is
+// not found.
+void set_declared_size(std::string& bytes, const std::string& member, std::uint32_t size);
 
 // The bytes of a file.
 std::string read_bytes(const std::filesystem::path& file);

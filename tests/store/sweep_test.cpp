@@ -1,6 +1,7 @@
 // Sweeps in the store: planning a grid (order, seeds, errors), the sweep tables (members,
 // states, the owning process), results per grid point, the long CSV, and importing runs from
 // another run database exactly once.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -119,6 +120,33 @@ TEST(SweepPlan, FileRoundTripKeepsTheAxesOrder) {
   }
   EXPECT_THROW(parse_sweep_json(R"({"modles": ["m"]})", "typo.json"), ConfigError);
   EXPECT_THROW(parse_sweep_json("[1, 2", "cut.json"), ConfigError);
+}
+
+// A sweep file that is not a regular file is refused by its kind, naming it: /dev/zero once
+// grew memory without end and a FIFO blocked for ever.
+TEST(SweepPlan, OnlyARegularFileOfAtMost1MiBIsRead) {
+  const TempDir dir;
+  const auto error_of = [](const std::filesystem::path& file) {
+    try {
+      read_sweep_file(file);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_of("/dev/zero"),
+            "/dev/zero: cannot read sweep file: not a regular file (a character device)");
+  ASSERT_EQ(mkfifo((dir.path() / "fifo.json").c_str(), 0600), 0);
+  EXPECT_EQ(error_of(dir.path() / "fifo.json"), (dir.path() / "fifo.json").string() +
+                                                    ": cannot read sweep file: not a regular file "
+                                                    "(a FIFO)");
+  EXPECT_EQ(error_of(dir.path()),
+            dir.path().string() + ": cannot read sweep file: it is a directory");
+  std::ofstream(dir.path() / "big.json") << "{\"models\": [\"m\"]}" << std::string(2 << 20, ' ');
+  EXPECT_NE(error_of(dir.path() / "big.json").find("a sweep file is at most 1 MiB"),
+            std::string::npos);
+  std::ofstream(dir.path() / "ok.json") << R"({"models": ["m"], "repeats": 2})";
+  EXPECT_EQ(read_sweep_file(dir.path() / "ok.json").repeats, 2);
 }
 
 // --- the tables ---
