@@ -91,6 +91,7 @@ Json run_json(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
           {"created_at", time_or_null(r.created_at_ms)},
           {"started_at", time_or_null(r.started_at_ms)},
           {"finished_at", time_or_null(r.finished_at_ms)},
+          {"heartbeat_at", time_or_null(r.heartbeat_at_ms)},
           {"model", r.model_name},
           {"model_spec", model},
           {"device", r.device},
@@ -153,6 +154,8 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
   print_field("created:", store::format_utc(r.created_at_ms));
   print_field("started:", store::format_utc(r.started_at_ms));
   print_field("finished:", store::format_utc(r.finished_at_ms));
+  if (r.status == store::RecordStatus::running)
+    print_field("heartbeat:", store::format_utc(r.heartbeat_at_ms));
   print_field("model:", r.model_name);
   print_field("dataset:", c.dataset.to_string());
   print_field("precision:", precision_of(r) + ", loss scaling " + c.loss_scale.to_string());

@@ -3,6 +3,7 @@
 #include "app/store/run_store.h"
 
 #include "app/store/run_owner.h"
+#include "app/store/run_rows.h"
 
 namespace mixlab::store {
 
@@ -56,13 +57,12 @@ void RunStore::delete_run(std::int64_t run_id) {
   // raw FOREIGN KEY error while saying "finished"): refused while its process lives. A run
   // recorded on another host cannot be checked; deleting it ends that run `failed` there, its
   // writer saying why (StoreWriter::stuck_error).
-  Statement st = db_.prepare(
-      "SELECT owner_host, owner_boot_id, owner_pid, owner_start_ticks FROM runs "
-      "WHERE id = ? AND status = ?");
+  Statement st = db_.prepare("SELECT " + std::string(rows::kOwnerColumns) +
+                             " FROM runs WHERE id = ? AND status = ?");
   st.bind(1, run_id);
   st.bind(2, std::string(to_string(RecordStatus::running)));
   if (st.step()) {
-    const Owner owner{st.column_text(0), st.column_text(1), st.column_int(2), st.column_int(3)};
+    const Owner owner = rows::read_owner(st, 0);
     if (owner.host == this_process().host && owner_alive(owner)) {
       throw StoreError("run " + std::to_string(run_id) + " is still running (process " +
                        std::to_string(owner.pid) + " on " + owner.host +

@@ -192,13 +192,11 @@ ImportResult import_runs(RunStore& into, const fs::path& file, const ImportOptio
     };
     std::vector<Source> sources;
     {
-      Statement st = db.prepare(
-          "SELECT id, uid, status, owner_host, owner_boot_id, owner_pid, owner_start_ticks "
-          "FROM src.runs ORDER BY id");
+      Statement st = db.prepare("SELECT id, uid, status, " + std::string(rows::kOwnerColumns) +
+                                " FROM src.runs ORDER BY id");
       while (st.step()) {
-        sources.push_back({st.column_int(0), st.column_text(1), st.column_text(2),
-                           Owner{st.column_text(3), st.column_text(4), st.column_int(5),
-                                 st.column_int(6)}});
+        sources.push_back(
+            {st.column_int(0), st.column_text(1), st.column_text(2), rows::read_owner(st, 3)});
       }
     }
     Statement find = db.prepare("SELECT id, status FROM main.runs WHERE uid = ?");
@@ -220,7 +218,8 @@ ImportResult import_runs(RunStore& into, const fs::path& file, const ImportOptio
         continue;
       }
       const bool running = s.status == "running";
-      if (running && options.running_means_interrupted.empty() && owner_alive(s.owner)) {
+      const bool alive = running && owner_alive(s.owner);
+      if (alive && options.running_means_interrupted.empty()) {
         result.still_running.push_back({s.uid, s.id, 0, s.status});
         continue;
       }
@@ -231,10 +230,11 @@ ImportResult import_runs(RunStore& into, const fs::path& file, const ImportOptio
         rows.reset();
         rows.bind(1, id).bind(2, s.id).run();
       }
-      if (running) {
-        // Its process has ended: the store's own rule marks it interrupted, with its figures
-        // from the steps it kept, once it looks like a run of a process of this host's
-        // previous boot.
+      if (alive) {
+        // Its process has ended, the caller says: the store's own rule marks it interrupted,
+        // with its figures from the steps it kept, once it looks like a run of a process of
+        // this host's previous boot. (An owner the rule already finds gone is kept, and the
+        // rule says why: its pid, or its heartbeat.)
         db.prepare("UPDATE main.runs SET owner_host = ?, owner_boot_id = '', owner_pid = 0 "
                    "WHERE id = ?")
             .bind(1, self.host)

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/store/run_record.h"
+
 namespace mixlab::store {
 
 namespace {
@@ -46,12 +48,27 @@ Owner this_process() {
   return owner;
 }
 
-bool owner_alive(const Owner& owner) {
+std::string owner_gone(const Owner& owner, std::int64_t now_ms) {
   const Owner self = this_process();
-  if (owner.host != self.host) return true;
-  if (owner.boot_id != self.boot_id) return false;
-  const std::int64_t ticks = process_start_ticks(owner.pid);
-  return ticks != 0 && ticks == owner.start_ticks;
+  if (owner.host != self.host) {
+    constexpr std::int64_t limit_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(kHeartbeatLimit).count();
+    if (owner.heartbeat_at_ms == 0 || now_ms - owner.heartbeat_at_ms <= limit_ms) return {};
+    return "no heartbeat from host " + owner.host + " since " + format_utc(owner.heartbeat_at_ms) +
+           " (its process is taken to have ended after " + std::to_string(kHeartbeatLimit.count()) +
+           " minutes without one)";
+  }
+  const bool same_process = owner.boot_id == self.boot_id && [&] {
+    const std::int64_t ticks = process_start_ticks(owner.pid);
+    return ticks != 0 && ticks == owner.start_ticks;
+  }();
+  if (same_process) return {};
+  return "the process recording it (pid " + std::to_string(owner.pid) + " on " + owner.host +
+         ") ended before the run did";
+}
+
+bool owner_alive(const Owner& owner) {
+  return owner_gone(owner, now_utc_ms()).empty();
 }
 
 }  // namespace mixlab::store

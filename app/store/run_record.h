@@ -63,6 +63,7 @@ struct RunRecord {
   std::int64_t created_at_ms = 0;   // UTC, milliseconds since 1970
   std::int64_t started_at_ms = 0;   // training began (after loading); 0 if it never did
   std::int64_t finished_at_ms = 0;  // 0 while running
+  std::int64_t heartbeat_at_ms = 0;  // its process's last heartbeat (run_owner.h); 0: none known
   std::string model_name;
   std::string model_json;  // the engine's model format
   RunConfig config;

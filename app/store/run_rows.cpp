@@ -31,7 +31,7 @@ const std::string_view kRecordColumns =
     "total_steps, steps_done, skipped_steps, epochs_completed, final_loss_scale, "
     "warmup_steps_excluded, median_step_ms, p5_step_ms, p95_step_ms, samples_per_s, final_loss, "
     "final_accuracy, test_loss, test_accuracy, peak_memory_bytes, diverged_at_step, "
-    "failed_allocation_bytes, wall_s, note, uid";
+    "failed_allocation_bytes, wall_s, note, uid, heartbeat_at_ms";
 
 const std::string& field_columns() {
   static const std::string columns = [] {
@@ -96,6 +96,7 @@ RunRecord read_run(const Statement& st) {
   s.wall_s = st.column_double(c++);
   r.note = st.column_text(c++);
   r.uid = st.column_text(c++);
+  r.heartbeat_at_ms = st.column_int(c++);
   s.status = r.status == RecordStatus::interrupted ? RunStatus::failed
              : r.status == RecordStatus::running   ? RunStatus::running
                                                    : static_cast<RunStatus>(r.status);
@@ -113,6 +114,14 @@ RunRecord read_run(const Statement& st) {
     }
   }
   return r;
+}
+
+const std::string_view kOwnerColumns =
+    "owner_host, owner_boot_id, owner_pid, owner_start_ticks, heartbeat_at_ms";
+
+Owner read_owner(const Statement& st, int first) {
+  return Owner{st.column_text(first), st.column_text(first + 1), st.column_int(first + 2),
+               st.column_int(first + 3), st.column_int(first + 4)};
 }
 
 int bind_summary(Statement& st, int first, const RunSummary& s) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "app/store/run_owner.h"
 #include "app/store/run_record.h"
 #include "app/store/run_store.h"
 #include "app/store/sqlite.h"
@@ -25,6 +26,11 @@ void bind_field(Statement& st, int index, const FieldValue& value);
 // (engine/train/run_fields.h) cannot read is listed in the record's `damage`, never thrown: one
 // bad row must not hide the others. (The status has the schema's CHECK constraint.)
 RunRecord read_run(const Statement& st);
+
+// The columns of a run's recording process, and reading them from `first` on (a NULL
+// heartbeat, a run of an older store, reads as 0: none known).
+extern const std::string_view kOwnerColumns;
+Owner read_owner(const Statement& st, int first);
 
 // The summary figures: "steps_done = ?, ..." for an UPDATE, and binding them from `first`;
 // returns the next parameter index.

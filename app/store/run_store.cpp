@@ -264,9 +264,9 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   for (std::size_t i = 0; i < run_fields().size(); ++i) placeholders += ", ?";
   Statement st = db_.prepare(
       "INSERT INTO runs (name, status, message, created_at_ms, model_name, model_json, device, "
-      "total_steps, note, owner_host, owner_boot_id, owner_pid, owner_start_ticks, uid" +
-      field_columns() + ") VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + placeholders +
-      ")");
+      "total_steps, note, " +
+      std::string(rows::kOwnerColumns) + ", uid" + field_columns() +
+      ") VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + placeholders + ")");
   int c = 1;
   st.bind(c++, r.name);
   st.bind(c++, r.message);
@@ -280,6 +280,7 @@ std::int64_t RunStore::insert_run(RunRecord r) {
   st.bind(c++, owner.boot_id);
   st.bind(c++, owner.pid);
   st.bind(c++, owner.start_ticks);
+  st.bind(c++, now_utc_ms());  // the first heartbeat; the StoreWriter writes the next ones
   st.bind(c++, r.uid.empty() ? new_uid() : r.uid);
   for (const RunField& f : run_fields()) bind_field(st, c++, f.get(r.config));
   Transaction tx(db_);
@@ -374,24 +375,30 @@ void RunStore::finish_run(std::int64_t run_id, const RunSummary& s, std::int64_t
   st.run();
 }
 
+void RunStore::beat(std::span<const std::int64_t> run_ids, std::int64_t now_ms) {
+  Statement st =
+      db_.prepare("UPDATE runs SET heartbeat_at_ms = ? WHERE id = ? AND status = 'running'");
+  for (const std::int64_t id : run_ids) st.bind(1, now_ms).bind(2, id).run();
+}
+
 int RunStore::mark_interrupted_runs() {
   struct Orphan {
     std::int64_t id;
     std::int64_t created_at_ms;
     std::int64_t started_at_ms;
     int warmup_steps;
-    Owner owner;
+    std::string why;  // owner_gone's words
   };
   std::vector<Orphan> orphans;
   {
-    Statement st = db_.prepare(
-        "SELECT id, created_at_ms, started_at_ms, warmup_steps, owner_host, owner_boot_id, "
-        "owner_pid, owner_start_ticks FROM runs WHERE status = 'running'");
+    const std::int64_t now_ms = now_utc_ms();
+    Statement st =
+        db_.prepare("SELECT id, created_at_ms, started_at_ms, warmup_steps, " +
+                    std::string(rows::kOwnerColumns) + " FROM runs WHERE status = 'running'");
     while (st.step()) {
       Orphan o{st.column_int(0), st.column_int(1), st.column_int(2),
-               static_cast<int>(st.column_int(3)),
-               Owner{st.column_text(4), st.column_text(5), st.column_int(6), st.column_int(7)}};
-      if (!owner_alive(o.owner)) orphans.push_back(std::move(o));
+               static_cast<int>(st.column_int(3)), owner_gone(rows::read_owner(st, 4), now_ms)};
+      if (!o.why.empty()) orphans.push_back(std::move(o));
     }
   }
   for (const Orphan& o : orphans) {
@@ -426,10 +433,8 @@ int RunStore::mark_interrupted_runs() {
         db_.query_int("SELECT count(*) FROM epochs WHERE run_id = " + std::to_string(o.id)));
     const std::int64_t start = o.started_at_ms != 0 ? o.started_at_ms : o.created_at_ms;
     const std::int64_t finished = start + std::llround(last_offset_s * 1000.0);
-    const std::string message = "interrupted: the process recording it (pid " +
-                                std::to_string(o.owner.pid) + " on " + o.owner.host +
-                                ") ended before the run did; " + std::to_string(s.steps) +
-                                " steps were kept";
+    const std::string message =
+        "interrupted: " + o.why + "; " + std::to_string(s.steps) + " steps were kept";
     Statement st =
         db_.prepare("UPDATE runs SET status = 'interrupted', message = ?, finished_at_ms = ?, " +
                     std::string(kSummaryAssignments) + " WHERE id = ? AND status = 'running'");

@@ -21,7 +21,7 @@ namespace mixlab::store {
 
 // The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
 // a file as a MixLab run database (PRAGMA application_id, "MXLB").
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
 
 // A doctor's report as kept (mixlab-cli doctor --measure): the diagnosis's JSON
@@ -85,8 +85,11 @@ class RunStore {
   void insert_layer_times(std::int64_t run_id, std::int64_t step,
                           std::span<const LayerTiming> layers);
   void finish_run(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
+  // Writes this moment as the heartbeat of those of `run_ids` still `running`.
+  void beat(std::span<const std::int64_t> run_ids, std::int64_t now_ms);
   // Marks `running` runs whose recording process has ended as `interrupted`, with figures from
-  // the steps they kept. Returns how many it marked.
+  // the steps they kept and why (owner_gone: on this host its pid, on another host a heartbeat
+  // older than kHeartbeatLimit). Returns how many it marked.
   int mark_interrupted_runs();
 
   // --- reading ---

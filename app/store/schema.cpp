@@ -212,8 +212,15 @@ CREATE TABLE sweep_members (
 CREATE INDEX sweep_members_by_run ON sweep_members (run_id);
 )sql";
 
-constexpr Migration kMigrations[] = {
-    {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}};
+// Version 6: the heartbeat of a running run's process (UTC ms, every kHeartbeatInterval in
+// app/store/run_owner.h): on another host it is the only sign that the process still lives.
+// Runs recorded before have none (NULL) and keep the older rule: never taken as ended there.
+constexpr std::string_view kVersion6 = R"sql(
+ALTER TABLE runs ADD COLUMN heartbeat_at_ms INTEGER;
+)sql";
+
+constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
+                                     {4, kVersion4}, {5, kVersion5}, {6, kVersion6}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

@@ -52,7 +52,9 @@ std::int64_t StoreWriter::begin_run(const RunRecord& record) {
     std::lock_guard lock(mutex_);
     requests_.emplace_back([&](RunStore& store) {
       try {
-        result.set_value(store.insert_run(record));
+        const std::int64_t id = store.insert_run(record);
+        beating_.push_back(id);
+        result.set_value(id);
       } catch (...) {
         result.set_exception(std::current_exception());
       }
@@ -125,8 +127,9 @@ std::string StoreWriter::last_error() const {
   return last_error_;
 }
 
-void StoreWriter::commit(RunStore& store, const Batch& batch) {
+void StoreWriter::commit(RunStore& store, const Batch& batch, bool beat) {
   Transaction tx(store.connection());
+  if (beat) store.beat(beating_, now_utc_ms());
   // Consecutive steps of one run go in as one span.
   std::vector<StepMetrics> run_steps;
   for (std::size_t i = 0; i < batch.steps.size();) {
@@ -148,6 +151,9 @@ void StoreWriter::commit(RunStore& store, const Batch& batch) {
     }
   }
   tx.commit();
+  for (const Message& m : batch.others) {
+    if (const auto* f = std::get_if<FinishRow>(&m)) std::erase(beating_, f->run_id);
+  }
 }
 
 void StoreWriter::run(std::promise<void> opened) {
@@ -162,6 +168,7 @@ void StoreWriter::run(std::promise<void> opened) {
   Batch work;  // rows taken from the queue, kept until they are committed
   std::vector<std::function<void(RunStore&)>> requests;
   std::uint64_t taken_seq = 0;
+  auto last_beat = std::chrono::steady_clock::now();  // begin_run wrote the first
   for (;;) {
     bool stopping = false;
     {
@@ -181,9 +188,12 @@ void StoreWriter::run(std::promise<void> opened) {
 
     std::exception_ptr failure;
     const auto step_rows = static_cast<std::int64_t>(work.steps.size());
-    if (!work.empty()) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool beat = !beating_.empty() && now - last_beat >= options_.heartbeat_interval;
+    if (!work.empty() || beat) {
       try {
-        commit(*store, work);
+        commit(*store, work, beat);
+        if (beat) last_beat = now;
         work.steps.clear();
         work.others.clear();
       } catch (...) {

@@ -5,6 +5,11 @@
 //
 // A process killed mid-run loses at most the rows of the last flush interval (250 ms by
 // default); everything committed survives (WAL, synchronous=NORMAL).
+//
+// While a run it began is running, the writer also writes the run's heartbeat every heartbeat
+// interval (run_owner.h), in the transaction of the rows it commits then, or alone when none
+// wait: the writer wakes every flush interval whatever the trainer does, so a step or an
+// evaluation that takes longer than the limit does not make the run look dead.
 #pragma once
 
 #include <chrono>
@@ -21,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "app/store/run_owner.h"
 #include "app/store/run_record.h"
 #include "app/store/run_store.h"
 
@@ -30,6 +36,7 @@ struct WriterOptions {
   StoreOptions store;
   std::chrono::milliseconds flush_interval{250};
   std::size_t batch_rows = 8192;  // commit early when this many rows wait
+  std::chrono::milliseconds heartbeat_interval = kHeartbeatInterval;
 };
 
 class StoreWriter {
@@ -102,7 +109,8 @@ class StoreWriter {
   };
 
   void run(std::promise<void> opened);
-  static void commit(RunStore& store, const Batch& batch);
+  // Commits the batch, with the heartbeat of the runs in beating_ when `beat`.
+  void commit(RunStore& store, const Batch& batch, bool beat);
   void push_other(Message message);
 
   std::filesystem::path path_;
@@ -123,6 +131,8 @@ class StoreWriter {
   std::int64_t rows_committed_ = 0;  // step rows
   std::string last_error_;
   std::exception_ptr error_;  // the last failure, thrown by flush()
+  // The writer thread's own: runs begun here whose end is not committed yet.
+  std::vector<std::int64_t> beating_;
   std::thread thread_;
 };
 

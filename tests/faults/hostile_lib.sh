@@ -110,6 +110,15 @@ success_outcome() {
   fi
 }
 
+# success_showing REGEX: success_outcome, made wrong-success when stdout does not match REGEX
+# (extended).
+success_showing() {
+  local outcome
+  outcome=$(success_outcome)
+  if [ "$outcome" = ok ] && ! grep -Eq -- "$1" "$OUT"; then outcome=wrong-success; fi
+  echo "$outcome"
+}
+
 ROWS=()
 PASS=0 FAIL=0 SKIP=0
 # record DEFECT INPUT EXPECTED OUTCOME DETAIL [ACCEPTED...]: one input's result; it passes when

@@ -103,6 +103,12 @@ void HistoryTest::model_formats_and_colours() {
   QVERIFY(cell(half_, HistoryModel::Status, Qt::ForegroundRole).isValid());
   QVERIFY(
       cell(failed_, HistoryModel::Status, Qt::ToolTipRole).toString().contains("out of memory"));
+  // A running run's last heartbeat (issue 26: how a run of another host is known to live).
+  const std::int64_t beat_ms = RunStore::open(db_).run(running_).heartbeat_at_ms;
+  QVERIFY(beat_ms > 0);
+  QVERIFY(cell(running_, HistoryModel::Status, Qt::ToolTipRole)
+              .toString()
+              .contains("last heartbeat " + QString::fromStdString(store::format_utc(beat_ms))));
   QVERIFY(model.flags(model.index(0, HistoryModel::Name)) & Qt::ItemIsEditable);
   QVERIFY(!(model.flags(model.index(0, HistoryModel::Note)) & Qt::ItemIsEditable));
   QCOMPARE(model.model_names(), (QStringList{"cifar-cnn", "fashion-mlp"}));

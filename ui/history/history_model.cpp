@@ -99,6 +99,9 @@ QString status_text(const RunRecord& r) {
 QString status_tooltip(const RunRecord& r) {
   QString tip = qstr(store::to_string(r.status));
   if (!r.message.empty()) tip += QStringLiteral(": ") + qstr(r.message);
+  if (r.status == RecordStatus::running && r.heartbeat_at_ms != 0) {
+    tip += HistoryModel::tr(", last heartbeat %1").arg(qstr(store::format_utc(r.heartbeat_at_ms)));
+  }
   if (r.damage.empty()) return tip;
   return HistoryModel::tr("Damaged: %1. The settings named show their defaults; delete the run "
                           "or correct the value in the database.\nRecorded status: %2")
