@@ -53,21 +53,21 @@ bool CommandLine::parse(const std::vector<std::string>& argv,
     const auto colon = what.find(": ");
     if (colon != std::string::npos && what.find(" required ") != std::string::npos &&
         what.ends_with(" missing")) {
-      throw UsageError("option '" + what.substr(0, colon) + "' needs a value");
+      throw UsageError("option " + quote(what.substr(0, colon)) + " needs a value");
     }
     throw UsageError(what);
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }
   if (dashes != argv.end() && dashes + 1 != argv.end()) {
-    if (positionals == nullptr) throw UsageError("unexpected argument '" + *(dashes + 1) + "'");
+    if (positionals == nullptr) throw UsageError("unexpected argument " + quote(*(dashes + 1)));
     positionals->insert(positionals->end(), dashes + 1, argv.end());
   }
   for (const std::string& extra : app_.remaining(true)) {
     if (extra.size() > 1 && extra[0] == '-') {
-      throw UsageError("unknown option '" + extra.substr(0, extra.find('=')) + "'");
+      throw UsageError("unknown option " + quote(extra.substr(0, extra.find('='))));
     }
-    throw UsageError("unexpected argument '" + extra + "'");
+    throw UsageError("unexpected argument " + quote(extra));
   }
   return true;
 }
@@ -78,7 +78,7 @@ std::int64_t integer_option(std::string_view flag, const std::string& text, std:
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc() || ptr != end) {
-    throw UsageError("option '" + std::string(flag) + "' needs an integer, got '" + text + "'");
+    throw UsageError("option '" + std::string(flag) + "' needs an integer, got " + quote(text));
   }
   if (v < min || v > max) {
     throw UsageError("option '" + std::string(flag) + "' must be between " + std::to_string(min) +

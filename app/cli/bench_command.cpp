@@ -163,7 +163,7 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!command.parse(argv)) return kExitOk;
 
   if (suite != "cpu" && suite != "gpu") {
-    throw UsageError("unknown suite '" + suite + "' (cpu, gpu)");
+    throw UsageError("unknown suite " + quote(suite) + " (cpu, gpu)");
   }
   const bool gpu_suite = suite == "gpu";
   if (gpu_suite && (models_option->count() > 0 || precisions_option->count() > 0 ||
@@ -185,7 +185,7 @@ int run_bench(const std::vector<std::string>& argv) {
   std::vector<Policy> policies;
   for (const auto& p : split(precisions_list)) {
     const auto parsed = parse_policy(p);
-    if (!parsed) throw UsageError("unknown precision '" + p + "'");
+    if (!parsed) throw UsageError("unknown precision " + quote(p));
     policies.push_back(*parsed);
   }
   RunConfig overrides;

@@ -18,20 +18,21 @@ ImportedModel load_model_input(const std::string& argument) {
   if (std::filesystem::exists(path, ec)) {
     ImportedModel model = load_model_source(path);
     for (const std::string& warning : model.warnings) {
-      std::fprintf(stderr, "mixlab-cli: warning: %s: %s\n", argument.c_str(), warning.c_str());
+      std::fprintf(stderr, "mixlab-cli: warning: %s: %s\n", printable(argument).c_str(),
+                   printable(warning).c_str());
     }
     return model;
   }
   if (const auto json = builtin_model_json(argument)) {
     ImportedModel model;
-    model.spec = parse_model_json(*json, "built-in model '" + argument + "'");
+    model.spec = parse_model_json(*json, "built-in model " + quote(argument));
     model.format = "MixLab JSON";
     return model;
   }
   std::string names;
   for (auto name : builtin_model_names()) names += (names.empty() ? "" : ", ") + std::string(name);
-  throw SpecError("no model file '" + argument +
-                  "' and no built-in model of that name (built-in: " + names + ")");
+  throw SpecError("no model file " + quote(argument) +
+                  " and no built-in model of that name (built-in: " + names + ")");
 }
 
 ModelSpec load_model_argument(const std::string& argument) {

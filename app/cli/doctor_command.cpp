@@ -34,7 +34,7 @@ using doctor::DiagnosisInput;
 std::vector<int> parse_sweep(const std::string& text) {
   const std::string prefix = "batch=";
   if (text.rfind(prefix, 0) != 0) {
-    throw UsageError("--sweep takes batch=N,N,... (e.g. batch=32,64,128), not '" + text + "'");
+    throw UsageError("--sweep takes batch=N,N,... (e.g. batch=32,64,128), not " + quote(text));
   }
   std::vector<int> batches;
   std::stringstream in(text.substr(prefix.size()));
@@ -129,8 +129,8 @@ int run_doctor(const std::vector<std::string>& argv) {
   }
   const bool predict_only = !profile_name.empty();
   if (predict_only && measure_flag) {
-    throw UsageError("--measure runs on this machine's device; --profile '" + profile_name +
-                     "' can only be predicted");
+    throw UsageError("--measure runs on this machine's device; --profile " + quote(profile_name) +
+                     " can only be predicted");
   }
   DiagnosisInput input;
   settings.apply(input.run);

@@ -13,6 +13,7 @@
 #include "app/cli/runs_support.h"
 #include "app/store/run_store.h"
 #include "app/store/safe_file.h"
+#include "engine/core/error.h"
 #include "engine/interop/keras_model.h"
 #include "engine/interop/script_export.h"
 #include "engine/train/run_fields.h"
@@ -46,7 +47,7 @@ int run_export(const std::vector<std::string>& argv) {
 
   const bool script = to == "keras" || to == "pytorch";
   if (!script && to != "keras-json" && to != "mixlab") {
-    throw UsageError("--to must be keras-json, keras, pytorch or mixlab, got '" + to + "'");
+    throw UsageError("--to must be keras-json, keras, pytorch or mixlab, got " + quote(to));
   }
   if (models.size() > 1) throw UsageError("give one model, got " + std::to_string(models.size()));
   // Keras JSON carries a dtype policy (--precision); the other settings are a script's.

@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/cli/args.h"
@@ -57,6 +58,20 @@ constexpr const char* kHelp =
     "could not be read or written, 2 bad input (including a run id the store does not hold, or\n"
     "an output file that is a run database), 130 interrupted\n";
 
+// An error on stderr, "mixlab-cli: PREFIXmessage": each line of the message made printable
+// (engine/core/error.h) at this last step too, whatever text a message quotes.
+void print_error(const char* prefix, const char* what) {
+  std::string text;
+  for (std::string_view rest = what;;) {
+    const auto newline = rest.find('\n');
+    text += mixlab::printable(rest.substr(0, newline));
+    if (newline == std::string_view::npos) break;
+    text += '\n';
+    rest.remove_prefix(newline + 1);
+  }
+  std::fprintf(stderr, "mixlab-cli: %s%s\n", prefix, text.c_str());
+}
+
 }  // namespace
 
 namespace mixlab::cli {
@@ -76,35 +91,35 @@ int run_command(const std::string& command, const std::vector<std::string>& args
     if (command == "sweep") return run_sweep(args);
     if (command == "export") return run_export(args);
     if (command == "predict") return run_predict(args);
-    throw UsageError("unknown command '" + command +
-                     "' (train, inspect, bench, doctor, devices, runs, sweep, export, predict, "
+    throw UsageError("unknown command " + quote(command) +
+                     " (train, inspect, bench, doctor, devices, runs, sweep, export, predict, "
                      "self-test)");
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    print_error("", e.what());
     return kExitBadInput;
   } catch (const SpecError& e) {
-    std::fprintf(stderr, "mixlab-cli: invalid model: %s\n", e.what());
+    print_error("invalid model: ", e.what());
     return kExitBadInput;
   } catch (const DatasetError& e) {
-    std::fprintf(stderr, "mixlab-cli: dataset: %s\n", e.what());
+    print_error("dataset: ", e.what());
     return kExitBadInput;
   } catch (const RunNotFoundError& e) {
-    std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    print_error("run store: ", e.what());
     return kExitBadInput;
   } catch (const store::OutputTargetError& e) {
     std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
     return kExitBadInput;
   } catch (const store::StoreError& e) {
-    std::fprintf(stderr, "mixlab-cli: run store: %s\n", e.what());
+    print_error("run store: ", e.what());
     return kExitRunFailed;
   } catch (const doctor::ProfileError& e) {
-    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    print_error("", e.what());
     return kExitBadInput;
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mixlab-cli: %s\n", e.what());
+    print_error("", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mixlab-cli: error: %s\n", e.what());
+    print_error("error: ", e.what());
     return kExitRunFailed;
   }
 }

@@ -345,8 +345,8 @@ int run_runs(const std::vector<std::string>& argv) {
                        [&](const Subcommand& sub) { return name == sub.name; });
   };
   if (!argv.empty() && !argv[0].starts_with("-") && !known(argv[0])) {
-    throw UsageError("unknown runs subcommand '" + argv[0] +
-                     "' (list, show, export, compare, rename, tag, note, delete, import)");
+    throw UsageError("unknown runs subcommand " + quote(argv[0]) +
+                     " (list, show, export, compare, rename, tag, note, delete, import)");
   }
   CommandLine command("mixlab-cli runs", "The recorded runs.");
   command.app().footer(kDatabaseNote);

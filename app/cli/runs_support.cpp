@@ -29,7 +29,7 @@ std::int64_t parse_run_id(const std::string& text) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, id);
   if (ec != std::errc() || ptr != end || id <= 0) {
-    throw UsageError("a run id is a positive number, got '" + text + "'");
+    throw UsageError("a run id is a positive number, got " + quote(text));
   }
   return id;
 }

@@ -513,7 +513,7 @@ int run_sweep(const std::vector<std::string>& argv) {
     }
   }
   if (executor != "local" && executor != "slurm")
-    throw UsageError("--executor must be local or slurm, got '" + executor + "'");
+    throw UsageError("--executor must be local or slurm, got " + quote(executor));
   if (executor == "local" && (!partition.empty() || !gres.empty() || !time.empty() ||
                               !account.empty() || !sbatch_options.empty()))
     throw UsageError("--partition, --gres, --time, --account and --sbatch-option need --executor slurm");
@@ -526,7 +526,7 @@ int run_sweep(const std::vector<std::string>& argv) {
     try {
       load_model_argument(m);
     } catch (const SpecError& e) {
-      throw SpecError("sweep model '" + m + "': " + e.what());
+      throw SpecError("sweep model " + quote(m) + ": " + e.what());
     }
   }
   fs::path shared;

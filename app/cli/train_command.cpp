@@ -195,7 +195,7 @@ int run_train(const std::vector<std::string>& argv) {
   if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
   if (!run_uid.empty() &&
       (run_uid.size() != 32 || run_uid.find_first_not_of("0123456789abcdef") != std::string::npos))
-    throw UsageError("--run-uid must be 32 lower-case hex digits, got '" + run_uid + "'");
+    throw UsageError("--run-uid must be 32 lower-case hex digits, got " + quote(run_uid));
 
   // The device: a GPU asked for that cannot be used trains on the CPU, saying why.
   const BackendChoice choice = make_backend(device, config.threads, true);

@@ -79,25 +79,25 @@ void SweepSpec::check() const {
   std::int64_t members = static_cast<std::int64_t>(models.size()) * repeats;
   for (std::size_t i = 0; i < settings.size(); ++i) {
     const SweepSetting& s = settings[i];
-    if (reserved(s.flag)) throw ConfigError("'" + s.flag + "' is not a run setting of a sweep");
+    if (reserved(s.flag)) throw ConfigError(quote(s.flag) + " is not a run setting of a sweep");
     const RunField* field = field_of(s.flag);
     if (field == nullptr) {
-      throw ConfigError("'" + s.flag +
-                        "' is not a run setting (train's options: batch-size, precision, "
+      throw ConfigError(quote(s.flag) +
+                        " is not a run setting (train's options: batch-size, precision, "
                         "loss-scale, optimizer, lr, steps, epochs, seed, tf32, ...)");
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (field_of(settings[j].flag) == field)
-        throw ConfigError("the setting '" + s.flag + "' is given twice");
+        throw ConfigError("the setting " + quote(s.flag) + " is given twice");
     }
-    if (s.values.empty()) throw ConfigError("the setting '" + s.flag + "' has no value");
+    if (s.values.empty()) throw ConfigError("the setting " + quote(s.flag) + " has no value");
     for (const std::string& v : s.values) {
       try {
         RunConfig config;
         set_field(*field, config, parse_field_text(*field, normalised(*field, v)));
       } catch (const ConfigError& e) {
-        throw ConfigError("sweep setting --" + std::string(field->cli_flag) + " '" + v +
-                          "': " + e.what());
+        throw ConfigError("sweep setting --" + std::string(field->cli_flag) + " " + quote(v) +
+                          ": " + e.what());
       }
     }
     members *= static_cast<std::int64_t>(s.values.size());
@@ -265,7 +265,7 @@ SweepSpec parse_sweep_json(std::string_view text, const std::string& source) {
         for (const auto& [flag, v] : value.items()) {
           SweepSetting s;
           s.flag = flag;
-          const std::string where = "\"settings\": \"" + flag + "\"";
+          const std::string where = "\"settings\": " + quote(flag);
           if (v.is_array()) {
             for (const auto& one : v) s.values.push_back(json_value_text(one, where));
           } else {
@@ -276,8 +276,8 @@ SweepSpec parse_sweep_json(std::string_view text, const std::string& source) {
       } else if (key == "executor" || key == "slurm") {
         // Read by the CLI from the same file; not part of the grid.
       } else {
-        throw ConfigError("unknown field \"" + key +
-                          "\" (a sweep file has name, models, repeats, device, settings, "
+        throw ConfigError("unknown field " + quote(key) +
+                          " (a sweep file has name, models, repeats, device, settings, "
                           "executor and slurm)");
       }
     }

@@ -172,7 +172,7 @@ BackendChoice make_backend(std::string_view device, int threads, bool fallback) 
   }
   const int gpu = parse_gpu(device);
   if (gpu < 0) {
-    throw ConfigError("unknown device '" + std::string(device) + "' (valid: " + kDeviceNames + ")");
+    throw ConfigError("unknown device " + quote(device) + " (valid: " + kDeviceNames + ")");
   }
   try {
     choice.backend = create_cuda_backend(gpu);

@@ -5,8 +5,18 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace mixlab {
+
+// Text from a file, an option or a store row, made safe to print in a message: control
+// characters (C0, DEL, C1), Unicode's line separators and bidirectional overrides, and bytes that
+// are not UTF-8 become escapes (\x1b, \u0085, \u202e, \xff), so that no message drives the
+// terminal that prints it. Everything else, backslashes too, stays as it is: readable, and
+// escaping twice changes nothing. The one place messages escape user text.
+std::string printable(std::string_view text);
+// The same in single quotes, as a message quotes a name or a value: 'dense\x1b[2J'.
+std::string quote(std::string_view text);
 
 // Base of every error the engine throws on purpose.
 class Error : public std::runtime_error {

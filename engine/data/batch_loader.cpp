@@ -33,7 +33,7 @@ BatchLoader::BatchLoader(const Dataset& dataset, const BatchLoaderOptions& optio
     throw ConfigError("batch loader: epochs must be at least 1, found " +
                       std::to_string(options.epochs));
   }
-  const std::string name = "dataset '" + dataset.name + "'";
+  const std::string name = "dataset " + quote(dataset.name);
   sample_elements_ = dataset.sample_shape.empty() ? 0 : 1;
   for (const std::int64_t side : dataset.sample_shape) {
     if (side < 1) {

@@ -39,7 +39,7 @@ std::string_view kind_name(Kind kind) {
 }
 
 [[noreturn]] void bad_spec(std::string_view text, const std::string& what) {
-  throw ConfigError("dataset '" + std::string(text) + "': " + what);
+  throw ConfigError("dataset " + quote(text) + ": " + what);
 }
 
 // The whole of `text` as a decimal number; nullopt-like false for anything else (sign, space,
@@ -72,20 +72,20 @@ DatasetSpec parse_synthetic(std::string_view text, std::string_view rest) {
   for (const std::string_view side : sides) {
     std::int64_t value = 0;
     if (sides.size() != 3 || !parse_number(side, value) || value < 1) {
-      bad_spec(text, "bad shape '" + std::string(parts[0]) +
+      bad_spec(text, "bad shape " + quote(parts[0]) +
                          "': expected HxWxC with positive sizes, e.g. 32x32x3");
     }
     spec.shape.push_back(value);
   }
   std::int64_t classes = 0;
   if (!parse_number(parts[1], classes)) {
-    bad_spec(text, "bad number of classes '" + std::string(parts[1]) + "'");
+    bad_spec(text, "bad number of classes " + quote(parts[1]));
   }
   if (parts.size() >= 3 && !parse_number(parts[2], spec.train_size)) {
-    bad_spec(text, "bad number of samples N '" + std::string(parts[2]) + "'");
+    bad_spec(text, "bad number of samples N " + quote(parts[2]));
   }
   if (parts.size() == 4 && !parse_number(parts[3], spec.seed)) {
-    bad_spec(text, "bad seed '" + std::string(parts[3]) + "'");
+    bad_spec(text, "bad seed " + quote(parts[3]));
   }
   if (const std::string problem = check_synthetic(spec.shape, classes, spec.train_size);
       !problem.empty()) {
@@ -108,7 +108,7 @@ DatasetSpec parse_dataset_spec(std::string_view text) {
     if (entry.name == name) found = &entry;
   }
   if (found == nullptr) {
-    bad_spec(text, "unknown kind '" + std::string(name) + "'; expected " + std::string(kForms));
+    bad_spec(text, "unknown kind " + quote(name) + "; expected " + std::string(kForms));
   }
   if (found->kind == Kind::synthetic) return parse_synthetic(text, rest);
 

@@ -71,10 +71,11 @@ Dataset make_split(const std::vector<std::uint8_t>& prototypes, const Shape& sha
 std::string check_synthetic(const Shape& shape, std::int64_t classes, std::int64_t train_size) {
   constexpr std::int64_t kMaxSide = std::int64_t{1} << 16;
   const std::string shape_text = format_shape(shape);
-  if (shape.size() != 3) return "bad shape '" + shape_text + "': expected HxWxC (3 sizes)";
+  if (shape.size() != 3) return "bad shape " + quote(shape_text) + ": expected HxWxC (3 sizes)";
   for (const std::int64_t side : shape) {
     if (side < 1 || side > kMaxSide) {
-      return "bad shape '" + shape_text + "': each size must be 1.." + std::to_string(kMaxSide);
+      return "bad shape " + quote(shape_text) + ": each size must be 1.." +
+             std::to_string(kMaxSide);
     }
   }
   if (classes < 2 || classes > kMaxSyntheticClasses) {

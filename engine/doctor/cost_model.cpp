@@ -587,7 +587,7 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run
     throw ConfigError("batch size " + std::to_string(batch) + ": it must be at least 1");
   }
   if (device.bandwidth_bytes_per_s <= 0 || device.peak.float32 <= 0) {
-    throw ConfigError("device profile '" + device.name + "' has no bandwidth or float32 peak");
+    throw ConfigError("device profile " + quote(device.name) + " has no bandwidth or float32 peak");
   }
   const ShapeTable table = infer_shapes(spec, policy);
   const ExecutionPlan plan = build_plan(spec, table, policy, batch, run.optimizer,

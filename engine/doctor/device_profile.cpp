@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/error.h"
 #include "engine/core/text_file.h"
 #include "engine/doctor/figure_bounds.h"
 #include "engine/spec/model_spec.h"  // kMaxJsonDepth, kMaxModelFileBytes
@@ -38,7 +39,7 @@ class Reader {
     std::string text(origin_);
     if (!text.empty()) text += ": ";
     text += where_;
-    if (!field.empty()) text += ": field '" + std::string(field) + "'";
+    if (!field.empty()) text += ": field " + quote(field);
     text += ": " + std::string(problem);
     throw ProfileError(text);
   }
@@ -68,7 +69,12 @@ class Reader {
   std::string text(const json& object, std::string_view field) const {
     const json& v = get(object, field);
     if (!v.is_string() || v.get<std::string>().empty()) fail(field, "must be a non-empty string");
-    return v.get<std::string>();
+    return printable_text(field, v.get<std::string>());
+  }
+  // Names and ids are shown in reports and terminals: printable text only.
+  std::string printable_text(std::string_view field, const std::string& text) const {
+    if (printable(text) != text) fail(field, quote(text) + " is not printable text");
+    return text;
   }
 
  private:
@@ -152,7 +158,7 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
     if (!p.is_object()) first.fail("", "must be an object");
     DeviceProfile out;
     out.name = first.text(p, "name");
-    const Reader r(origin, "profile '" + out.name + "'");
+    const Reader r(origin, "profile " + quote(out.name));
     out.kind = "cuda";
     out.compute_capability = r.text(p, "compute_capability");
     const json& tc = r.get(p, "tensor_cores");
@@ -165,7 +171,7 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
     out.l2_bytes = static_cast<std::int64_t>(r.figure(p, "l2_bytes", kL2Bounds));
     const json& peak = r.get(p, "peak_tflops");
     if (!peak.is_object()) r.fail("peak_tflops", "must be an object");
-    const Reader rp(origin, "profile '" + out.name + "', peak_tflops");
+    const Reader rp(origin, "profile " + quote(out.name) + ", peak_tflops");
     out.peak.float32 = rp.figure(peak, "float32", kPeakRateBounds, 1e12);
     out.peak.tf32 = rp.figure(peak, "tf32", kPeakRateBounds, 1e12, true);
     out.peak.float16_acc32 = rp.figure(peak, "float16_acc32", kPeakRateBounds, 1e12);
@@ -176,16 +182,18 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
       if (!a->is_array()) r.fail("aliases", "must be an array of names");
       for (const json& alias : *a) {
         if (!alias.is_string()) r.fail("aliases", "must be an array of names");
-        out.aliases.push_back(alias.get<std::string>());
+        out.aliases.push_back(r.printable_text("aliases", alias.get<std::string>()));
       }
     }
     const json& sources = r.get(p, "sources");
     if (!sources.is_object()) r.fail("sources", "must be an object of field: document id");
     for (const char* field : kSourcedFields) {
-      const std::string id = Reader(origin, "profile '" + out.name + "', sources").text(sources, field);
+      const std::string id =
+          Reader(origin, "profile " + quote(out.name) + ", sources").text(sources, field);
       const auto title = documents.find(id);
       if (title == documents.end() || !title->is_string()) {
-        r.fail(std::string("sources.") + field, "names document '" + id + "', not in 'documents'");
+        r.fail(std::string("sources.") + field,
+               "names document " + quote(id) + ", not in 'documents'");
       }
       out.sources[field] = title->get<std::string>();
     }
@@ -196,7 +204,7 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
     char* end = nullptr;
     const double cc = std::strtod(out.compute_capability.c_str(), &end);
     if (end == nullptr || *end != '\0' || cc < 1.0) {
-      r.fail("compute_capability", "must be like \"8.6\", not '" + out.compute_capability + "'");
+      r.fail("compute_capability", "must be like \"8.6\", not " + quote(out.compute_capability));
     }
     out.host_link_bytes_per_s = typical_host_link_bytes_per_s(cc);
     out.sources["host_link"] = "the PCIe generation such GPUs are attached with, at about 80% of "
@@ -249,12 +257,12 @@ const DeviceProfile& find_profile(std::span<const DeviceProfile> profiles, std::
     return text;
   };
   if (starting.size() > 1) {
-    throw ProfileError("device profile '" + std::string(name) + "' is ambiguous: it could be " +
+    throw ProfileError("device profile " + quote(name) + " is ambiguous: it could be " +
                        list(starting, [](const DeviceProfile* p) { return p->name; }) +
                        "; name one of them");
   }
-  throw ProfileError("unknown device profile '" + std::string(name) + "'; profiles: " +
-                     list(profiles, [](const DeviceProfile& p) { return p.name; }));
+  throw ProfileError("unknown device profile " + quote(name) + "; profiles: " +
+                     list(profiles, [](const DeviceProfile& p) { return printable(p.name); }));
 }
 
 DeviceProfile gpu_profile_from_device(const DeviceInfo& gpu, int sm_count, double clock_mhz,

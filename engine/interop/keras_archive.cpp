@@ -261,7 +261,7 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
     if (info.params.empty()) continue;
     const auto at = static_cast<std::size_t>(info.index);
     const std::string& keras_name = model.keras_names.at(at);
-    const std::string what = "layer " + std::to_string(info.index) + " '" + keras_name + "'";
+    const std::string what = "layer " + std::to_string(info.index) + " " + quote(keras_name);
     std::string group;
     for (const std::string& candidate :
          {"layers/" + class_paths.at(at) + "/vars", "layers/" + keras_name + "/vars",

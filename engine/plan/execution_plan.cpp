@@ -264,7 +264,7 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
                          const OptimizerConfig& optimizer, const LoweringRules& rules) {
   if (batch < 1) throw ConfigError("batch size must be at least 1, got " + std::to_string(batch));
   if (spec.layers.size() != table.layers.size()) {
-    throw ConfigError("the shape table does not belong to model '" + spec.name + "'");
+    throw ConfigError("the shape table does not belong to model " + quote(spec.name));
   }
   ExecutionPlan plan;
   plan.policy = table.policy;
@@ -330,7 +330,7 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
 ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, Policy policy, int batch,
                          const OptimizerConfig& optimizer, const LoweringRules& rules) {
   if (table.policy != policy) {
-    throw ConfigError("the shape table of model '" + spec.name + "' was inferred under " +
+    throw ConfigError("the shape table of model " + quote(spec.name) + " was inferred under " +
                       std::string(to_string(table.policy)) + ", not " +
                       std::string(to_string(policy)));
   }

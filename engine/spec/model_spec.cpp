@@ -141,8 +141,8 @@ class ObjectReader {
   [[noreturn]] void fail(const std::string& message) const { throw SpecError(where_ + message); }
   [[noreturn]] void fail_type(std::string_view key, std::string_view expected,
                               const json& got) const {
-    fail(std::string(noun_) + " '" + std::string(key) + "' must be " + std::string(expected) +
-         ", got " + describe(got));
+    fail(std::string(noun_) + " " + quote(key) + " must be " + std::string(expected) + ", got " +
+         describe(got));
   }
 
   const json* find(std::string_view key) const {
@@ -151,8 +151,7 @@ class ObjectReader {
   }
   const json& require(std::string_view key) const {
     const json* value = find(key);
-    if (value == nullptr)
-      fail("missing required " + std::string(noun_) + " '" + std::string(key) + "'");
+    if (value == nullptr) fail("missing required " + std::string(noun_) + " " + quote(key));
     return *value;
   }
 
@@ -160,8 +159,8 @@ class ObjectReader {
   void check_keys(std::span<const std::string_view> allowed, std::string_view owner) const {
     for (const auto& [key, value] : object_.items()) {
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        fail("unknown " + std::string(noun_) + " '" + key + "' (" + std::string(owner) + " takes " +
-             join(allowed, [](std::string_view s) { return std::string(s); }) + ")");
+        fail("unknown " + std::string(noun_) + " " + quote(key) + " (" + std::string(owner) +
+             " takes " + join(allowed, [](std::string_view s) { return std::string(s); }) + ")");
       }
     }
   }
@@ -227,7 +226,7 @@ class ObjectReader {
   Enum get_enum(std::string_view key, const json& value, const std::array<Enum, N>& values) const {
     const std::string name = get_string(key, value);
     if (auto parsed = parse_enum(name, values)) return *parsed;
-    fail(std::string(key) + " '" + name + "' is not one of " +
+    fail(std::string(key) + " " + quote(name) + " is not one of " +
          join(values, [](Enum e) { return std::string(to_string(e)); }));
   }
 
@@ -248,7 +247,7 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
     const std::string type_name = untyped.get_string("type", untyped.require("type"));
     const auto type = parse_layer_type(type_name);
     if (!type) {
-      untyped.fail("unknown layer type '" + type_name + "' (known: " +
+      untyped.fail("unknown layer type " + quote(type_name) + " (known: " +
                    join(kLayerTypes, [](LayerType t) { return std::string(to_string(t)); }) + ")");
     }
     layer.type = *type;
@@ -265,8 +264,8 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
   if (const json* v = in.find("dtype")) {
     const std::string dtype = in.get_string("dtype", *v);
     if (dtype != "float32") {
-      in.fail("dtype '" + dtype +
-              "' is not supported: only \"float32\" is supported as a per-layer override");
+      in.fail("dtype " + quote(dtype) +
+              " is not supported: only \"float32\" is supported as a per-layer override");
     }
     layer.force_float32 = true;
   }
@@ -426,10 +425,10 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& origin_
   const auto where = [&stack]() -> std::string {
     // Inside a layer: [top object] [layers array] [layer object].
     if (stack.size() == 3 && stack[0].last_key == "layers" && !stack[1].is_object) {
-      return "layer " + std::to_string(stack[1].elements - 1) + ": duplicate field '";
+      return "layer " + std::to_string(stack[1].elements - 1) + ": duplicate field ";
     }
-    if (stack.size() == 2 && stack[0].last_key == "input") return "input: duplicate key '";
-    return "duplicate key '";
+    if (stack.size() == 2 && stack[0].last_key == "input") return "input: duplicate key ";
+    return "duplicate key ";
   };
   json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
@@ -449,7 +448,7 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& origin_
       case json::parse_event_t::key: {
         Frame& frame = stack.back();
         std::string key = parsed.get<std::string>();
-        if (frame.keys.contains(key)) throw SpecError(origin_prefix + where() + key + "'");
+        if (frame.keys.contains(key)) throw SpecError(origin_prefix + where() + quote(key));
         frame.last_key = key;
         frame.keys.insert(std::move(key));
         break;
@@ -542,7 +541,7 @@ std::string to_json(const ModelSpec& spec, int indent) {
     return out;
   } catch (const nlohmann::json::exception& e) {
     // dump() rejects strings that are not UTF-8 (a layer or model name built in memory).
-    throw SpecError(std::string("cannot write model '") + spec.name + "' as JSON: " + e.what());
+    throw SpecError("cannot write model " + quote(spec.name) + " as JSON: " + e.what());
   }
 }
 

@@ -116,8 +116,8 @@ std::vector<RunField> make_fields() {
            [](RunConfig& c, const FieldValue& v) {
              const auto policy = parse_policy(text_of(v));
              if (!policy) {
-               throw ConfigError("unknown precision '" + text_of(v) +
-                                 "' (float32, mixed_float16, mixed_bfloat16)");
+               throw ConfigError("unknown precision " + quote(text_of(v)) +
+                                 " (float32, mixed_float16, mixed_bfloat16)");
              }
              c.precision = *policy;
              c.loss_scale = LossScaleConfig::keras_default(*policy);
@@ -144,8 +144,8 @@ std::vector<RunField> make_fields() {
                c.loss_scale = *parsed;
              } else {
                throw ConfigError(
-                   "must be auto, none, dynamic, dynamic:INITIAL or a positive number, got '" +
-                   text_of(v) + "'");
+                   "must be auto, none, dynamic, dynamic:INITIAL or a positive number, got " +
+                   quote(text_of(v)));
              }
            }},
       member<&RunConfig::batch_size>({.name = "batch_size",
@@ -173,7 +173,8 @@ std::vector<RunField> make_fields() {
        .set =
            [](RunConfig& c, const FieldValue& v) {
              const auto kind = parse_optimizer(text_of(v));
-             if (!kind) throw ConfigError("unknown optimizer '" + text_of(v) + "' (sgd, adam)");
+             if (!kind)
+               throw ConfigError("unknown optimizer " + quote(text_of(v)) + " (sgd, adam)");
              c.optimizer = default_optimizer(*kind);
            }},
       optimizer_member<&OptimizerConfig::learning_rate>(
@@ -397,7 +398,7 @@ void check_type(const RunField& field, const FieldValue& value) {
   if (!matches) {
     const std::string text = field_value_text(value);
     throw FieldError(field, text,
-                     "needs " + std::string(type_name(field.type)) + ", got '" + text + "'");
+                     "needs " + std::string(type_name(field.type)) + ", got " + quote(text));
   }
 }
 
@@ -439,7 +440,7 @@ const RunField& run_field(std::string_view name) {
   for (const RunField& field : run_fields()) {
     if (field.name == name) return field;
   }
-  throw ConfigError("no run setting named '" + std::string(name) + "'");
+  throw ConfigError("no run setting named " + quote(name));
 }
 
 void restore_field(const RunField& field, RunConfig& config, const FieldValue& value) {
@@ -475,9 +476,8 @@ std::string field_text(const RunField& field, const RunConfig& config) {
 
 FieldValue parse_field_text(const RunField& field, std::string_view text) {
   const auto bad = [&] {
-    return FieldError(
-        field, std::string(text),
-        "needs " + std::string(type_name(field.type)) + ", got '" + std::string(text) + "'");
+    return FieldError(field, std::string(text),
+                      "needs " + std::string(type_name(field.type)) + ", got " + quote(text));
   };
   const char* end = text.data() + text.size();
   switch (field.type) {

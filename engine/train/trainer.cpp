@@ -100,24 +100,25 @@ ShapeTable validate_run(const ModelSpec& spec, const RunConfig& config, const Da
               "the loss scale must be a positive number");
 
   const Dataset& train = data.train;
-  check_range(train.size() > 0, "dataset '" + train.name + "' has no samples");
+  check_range(train.size() > 0, "dataset " + quote(train.name) + " has no samples");
   if (table.input_shape != train.sample_shape) {
-    throw ConfigError("model '" + spec.name + "' takes input " + format_shape(table.input_shape) +
-                      " but dataset '" + train.name + "' has samples of " +
-                      format_shape(train.sample_shape));
+    throw ConfigError("model " + quote(spec.name) + " takes input " +
+                      format_shape(table.input_shape) + " but dataset " + quote(train.name) +
+                      " has samples of " + format_shape(train.sample_shape));
   }
   const std::int64_t outputs = num_elements(table.output_shape);
   const std::int64_t classes = train.num_classes;
   if (spec.loss == LossKind::binary_crossentropy) {
     if (!(outputs == classes || (outputs == 1 && classes == 2))) {
       throw ConfigError("binary_crossentropy: the model has " + std::to_string(outputs) +
-                        " outputs but dataset '" + train.name + "' has " + std::to_string(classes) +
+                        " outputs but dataset " + quote(train.name) + " has " +
+                        std::to_string(classes) +
                         " classes (use 1 output for 2 classes, or one per class)");
     }
   } else if (outputs != classes) {
     throw ConfigError(std::string(to_string(spec.loss)) + ": the model has " +
-                      std::to_string(outputs) + " outputs but dataset '" + train.name + "' has " +
-                      std::to_string(classes) + " classes");
+                      std::to_string(outputs) + " outputs but dataset " + quote(train.name) +
+                      " has " + std::to_string(classes) + " classes");
   }
   return table;
 }

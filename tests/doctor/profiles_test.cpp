@@ -176,6 +176,22 @@ TEST(Profiles, FiguresNoDeviceHasAreRefusedByField) {
   EXPECT_FALSE(builtin_gpu_profiles().empty());
 }
 
+// A name a terminal would act on is refused in a file, and quoted escaped when asked for.
+TEST(Profiles, ControlCharactersAreRefusedOrEscaped) {
+  std::string evil = kOneProfile;
+  evil.replace(evil.find("Test GPU"), 8, "Test\\u001b[2J\\u0007GPU");
+  std::string e = error_of(evil);
+  EXPECT_NE(e.find("field 'name': 'Test\\x1b[2J\\x07GPU' is not printable text"), std::string::npos)
+      << e;
+  try {
+    find_profile(builtin_gpu_profiles(), "RTX\x1b[2J\a");
+    FAIL() << "no error";
+  } catch (const ProfileError& error) {
+    e = error.what();
+    EXPECT_NE(e.find("unknown device profile 'RTX\\x1b[2J\\x07'"), std::string::npos) << e;
+  }
+}
+
 TEST(Profiles, AMissingFileIsNamed) {
   try {
     load_gpu_profiles("/nonexistent/profiles.json");

@@ -358,11 +358,6 @@ case_fifo_model() {
 
 # --- 11: terminal escapes ---------------------------------------------------------------------------
 
-# raw_controls FILE: succeeds when FILE holds ESC, BEL or another C0 control besides \n and \t.
-raw_controls() {
-  LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$1"
-}
-
 case_escapes() {
   local outcome db=$WORK/d11/runs.sqlite
   mkdir -p "$WORK/d11"

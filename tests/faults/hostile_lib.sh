@@ -142,6 +142,11 @@ record() {
   ROWS+=("$defect$sep$input$sep$expected$sep$outcome$sep$detail")
 }
 
+# raw_controls FILE: succeeds when FILE holds ESC, BEL or another C0 control besides \n and \t.
+raw_controls() {
+  LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$1"
+}
+
 sum_of() { sha256sum "$1" 2>/dev/null | cut -d ' ' -f 1; }
 
 # A store with two short runs: ids 1 and 2.

@@ -388,6 +388,28 @@ TEST_F(ModelFile, ControlCharactersInNamesAreRefused) {
   EXPECT_THROW(parse_model_json(layer), SpecError);
 }
 
+// Text from the file that a message quotes (a type, a field, an activation, a padding, a dtype,
+// a loss, a duplicate key) is quoted escaped: no raw ESC or BEL reaches a terminal.
+TEST_F(ModelFile, QuotedTextIsEscaped) {
+  const std::string esc = "\\u001b[2J\\u0007";
+  for (const std::string& model : {
+           with_layers(R"({"type": "Den)" + esc + R"(se"})"),
+           with_layers(R"({"type": "Flatten", "col)" + esc + R"(our": 1})"),
+           with_layers(R"({"type": "Activation", "activation": "re)" + esc + R"(lu"})"),
+           with_layers(R"({"type": "Conv2D", "filters": 1, "kernel_size": 1, "padding": "x)" + esc +
+                       R"("})"),
+           with_layers(R"({"type": "Flatten", "dtype": "f)" + esc + R"("})"),
+           R"({"input": {"shape": [4]}, "loss": "l)" + esc +
+               R"(", "layers": [{"type": "Flatten"}]})",
+           R"({"input": {"shape": [4]}, "k)" + esc + R"(": 1, "k)" + esc + R"(": 2})",
+       }) {
+    const std::string message = error_of(model, "m.json");
+    EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+    EXPECT_EQ(message.find('\x07'), std::string::npos) << message;
+    EXPECT_CONTAINS(message, "\\x1b[2J\\x07");
+  }
+}
+
 TEST_F(ModelFile, DirectoryIsNamed) {
   const std::string msg = load_error(dir_);
   EXPECT_EQ(msg.rfind(dir_.string() + ": cannot read model file", 0), 0u) << msg;

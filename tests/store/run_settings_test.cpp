@@ -59,6 +59,16 @@ TEST(RunStore, SettingsAreReadBackAsRecorded) {
   EXPECT_NE(damaged.damage[0].problem.find("'fp8'"), std::string::npos)
       << damaged.damage[0].problem;
   EXPECT_EQ(damaged.config.optimizer.learning_rate, -1.0);  // the rest as recorded
+  // A damaged row's text is quoted escaped: the problem drives no terminal that shows it.
+  store.connection()
+      .prepare("UPDATE runs SET precision = ? WHERE id = ?")
+      .bind(1, std::string("fp\x1b[2J\a8"))
+      .bind(2, id)
+      .run();
+  const RunRecord escaped = store.run(id);
+  ASSERT_EQ(escaped.damage.size(), 1u);
+  EXPECT_NE(escaped.damage[0].problem.find("'fp\\x1b[2J\\x078'"), std::string::npos)
+      << escaped.damage[0].problem;
 }
 
 }  // namespace

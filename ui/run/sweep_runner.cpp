@@ -194,13 +194,12 @@ const ImportedModel& SweepRunner::model(const std::string& name) const {
     model.spec = editor_model_;
     model.weights = editor_weights_;
   } else if (const auto json = builtin_model_json(name)) {
-    model.spec = parse_model_json(*json, "built-in model '" + name + "'");
+    model.spec = parse_model_json(*json, "built-in model " + quote(name));
   } else if (std::error_code ec; std::filesystem::exists(name, ec)) {
     model = load_model_source(name);  // MixLab or Keras, as mixlab-cli train reads it
   } else {
-    throw SpecError("sweep model '" + name +
-                    "': no model file and no built-in model of that "
-                    "name");
+    throw SpecError("sweep model " + quote(name) +
+                    ": no model file and no built-in model of that name");
   }
   return models_.emplace(name, std::move(model)).first->second;
 }
