@@ -3,15 +3,17 @@
 // envelope, dtype policies, functional connections, initialisers) is handled here.
 #include <algorithm>
 #include <array>
-#include <map>
+#include <optional>
 #include <set>
 #include <span>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/interop/keras_graph.h"
 #include "engine/interop/keras_model.h"
 #include "engine/spec/json_text.h"
+#include "engine/spec/shape_inference.h"
 
 namespace mixlab {
 namespace {
@@ -19,6 +21,10 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 using Keys = std::span<const std::string_view>;
+using keras_detail::functional_chain;
+using keras_detail::KerasLayer;
+using keras_detail::layer_list;
+using keras_detail::where;
 
 // Keys of a serialized object that carry no model meaning here.
 constexpr auto kEnvelopeKeys = std::to_array<std::string_view>(
@@ -39,22 +45,6 @@ bool contains(Keys keys, std::string_view key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-std::string in_quotes(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '\'';
-  out += s;
-  out += '\'';
-  return out;
-}
-
-// "'a', 'b'"
-std::string quoted_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + in_quotes(n);
-  return out;
-}
-
 // Keras's name for an unnamed layer of class `cls`: snake_case ("max_pooling2d"), then "_1",
 // "_2"... for later ones (keras.src.utils.naming: to_snake_case and uniquify).
 bool is_auto_name(std::string_view name, std::string_view cls) {
@@ -67,14 +57,6 @@ bool is_auto_name(std::string_view name, std::string_view cls) {
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
-// One Keras layer as the importer sees it.
-struct KerasLayer {
-  std::string class_name;
-  std::string name;
-  const json* config = nullptr;
-  const json* object = nullptr;  // the whole serialized layer
-};
-
 class Importer {
  public:
   Importer(std::string_view origin, ImportedModel& out)
@@ -84,11 +66,6 @@ class Importer {
   [[noreturn]] void fail_layer(int index, const KerasLayer& layer, const std::string& what) const {
     throw SpecError(prefix_ + where(index, layer) + ": " + what, index);
   }
-  static std::string where(int index, const KerasLayer& layer) {
-    std::string text = index >= 0 ? "layer " + std::to_string(index) + " " : "layer ";
-    return text + in_quotes(layer.name) + " (" + layer.class_name + ")";
-  }
-
   void import(const json& root) {
     if (!root.is_object() || !root.contains("class_name") || !root["class_name"].is_string()) {
       fail("not a Keras model: the JSON has no top-level \"class_name\"");
@@ -103,9 +80,14 @@ class Importer {
     } else if (cls == "Functional" || cls == "Model") {
       read_functional(*config);
     } else {
-      fail("a Keras " + in_quotes(cls) +
+      fail("a Keras " + quote(cls) +
            " model: MixLab imports Sequential models and functional models that are a single "
            "chain of layers");
+    }
+    if (root.contains("build_config") && root["build_config"].is_object() &&
+        root["build_config"].contains("input_shape")) {
+      model_shapes_.emplace_back("the model's build_config input_shape",
+                                 root["build_config"]["input_shape"]);
     }
     if (root.contains("compile_config")) read_compile_config(root["compile_config"]);
     finish();
@@ -119,47 +101,21 @@ class Importer {
   void check_keys(const json& object, Keys known, const std::string& what) const {
     for (const auto& [key, value] : object.items()) {
       if (!contains(known, key)) {
-        fail(what + " has the field " + in_quotes(key) +
+        fail(what + " has the field " + quote(key) +
              ", which MixLab does not know (a newer Keras?)");
       }
     }
-  }
-
-  static std::vector<KerasLayer> layer_list(const json& config, const Importer& self) {
-    if (!config.contains("layers") || !config["layers"].is_array()) {
-      self.fail("the model's config has no \"layers\" array");
-    }
-    std::vector<KerasLayer> layers;
-    for (const json& l : config["layers"]) {
-      KerasLayer layer;
-      layer.object = &l;
-      if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string()) {
-        self.fail("layer " + std::to_string(layers.size()) + " of the file has no \"class_name\"");
-      }
-      layer.class_name = l["class_name"].get<std::string>();
-      if (!l.contains("config") || !l["config"].is_object()) {
-        self.fail("layer " + in_quotes(layer.class_name) + " has no \"config\" object");
-      }
-      layer.config = &l["config"];
-      if (l.contains("name") && l["name"].is_string()) {
-        layer.name = l["name"].get<std::string>();
-      } else if (layer.config->contains("name") && (*layer.config)["name"].is_string()) {
-        layer.name = (*layer.config)["name"].get<std::string>();
-      }
-      layers.push_back(layer);
-    }
-    return layers;
   }
 
   void read_sequential(const json& config) {
     check_keys(config, {"name", "trainable", "dtype", "layers", "build_input_shape"},
                "the Sequential model's config");
     read_name(config);
-    if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model");
+    if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model", true);
     if (config.contains("build_input_shape")) {
-      read_input_shape(config["build_input_shape"], "build_input_shape");
+      model_shapes_.emplace_back("build_input_shape", config["build_input_shape"]);
     }
-    for (const KerasLayer& layer : layer_list(config, *this)) add_layer(layer);
+    for (const KerasLayer& layer : layer_list(config, prefix_)) add_layer(layer);
   }
 
   // A functional model: its layers must form one chain from its one input to its one output.
@@ -167,146 +123,123 @@ class Importer {
     check_keys(config, {"name", "trainable", "dtype", "layers", "input_layers", "output_layers"},
                "the functional model's config");
     read_name(config);
-    if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model");
-    const std::vector<KerasLayer> layers = layer_list(config, *this);
-    std::map<std::string, const KerasLayer*> by_name;
-    std::map<std::string, std::vector<std::string>> inputs, consumers;
-    for (const KerasLayer& layer : layers) {
-      by_name[layer.name] = &layer;
-      std::vector<std::string> from = inbound_layers(layer);
-      for (const std::string& source : from) consumers[source].push_back(layer.name);
-      inputs[layer.name] = std::move(from);
-    }
-    // The first connection that is not a chain, in the file's layer order.
-    for (const KerasLayer& layer : layers) {
-      const auto& from = inputs[layer.name];
-      if (from.size() > 1) {
-        fail(where(-1, layer) + " takes " + std::to_string(from.size()) + " inputs (" +
-             quoted_list(from) + "): MixLab imports only a single chain of layers");
-      }
-      for (const std::string& source : from) {
-        if (!by_name.contains(source)) {
-          fail(where(-1, layer) + " takes its input from " + in_quotes(source) +
-               ", which is not a layer of the model");
-        }
-      }
-      const auto& to = consumers[layer.name];
-      if (to.size() > 1) {
-        fail(where(-1, layer) + " feeds " + std::to_string(to.size()) + " layers (" +
-             quoted_list(to) + "): MixLab imports only a single chain of layers");
-      }
-    }
-    const std::string input = endpoint(config, "input_layers");
-    const std::string output = endpoint(config, "output_layers");
-    if (!by_name.contains(input)) fail("the model's input " + in_quotes(input) + " is not a layer");
-    std::vector<const KerasLayer*> chain;
-    std::set<std::string> seen;
-    for (std::string at = input;;) {
-      if (!seen.insert(at).second) fail("the layers " + in_quotes(at) + " closes a cycle");
-      chain.push_back(by_name.at(at));
-      if (at == output) break;
-      const auto& to = consumers[at];
-      if (to.empty())
-        fail("no path from the input " + in_quotes(input) + " to the output " + in_quotes(output) +
-             ": " + in_quotes(at) + " feeds nothing");
-      at = to.front();
-    }
-    for (const KerasLayer& layer : layers) {
-      if (!seen.contains(layer.name)) {
-        fail(where(-1, layer) + " is not on the chain from the input " + in_quotes(input) +
-             " to the output " + in_quotes(output));
-      }
-    }
-    for (const KerasLayer* layer : chain) add_layer(*layer);
-  }
-
-  // The one layer named by "input_layers" / "output_layers": [["name", 0, 0]] (or ["name", 0,
-  // 0] for a single one, as Keras 3 writes it).
-  std::string endpoint(const json& config, const char* key) const {
-    if (!config.contains(key) || !config[key].is_array() || config[key].empty()) {
-      fail("the functional model has no \"" + std::string(key) + "\"");
-    }
-    const json& list = config[key];
-    if (list[0].is_string()) return list[0].get<std::string>();
-    if (list.size() > 1) {
-      fail("the model has " + std::to_string(list.size()) + " " +
-           (std::string(key) == "input_layers" ? "inputs" : "outputs") +
-           ": MixLab imports only a single chain of layers");
-    }
-    if (!list[0].is_array() || list[0].empty() || !list[0][0].is_string()) {
-      fail("the functional model's \"" + std::string(key) + "\" is not [[name, node, tensor]]");
-    }
-    return list[0][0].get<std::string>();
-  }
-
-  // The layers a functional layer's inbound nodes read from, in order (Keras 3 "__keras_tensor__"
-  // objects with keras_history, or tf.keras 2's [name, node, tensor, kwargs] lists).
-  std::vector<std::string> inbound_layers(const KerasLayer& layer) const {
-    std::vector<std::string> from;
-    if (!layer.object->contains("inbound_nodes")) return from;
-    const json& nodes = (*layer.object)["inbound_nodes"];
-    if (!nodes.is_array()) fail(where(-1, layer) + ": \"inbound_nodes\" is not an array");
-    if (nodes.size() > 1) {
-      fail(where(-1, layer) + " is called " + std::to_string(nodes.size()) +
-           " times (a shared layer): MixLab imports only a single chain of layers");
-    }
-    const auto visit = [&](const json& value, const auto& self) -> void {
-      if (value.is_object()) {
-        if (value.value("class_name", "") == "__keras_tensor__" && value.contains("config")) {
-          const json& history = value["config"].value("keras_history", json());
-          if (history.is_array() && !history.empty() && history[0].is_string()) {
-            from.push_back(history[0].get<std::string>());
-          }
-          return;
-        }
-        for (const auto& [k, v] : value.items()) {
-          if (k != "kwargs") self(v, self);
-        }
-      } else if (value.is_array()) {
-        // tf.keras 2: ["name", node, tensor, {kwargs}]
-        if (value.size() >= 3 && value[0].is_string() && value[1].is_number()) {
-          from.push_back(value[0].get<std::string>());
-          return;
-        }
-        for (const json& v : value) self(v, self);
-      }
-    };
-    for (const json& node : nodes) {
-      if (node.is_object() && node.contains("args")) {
-        visit(node["args"], visit);
-      } else {
-        visit(node, visit);
-      }
-    }
-    return from;
+    if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model", true);
+    const std::vector<KerasLayer> layers = layer_list(config, prefix_);
+    for (const KerasLayer* layer : functional_chain(config, layers, prefix_)) add_layer(*layer);
   }
 
   void read_name(const json& config) {
-    if (config.contains("name") && config["name"].is_string()) {
-      name_ = config["name"].get<std::string>();
+    if (!config.contains("name") || config["name"].is_null()) return;
+    if (!config["name"].is_string()) {
+      fail("the model's \"name\" " + config["name"].dump() + " is not a string");
     }
+    name_ = config["name"].get<std::string>();
   }
 
-  void read_input_shape(const json& shape, const std::string& field) {
-    if (!shape.is_array() || shape.size() < 2) {
-      fail("\"" + field + "\" must be [null, dims...], got " + shape.dump());
+  // A layer's input shape with its batch ([null or a batch size, dims...]) as MixLab's dims;
+  // nullopt, with why not, when it is not one.
+  static std::optional<json> dims_of(const json& shape, std::string& why) {
+    const auto whole = [](const json& v) {
+      return v.is_number_integer() && v.get<std::int64_t>() >= 1;
+    };
+    if (!shape.is_array() || shape.size() < 2 || !(shape[0].is_null() || whole(shape[0]))) {
+      why = "is not [null, dims...]";
+      return std::nullopt;
     }
     json dims = json::array();
     for (std::size_t i = 1; i < shape.size(); ++i) {
-      if (!shape[i].is_number_integer() || shape[i].get<std::int64_t>() < 1) {
-        fail("\"" + field + "\" " + shape.dump() +
-             ": every dimension but the batch must be a positive whole number");
+      if (!whole(shape[i])) {
+        why = "has a dimension that is not a positive whole number";
+        return std::nullopt;
       }
       dims.push_back(shape[i]);
     }
-    if (input_shape_.is_null()) input_shape_ = dims;
+    return dims;
   }
 
-  // A dtype policy: "float32", or {"class_name": "DTypePolicy" | "FloatDTypePolicy" | "Policy",
-  // "config": {"name": "mixed_float16"}}. Returns the policy's name.
-  std::string read_policy(const json& value, const std::string& what) const {
+  // The input shape a layer gives (`what`: "layer 'x' (InputLayer): batch_shape"). Keras
+  // refuses one that is not a shape; the first is the model's, and a later one must agree.
+  void read_input_shape(const json& shape, const std::string& what) {
+    std::string why;
+    const std::optional<json> dims = dims_of(shape, why);
+    if (!dims) fail(what + " " + shape.dump() + " " + why);
+    if (input_shape_.is_null()) {
+      input_shape_ = *dims;
+      input_from_ = what + " " + shape.dump();
+    } else if (*dims != input_shape_) {
+      fail(what + " " + shape.dump() + " contradicts " + input_from_);
+    }
+  }
+
+  // build_input_shape and the model's build_config: the input when no layer gives one. Keras
+  // ignores them otherwise, and ignores one that is not a shape: warnings.
+  void read_model_shapes() {
+    for (const auto& [what, shape] : model_shapes_) {
+      if (shape.is_null()) continue;
+      std::string why;
+      const std::optional<json> dims = dims_of(shape, why);
+      if (!dims) {
+        out_.warnings.push_back(what + " " + shape.dump() + " is not a shape (it " + why +
+                                "): Keras ignores it, and so does MixLab");
+      } else if (input_shape_.is_null()) {
+        input_shape_ = *dims;
+        input_from_ = what + " " + shape.dump();
+      } else if (*dims != input_shape_) {
+        out_.warnings.push_back(what + " " + shape.dump() + " disagrees with " + input_from_ +
+                                ": Keras builds from the latter, and so does MixLab");
+      }
+    }
+    // Neither: Keras builds the first layer for its own build_config.
+    if (input_shape_.is_null() && !build_shapes_.empty() && !build_shapes_[0].first.is_null()) {
+      input_shape_ = build_shapes_[0].second;
+      input_from_ = "layer 0's build_config input_shape " + build_shapes_[0].first.dump();
+    }
+  }
+
+  // Each layer's build_config input_shape (what Keras built it for) against the shape it gets:
+  // Keras refuses a layer called on another shape than it was built for.
+  void check_build_shapes() const {
+    if (std::all_of(build_shapes_.begin(), build_shapes_.end(),
+                    [](const auto& built) { return built.first.is_null(); })) {
+      return;
+    }
+    ShapeTable table;
+    try {
+      table = infer_shapes(out_.spec);
+    } catch (const SpecError&) {
+      return;  // named where the shapes are used
+    }
+    for (std::size_t i = 0; i < build_shapes_.size() && i < table.layers.size(); ++i) {
+      const auto& [built, dims] = build_shapes_[i];
+      if (built.is_null() || dims == json(table.layers[i].input_shape)) continue;
+      json gets = json::array({nullptr});
+      for (const std::int64_t d : table.layers[i].input_shape) gets.push_back(d);
+      const KerasLayer layer{out_.keras_classes[i], out_.keras_names[i]};
+      fail_layer(static_cast<int>(i), layer,
+                 "build_config input_shape " + built.dump() +
+                     " is not the shape the layer gets here, " + gets.dump() +
+                     " (Keras refuses it too)");
+    }
+  }
+
+  // A dtype policy: "float32", or {"class_name": "DTypePolicy" | "FloatDTypePolicy" (Keras 3) |
+  // "Policy" (tf.keras 2), "config": {"name": "mixed_float16"}}. Returns the policy's name.
+  // Keras refuses a layer's policy of another class; it ignores a model's own "dtype", so an
+  // unknown class there is a warning and MixLab takes the layers' policies.
+  std::string read_policy(const json& value, const std::string& what, bool of_model = false) {
     std::string name;
     if (value.is_null()) return "";
+    const json cls = value.is_object() ? value.value("class_name", json()) : json();
+    if (value.is_object() &&
+        !(cls == "DTypePolicy" || cls == "FloatDTypePolicy" || cls == "Policy")) {
+      const std::string problem =
+          what + ": \"dtype\" " +
+          (cls.is_string() ? "of class " + quote(cls.get<std::string>()) : value.dump()) +
+          " is not a Keras dtype policy (DTypePolicy, FloatDTypePolicy, Policy)";
+      if (!of_model) fail(problem);
+      out_.warnings.push_back(problem + ": Keras ignores a model's own dtype, and so does MixLab");
+      return "";
+    }
     if (value.is_string()) {
       name = value.get<std::string>();
     } else if (value.is_object() && value.contains("config") && value["config"].is_object() &&
@@ -316,7 +249,7 @@ class Importer {
       fail(what + ": \"dtype\" " + value.dump() + " is not a dtype policy");
     }
     if (name == "float32" || parse_policy(name)) return name;
-    fail(what + ": dtype policy " + in_quotes(name) +
+    fail(what + ": dtype policy " + quote(name) +
          " is not one MixLab runs (float32, mixed_float16, mixed_bfloat16)");
   }
 
@@ -340,7 +273,7 @@ class Importer {
     if (!parse_activation(name)) {
       fail_layer(
           index, layer,
-          "activation " + in_quotes(name) + " is not one MixLab has (" + activation_list() + ")");
+          "activation " + quote(name) + " is not one MixLab has (" + activation_list() + ")");
     }
     return name;
   }
@@ -364,7 +297,7 @@ class Importer {
         continue;
       }
       if (key == "bias_initializer" && (cls == "Zeros" || v == "zeros")) continue;
-      const std::string shown = v.is_object() && !cls.empty() ? cls : v.dump();
+      const std::string shown = v.is_object() && !cls.empty() ? printable(cls) : v.dump();
       out_.warnings.push_back(where(index, layer) + ": " + std::string(key) + " " + shown +
                               " is not modelled (MixLab " +
                               (key == "kernel_initializer" ? "starts kernels from glorot_uniform"
@@ -379,7 +312,9 @@ class Importer {
     check_keys(*layer.object, kEnvelopeKeys, where(-1, layer));
     const int index = static_cast<int>(layers_.size());
     for (const char* key : {"batch_input_shape", "batch_shape"}) {
-      if (config.contains(key) && config[key].is_array()) read_input_shape(config[key], key);
+      if (config.contains(key) && !config[key].is_null()) {
+        read_input_shape(config[key], where(-1, layer) + ": " + key);
+      }
     }
     if (layer.class_name == "InputLayer") {
       check_keys(config,
@@ -445,7 +380,7 @@ class Importer {
                  "use Rescaling(1/255)");
     } else {
       fail_layer(index, layer,
-                 "MixLab has no " + cls +
+                 "MixLab has no " + printable(cls) +
                      " layer (it imports InputLayer, Dense, Conv2D, MaxPooling2D, "
                      "AveragePooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling)");
     }
@@ -458,7 +393,7 @@ class Importer {
       if (!known) {
         fail_layer(
             index, layer,
-            "field " + in_quotes(key) + " is not one MixLab knows for this layer (a newer Keras?)");
+            "field " + quote(key) + " is not one MixLab knows for this layer (a newer Keras?)");
       }
     }
     checked_.clear();
@@ -468,10 +403,8 @@ class Importer {
                  "data_format " + config["data_format"].dump() +
                      ": MixLab runs channels_last (NHWC) only");
     }
-    if (config.contains("trainable") && config["trainable"] == false) {
-      out_.warnings.push_back(where(index, layer) +
-                              ": trainable false is not modelled (MixLab trains every layer)");
-    }
+    read_trainable(config, index, layer);
+    read_build_config(index, layer);
     if (!layer.name.empty() && !is_auto_name(layer.name, cls)) out["name"] = layer.name;
     for (std::string_view key : fields) {
       if (!config.contains(key)) continue;
@@ -493,6 +426,45 @@ class Importer {
     layers_.push_back(std::move(out));
     out_.keras_names.push_back(layer.name);
     out_.keras_classes.push_back(layer.class_name);
+  }
+
+  // Keras 3 keeps a "trainable" of any type and tests it as Python does ("ten" trains, 0 and
+  // null freeze the layer); MixLab trains every layer: a warning unless it is true.
+  void read_trainable(const json& config, int index, const KerasLayer& layer) {
+    if (!config.contains("trainable") || config["trainable"] == true) return;
+    const json& t = config["trainable"];
+    if (t == false) {
+      out_.warnings.push_back(where(index, layer) +
+                              ": trainable false is not modelled (MixLab trains every layer)");
+      return;
+    }
+    const bool truthy = !(t.is_null() || t == 0 || (t.is_string() && t.empty()) ||
+                          ((t.is_array() || t.is_object()) && t.empty()));
+    out_.warnings.push_back(where(index, layer) + ": trainable " + t.dump() +
+                            " is not true or false (Keras takes it as " +
+                            (truthy ? "true)" : "false): MixLab trains every layer"));
+  }
+
+  // The envelope's build_config: {"input_shape": [null, dims...]}, the shape Keras built the
+  // layer for (checked against the one it gets once the model is read).
+  void read_build_config(int index, const KerasLayer& layer) {
+    std::pair<json, json> built;
+    if (layer.object->contains("build_config")) {
+      const json& config = (*layer.object)["build_config"];
+      if (!config.is_object()) {
+        fail_layer(index, layer, "build_config " + config.dump() + " is not an object");
+      }
+      if (config.contains("input_shape")) {
+        std::string why;
+        const std::optional<json> dims = dims_of(config["input_shape"], why);
+        if (!dims) {
+          fail_layer(index, layer,
+                     "build_config input_shape " + config["input_shape"].dump() + " " + why);
+        }
+        built = {config["input_shape"], *dims};
+      }
+    }
+    build_shapes_.push_back(std::move(built));
   }
 
   // A Keras field MixLab can only take at its default value.
@@ -536,6 +508,7 @@ class Importer {
   }
 
   void finish() {
+    read_model_shapes();
     if (input_shape_.is_null()) {
       fail(
           "the model has no input shape (no InputLayer, batch_input_shape or "
@@ -575,6 +548,7 @@ class Importer {
     out_.spec = parse_model_json(
         model.dump(), prefix_.empty() ? std::string_view()
                                       : std::string_view(prefix_).substr(0, prefix_.size() - 2));
+    check_build_shapes();
     out_.format = keras3_ ? "Keras 3 JSON" : "tf.keras 2 JSON";
   }
 
@@ -583,6 +557,11 @@ class Importer {
   bool keras3_ = false;
   std::string name_;
   json input_shape_;
+  std::string input_from_;  // what gave it: "layer 'input' (InputLayer): batch_shape [null,4]"
+  // build_input_shape and the model's build_config input_shape: (what, the shape as written)
+  std::vector<std::pair<std::string, json>> model_shapes_;
+  // per layer: its build_config input_shape as written and as dims (both null when none)
+  std::vector<std::pair<json, json>> build_shapes_;
   std::string model_policy_;
   std::string loss_;
   std::vector<ordered_json> layers_;

@@ -7,9 +7,15 @@
 // types MixLab has, under their Keras names and common spellings (MaxPool2D, ReLU, Softmax,
 // activations given by name or as serialized objects). The model's dtype policy sets the run's
 // precision; a layer's own "float32" under a mixed policy is kept. Fields MixLab does not model
-// (initialisers other than Keras's defaults, regularizers, constraints) become warnings; fields
-// it does not know are errors, as are other layer types and branching graphs. Every error names
-// the file, the layer and the field, and nothing is half-imported.
+// (initialisers other than Keras's defaults, regularizers, constraints) become warnings, as does
+// what Keras 3 keeps or ignores (checked against Keras 3.12): a "trainable" that is false or not
+// a boolean, a build_input_shape or model build_config that is not a shape or disagrees with the
+// input layer's, a model's own dtype policy of an unknown class. Fields it does not know are
+// errors, as are other layer types and branching graphs, and what Keras refuses: a batch_shape
+// that is not [null, dims...], two layers giving different input shapes, a layer's build_config
+// input_shape other than the shape it gets, a name that is not a string, a layer's dtype policy
+// of a class other than DTypePolicy, FloatDTypePolicy or Policy. Every error names the file, the
+// layer and the field, and nothing is half-imported.
 #pragma once
 
 #include <filesystem>

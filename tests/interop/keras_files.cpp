@@ -7,6 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "engine/core/error.h"
+#include "engine/interop/keras_model.h"
+
 namespace mixlab::test {
 
 void write_h5(const std::filesystem::path& file, const std::vector<H5Dataset>& datasets) {
@@ -89,6 +92,15 @@ std::string keras3_sequential(const std::vector<std::string>& layers, const std:
     "config": {"name": ")" +
          policy + R"("}, "registered_name": null}, "layers": [)" + list +
          R"(]}, "registered_name": null, "build_config": {"input_shape": null}})";
+}
+
+std::string keras_error_of(const std::string& text, const std::string& origin) {
+  try {
+    import_keras_json(text, origin);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace mixlab::test

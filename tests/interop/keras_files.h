@@ -40,4 +40,7 @@ std::string keras3_layer(const std::string& cls, const std::string& config_field
 std::string keras3_sequential(const std::vector<std::string>& layers,
                               const std::string& policy = "float32");
 
+// The message of the SpecError import_keras_json(text, origin) throws, or "(no error)".
+std::string keras_error_of(const std::string& text, const std::string& origin);
+
 }  // namespace mixlab::test

@@ -42,12 +42,7 @@ std::string input(const std::string& shape) {
 }
 
 std::string error_of(const std::string& text) {
-  try {
-    import_keras_json(text, "m.json");
-  } catch (const SpecError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::keras_error_of(text, "m.json");
 }
 
 TEST(KerasJson, Keras3ConvnetImportsWithItsPolicyAndFloat32Softmax) {

@@ -1,0 +1,179 @@
+#include "engine/interop/keras_graph.h"
+
+#include <map>
+#include <set>
+
+#include "engine/core/error.h"
+
+namespace mixlab::keras_detail {
+
+namespace {
+
+using json = nlohmann::json;
+
+// "'a', 'b'"
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + quote(n);
+  return out;
+}
+
+// The one layer named by "input_layers" / "output_layers": [["name", 0, 0]] (or ["name", 0,
+// 0] for a single one, as Keras 3 writes it).
+std::string endpoint(const json& config, const char* key, const std::string& prefix) {
+  if (!config.contains(key) || !config[key].is_array() || config[key].empty()) {
+    throw SpecError(prefix + "the functional model has no \"" + std::string(key) + "\"");
+  }
+  const json& list = config[key];
+  if (list[0].is_string()) return list[0].get<std::string>();
+  if (list.size() > 1) {
+    throw SpecError(prefix + "the model has " + std::to_string(list.size()) + " " +
+                    (std::string(key) == "input_layers" ? "inputs" : "outputs") +
+                    ": MixLab imports only a single chain of layers");
+  }
+  if (!list[0].is_array() || list[0].empty() || !list[0][0].is_string()) {
+    throw SpecError(prefix + "the functional model's \"" + std::string(key) +
+                    "\" is not [[name, node, tensor]]");
+  }
+  return list[0][0].get<std::string>();
+}
+
+// The layers a functional layer's inbound nodes read from, in order (Keras 3 "__keras_tensor__"
+// objects with keras_history, or tf.keras 2's [name, node, tensor, kwargs] lists).
+std::vector<std::string> inbound_layers(const KerasLayer& layer, const std::string& prefix) {
+  std::vector<std::string> from;
+  if (!layer.object->contains("inbound_nodes")) return from;
+  const json& nodes = (*layer.object)["inbound_nodes"];
+  if (!nodes.is_array()) {
+    throw SpecError(prefix + where(-1, layer) + ": \"inbound_nodes\" is not an array");
+  }
+  if (nodes.size() > 1) {
+    throw SpecError(prefix + where(-1, layer) + " is called " + std::to_string(nodes.size()) +
+                    " times (a shared layer): MixLab imports only a single chain of layers");
+  }
+  const auto visit = [&](const json& value, const auto& self) -> void {
+    if (value.is_object()) {
+      if (value.value("class_name", "") == "__keras_tensor__" && value.contains("config")) {
+        const json& history = value["config"].value("keras_history", json());
+        if (history.is_array() && !history.empty() && history[0].is_string()) {
+          from.push_back(history[0].get<std::string>());
+        }
+        return;
+      }
+      for (const auto& [k, v] : value.items()) {
+        if (k != "kwargs") self(v, self);
+      }
+    } else if (value.is_array()) {
+      // tf.keras 2: ["name", node, tensor, {kwargs}]
+      if (value.size() >= 3 && value[0].is_string() && value[1].is_number()) {
+        from.push_back(value[0].get<std::string>());
+        return;
+      }
+      for (const json& v : value) self(v, self);
+    }
+  };
+  for (const json& node : nodes) {
+    if (node.is_object() && node.contains("args")) {
+      visit(node["args"], visit);
+    } else {
+      visit(node, visit);
+    }
+  }
+  return from;
+}
+
+}  // namespace
+
+std::string where(int index, const KerasLayer& layer) {
+  std::string text = index >= 0 ? "layer " + std::to_string(index) + " " : "layer ";
+  return text + quote(layer.name) + " (" + printable(layer.class_name) + ")";
+}
+
+std::vector<KerasLayer> layer_list(const json& config, const std::string& prefix) {
+  if (!config.contains("layers") || !config["layers"].is_array()) {
+    throw SpecError(prefix + "the model's config has no \"layers\" array");
+  }
+  std::vector<KerasLayer> layers;
+  for (const json& l : config["layers"]) {
+    KerasLayer layer;
+    layer.object = &l;
+    const std::string at = "layer " + std::to_string(layers.size()) + " of the file";
+    if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string()) {
+      throw SpecError(prefix + at + " has no \"class_name\"");
+    }
+    layer.class_name = l["class_name"].get<std::string>();
+    if (!l.contains("config") || !l["config"].is_object()) {
+      throw SpecError(prefix + "layer " + quote(layer.class_name) + " has no \"config\" object");
+    }
+    layer.config = &l["config"];
+    for (const json* holder : {&l, layer.config}) {
+      const auto name = holder->find("name");
+      if (name == holder->end() || name->is_null()) continue;
+      if (!name->is_string()) {
+        throw SpecError(prefix + at + " (" + printable(layer.class_name) + "): \"name\" " +
+                        name->dump() + " is not a string");
+      }
+      if (layer.name.empty()) layer.name = name->get<std::string>();
+    }
+    layers.push_back(layer);
+  }
+  return layers;
+}
+
+std::vector<const KerasLayer*> functional_chain(const json& config,
+                                                const std::vector<KerasLayer>& layers,
+                                                const std::string& prefix) {
+  const auto fail = [&](const std::string& what) { throw SpecError(prefix + what); };
+  std::map<std::string, const KerasLayer*> by_name;
+  std::map<std::string, std::vector<std::string>> inputs, consumers;
+  for (const KerasLayer& layer : layers) {
+    by_name[layer.name] = &layer;
+    std::vector<std::string> from = inbound_layers(layer, prefix);
+    for (const std::string& source : from) consumers[source].push_back(layer.name);
+    inputs[layer.name] = std::move(from);
+  }
+  // The first connection that is not a chain, in the file's layer order.
+  for (const KerasLayer& layer : layers) {
+    const auto& from = inputs[layer.name];
+    if (from.size() > 1) {
+      fail(where(-1, layer) + " takes " + std::to_string(from.size()) + " inputs (" +
+           quoted_list(from) + "): MixLab imports only a single chain of layers");
+    }
+    for (const std::string& source : from) {
+      if (!by_name.contains(source)) {
+        fail(where(-1, layer) + " takes its input from " + quote(source) +
+             ", which is not a layer of the model");
+      }
+    }
+    const auto& to = consumers[layer.name];
+    if (to.size() > 1) {
+      fail(where(-1, layer) + " feeds " + std::to_string(to.size()) + " layers (" +
+           quoted_list(to) + "): MixLab imports only a single chain of layers");
+    }
+  }
+  const std::string input = endpoint(config, "input_layers", prefix);
+  const std::string output = endpoint(config, "output_layers", prefix);
+  if (!by_name.contains(input)) fail("the model's input " + quote(input) + " is not a layer");
+  std::vector<const KerasLayer*> chain;
+  std::set<std::string> seen;
+  for (std::string at = input;;) {
+    if (!seen.insert(at).second) fail("the layers " + quote(at) + " closes a cycle");
+    chain.push_back(by_name.at(at));
+    if (at == output) break;
+    const auto& to = consumers[at];
+    if (to.empty()) {
+      fail("no path from the input " + quote(input) + " to the output " + quote(output) + ": " +
+           quote(at) + " feeds nothing");
+    }
+    at = to.front();
+  }
+  for (const KerasLayer& layer : layers) {
+    if (!seen.contains(layer.name)) {
+      fail(where(-1, layer) + " is not on the chain from the input " + quote(input) +
+           " to the output " + quote(output));
+    }
+  }
+  return chain;
+}
+
+}  // namespace mixlab::keras_detail
