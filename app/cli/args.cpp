@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/store/safe_file.h"
+#include "engine/backend/backend.h"
 
 namespace mixlab::cli {
 
@@ -16,17 +17,29 @@ CommandLine::CommandLine(const std::string& name, const std::string& description
   app_.get_formatter()->column_width(32);
 }
 
+namespace {
+
+// CLI11 reports a failing check as "--name: <what it returns>".
+CLI::Validator non_empty(std::string what) {
+  return CLI::Validator(
+      [what](const std::string& text) { return text.empty() ? "an empty " + what : std::string(); },
+      "", "non-empty");
+}
+
+}  // namespace
+
 CLI::Option* CommandLine::add_option(CLI::App& to, const std::string& name, std::string& value,
                                      const std::string& help) {
-  return to.add_option(name, value, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  return to.add_option(name, value, help)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(non_empty("value"));
 }
 
 CLI::Option* CommandLine::add_path_option(CLI::App& to, const std::string& name,
                                           std::string& value, const std::string& help) {
-  return add_option(to, name, value, help)
-      ->check(CLI::Validator(
-          [](const std::string& text) { return text.empty() ? std::string("an empty path") : ""; },
-          "", "non-empty"))
+  return to.add_option(name, value, help)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(non_empty("path"))
       ->type_name("PATH");
 }
 
@@ -35,6 +48,12 @@ CLI::Option* CommandLine::add_database_option(CLI::App& to, std::string& value,
   return add_path_option(to, "--db", value, help)->each([](const std::string& path) {
     store::protect_database(path);
   });
+}
+
+CLI::Option* CommandLine::add_list_option(CLI::App& to, const std::string& name,
+                                          std::vector<std::string>& values,
+                                          const std::string& help) {
+  return to.add_option(name, values, help)->check(non_empty("value"));
 }
 
 bool CommandLine::parse(const std::vector<std::string>& argv,
@@ -85,6 +104,24 @@ std::int64_t integer_option(std::string_view flag, const std::string& text, std:
                      " and " + std::to_string(max) + ", got " + text);
   }
   return v;
+}
+
+void check_device_option(std::string_view flag, const std::string& device) {
+  try {
+    check_device_name(device);
+  } catch (const ConfigError& e) {
+    throw UsageError("option '" + std::string(flag) + "': " + e.what());
+  }
+}
+
+void check_field_option(std::string_view flag, std::string_view field_name,
+                        const std::string& text) {
+  RunConfig scratch;
+  try {
+    set_field_text(run_field(field_name), scratch, text);
+  } catch (const FieldError& e) {
+    throw UsageError("option '" + std::string(flag) + "': " + e.problem());
+  }
 }
 
 RunFieldOptions::RunFieldOptions(CommandLine& command) {

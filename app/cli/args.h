@@ -1,8 +1,8 @@
 // mixlab-cli's command lines, parsed by CLI11 (Debian libcli11-dev). Each command describes its
 // options on a CommandLine and parses; the run settings' options (train, bench, inspect) come
 // from the run-settings table (engine/train/run_fields.h). Unknown options, missing values,
-// stray arguments and bad values are UsageErrors that name the option (exit code 2); --help
-// prints the command's help.
+// empty values, stray arguments and bad values are UsageErrors that name the option (exit code
+// 2), raised before the command does any work; --help prints the command's help.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -31,15 +31,19 @@ class CommandLine {
   CommandLine& operator=(const CommandLine&) = delete;
 
   CLI::App& app() { return app_; }
-  // Options that take a value keep the last one given, as flags may be repeated.
+  // Options that take a value keep the last one given, as flags may be repeated. An empty value
+  // is a usage error naming the option (never "not given", "the default").
   CLI::Option* add_option(CLI::App& to, const std::string& name, std::string& value,
                           const std::string& help);
-  // A path option: an empty value is a usage error naming the option (never "the default").
+  // A path option: the same, "an empty path".
   CLI::Option* add_path_option(CLI::App& to, const std::string& name, std::string& value,
                                const std::string& help);
   // --db PATH, the run database: a path option whose value is also protected from every output
   // of the command (store::protect_database), whether or not the command opens it.
   CLI::Option* add_database_option(CLI::App& to, std::string& value, const std::string& help);
+  // A repeatable option: every value kept, none of them empty.
+  CLI::Option* add_list_option(CLI::App& to, const std::string& name,
+                               std::vector<std::string>& values, const std::string& help);
   // Parses the words after the command's name. False when --help was asked for (the help is
   // then on stdout). Throws UsageError. Words after a "--" are arguments, never options
   // (`runs rename 3 -- -x`): they are appended to `positionals` (a command without arguments
@@ -55,6 +59,14 @@ class CommandLine {
 // An integer option's text as a number in [min, max]; UsageError naming the option otherwise.
 std::int64_t integer_option(std::string_view flag, const std::string& text, std::int64_t min,
                             std::int64_t max);
+// A device option's value checked (cpu, cuda, cuda:N, auto) without making a backend, so that a
+// typo fails before any work; UsageError naming the option otherwise.
+void check_device_option(std::string_view flag, const std::string& device);
+// A run setting's text checked as the table's field `field_name` takes it (its type and range);
+// UsageError naming `flag` otherwise. For options that pass a setting on (sweep resume
+// --threads) rather than set it here.
+void check_field_option(std::string_view flag, std::string_view field_name,
+                        const std::string& text);
 
 // The run settings of the table as options of a command, in table order: every field, or the
 // ones named. Each shows its help, and its default unless an earlier option resets it (the

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -161,9 +162,10 @@ int run_bench(const std::vector<std::string>& argv) {
       ->default_str(device_name);
   app.add_flag("--json", json, "one JSON array instead of the table");
   if (!command.parse(argv)) return kExitOk;
+  check_device_option("--device", device_name);
 
   if (suite != "cpu" && suite != "gpu") {
-    throw UsageError("unknown suite " + quote(suite) + " (cpu, gpu)");
+    throw UsageError("option '--suite': unknown suite " + quote(suite) + " (cpu, gpu)");
   }
   const bool gpu_suite = suite == "gpu";
   if (gpu_suite && (models_option->count() > 0 || precisions_option->count() > 0 ||
@@ -179,15 +181,17 @@ int run_bench(const std::vector<std::string>& argv) {
       }
       models.push_back(m);
     }
+    if (models.empty()) throw UsageError("option '--models' names no model");
   } else {
     models = default_models();
   }
   std::vector<Policy> policies;
   for (const auto& p : split(precisions_list)) {
     const auto parsed = parse_policy(p);
-    if (!parsed) throw UsageError("unknown precision " + quote(p));
+    if (!parsed) throw UsageError("option '--precisions': unknown precision " + quote(p));
     policies.push_back(*parsed);
   }
+  if (policies.empty()) throw UsageError("option '--precisions' names no precision");
   RunConfig overrides;
   settings.apply(overrides);
   const int threads = overrides.threads;
@@ -208,9 +212,13 @@ int run_bench(const std::vector<std::string>& argv) {
       for (Policy policy : policies) rows.push_back({m, policy});
     }
   }
+  // Every model is read before anything runs: a typo fails now, not after the rows before it.
+  std::map<std::string, ModelSpec> specs;
   for (BenchRow& row : rows) {
     if (batch_override) row.model.batch = *batch_override;
     row.model.optimizer = optimizer_override.value_or(row.model.optimizer);
+    if (!specs.contains(row.model.name))
+      specs.emplace(row.model.name, load_bench_model(row.model.name));
   }
 
   // auto: the GPU when the CUDA backend can train on it; a GPU asked for that cannot be used
@@ -240,7 +248,7 @@ int run_bench(const std::vector<std::string>& argv) {
   double f32_median = NAN;
   for (const BenchRow& row : rows) {
     const BenchModel& bm = row.model;
-    const ModelSpec spec = load_bench_model(bm.name);
+    const ModelSpec& spec = specs.at(bm.name);
     const ShapeTable table = infer_shapes(spec);
     const int batch = bm.batch;
     DatasetSpec ds;

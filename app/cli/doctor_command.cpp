@@ -108,6 +108,17 @@ int run_doctor(const std::vector<std::string>& argv) {
   app.add_flag("--no-store", no_store, "with --measure: keep neither the runs nor the report");
   app.add_flag("--json", json, "one JSON object instead of the report");
   if (!command.parse(argv, &models)) return kExitOk;
+  // Every option is checked before anything is measured (this device's roofs, the policies)
+  // or printed.
+  const std::vector<int> sweep_batches =
+      sweep_text.empty() ? std::vector<int>() : parse_sweep(sweep_text);
+  doctor::MeasureOptions measure_options;
+  if (!steps_text.empty()) measure_options.steps = integer_option("--steps", steps_text, 2, 100000);
+  if (!warmup_text.empty()) {
+    measure_options.warmup = static_cast<int>(integer_option("--warmup", warmup_text, 0, 100000));
+  }
+  if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
+  check_device_option("--device", device_name);
 
   std::vector<doctor::DeviceProfile> file_profiles;
   std::span<const doctor::DeviceProfile> profiles = doctor::builtin_gpu_profiles();
@@ -135,6 +146,11 @@ int run_doctor(const std::vector<std::string>& argv) {
   DiagnosisInput input;
   settings.apply(input.run);
   const RunConfig& config = input.run;
+  if (settings.given("precision") && config.precision == Policy::float32) {
+    throw UsageError(
+        "--precision names the mixed policy to set against float32: "
+        "mixed_float16 or mixed_bfloat16");
+  }
   input.spec = load_model_argument(models[0]);
 
   std::unique_ptr<Backend> backend;
@@ -179,20 +195,11 @@ int run_doctor(const std::vector<std::string>& argv) {
     backend = std::move(choice.backend);
   }
   if (settings.given("precision")) {
-    if (config.precision == Policy::float32) {
-      throw UsageError("--precision names the mixed policy to set against float32: "
-                       "mixed_float16 or mixed_bfloat16");
-    }
     input.mixed = config.precision;
   } else {
     input.mixed = comparison_mixed_policy(input.device.device_info());
   }
 
-  doctor::MeasureOptions measure_options;
-  if (!steps_text.empty()) measure_options.steps = integer_option("--steps", steps_text, 2, 100000);
-  if (!warmup_text.empty()) {
-    measure_options.warmup = static_cast<int>(integer_option("--warmup", warmup_text, 0, 100000));
-  }
   const std::atomic<bool> cancel{false};
   const auto measure = [&](const DiagnosisInput& in) {
     if (!json) std::fprintf(stderr, "mixlab-cli doctor: measuring batch %d...\n", in.run.batch_size);
@@ -202,7 +209,6 @@ int run_doctor(const std::vector<std::string>& argv) {
   // Every run measured is kept in the run store, tagged "doctor": --measure's two with its
   // report, each measured sweep point's two with a report of their own (also tagged "sweep"),
   // and a what-if's (tagged "what-if").
-  if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
   std::optional<store::DoctorKeeper> keeper;
   const std::filesystem::path db_path =
       db_option->count() > 0 ? std::filesystem::path(db) : store::default_store_path();
@@ -239,9 +245,9 @@ int run_doctor(const std::vector<std::string>& argv) {
   }
   if (!json) print_diagnosis(diagnosis);
 
-  if (!sweep_text.empty()) {
+  if (!sweep_batches.empty()) {
     std::vector<SweepRow> rows;
-    for (const int batch : parse_sweep(sweep_text)) {
+    for (const int batch : sweep_batches) {
       DiagnosisInput at = input;
       at.run.batch_size = batch;
       SweepRow row;

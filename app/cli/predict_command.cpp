@@ -19,13 +19,13 @@ int run_predict(const std::vector<std::string>& argv) {
                       "The model's outputs for the first samples of the dataset's test split.");
   CLI::App& app = command.app();
   std::vector<std::string> models;
-  std::string device = "cpu";
-  int count = 8;
+  std::string device = "cpu", count_text = "8";
   bool json = false;
   app.add_option("model", models,
                  "a model file (MixLab or Keras JSON, .keras) or a built-in model");
   const RunFieldOptions settings(command, {"precision", "dataset", "seed", "threads"});
-  app.add_option("--count", count, "how many test samples (default 8)")->type_name("N");
+  command.add_option(app, "--count", count_text, "how many test samples (default 8)")
+      ->type_name("N");
   command.add_option(app, "--device", device, "cpu, cuda, cuda:N or auto (default cpu)")
       ->type_name("DEVICE");
   app.add_flag("--json", json, "one JSON object: {\"outputs\": [[...], ...], ...}");
@@ -35,9 +35,8 @@ int run_predict(const std::vector<std::string>& argv) {
         "usage: mixlab-cli predict MODEL [--dataset D] [--count N] [--precision P] "
         "[--device D] [--json]");
   }
-  if (count < 1 || count > 65536) {
-    throw UsageError("--count must be between 1 and 65536, got " + std::to_string(count));
-  }
+  const int count = static_cast<int>(integer_option("--count", count_text, 1, 65536));
+  check_device_option("--device", device);
   const ImportedModel model = load_model_input(models.front());
   RunConfig config;
   apply_model_settings(model, config);

@@ -213,6 +213,18 @@ double poll_seconds(const Args& args) {
   return static_cast<double>(integer_option("--poll", args.poll, 1, 3600));
 }
 
+// The options a sweep passes on (to its squeue loop, to each member's train), checked before
+// anything runs, is submitted or is recorded.
+void check_options(const Args& args) {
+  poll_seconds(args);
+  if (!args.threads.empty()) check_field_option("--threads", "threads", args.threads);
+  if (!args.devices.empty()) {
+    const std::vector<std::string> devices = store::split_list(args.devices);
+    if (devices.empty()) throw UsageError("option '--devices' names no device");
+    for (const std::string& d : devices) check_device_option("--devices", d);
+  }
+}
+
 const std::string& one_id(const Args& args, const char* usage) {
   if (args.positionals.size() != 1) throw UsageError(std::string("usage: ") + usage);
   return args.positionals[0];
@@ -422,6 +434,7 @@ int run_sweep(const std::vector<std::string>& argv) {
     std::vector<std::string> rest(argv.begin() + 1, argv.end());
     app.add_option("arguments", args.positionals, "ID");
     if (!command.parse(rest, &args.positionals)) return kExitOk;
+    check_options(args);
     if (sub == "list") return list_sweeps(args);
     if (sub == "show") return show_sweep(args);
     if (sub == "resume") return resume_sweep(args);
@@ -467,7 +480,9 @@ int run_sweep(const std::vector<std::string>& argv) {
   command.add_option(app, "--gres", gres, "slurm: sbatch --gres, e.g. gpu:1");
   command.add_option(app, "--time", time, "slurm: sbatch --time, e.g. 00:30:00");
   command.add_option(app, "--account", account, "slurm: sbatch --account");
-  app.add_option("--sbatch-option", sbatch_options, "slurm: one more sbatch option (repeatable)")
+  command
+      .add_list_option(app, "--sbatch-option", sbatch_options,
+                       "slurm: one more sbatch option (repeatable)")
       ->type_name("OPTION");
   command.add_path_option(app, "--program", program,
                           "slurm: mixlab-cli as the nodes run it (default: this program)");
@@ -475,6 +490,8 @@ int run_sweep(const std::vector<std::string>& argv) {
   app.add_flag("--no-follow", args.no_follow, "slurm: submit and return");
   app.footer(kFooter);
   if (!command.parse(argv)) return kExitOk;
+  check_options(args);
+  if (!device.empty()) check_device_option("--device", device);
 
   store::SweepSpec spec;
   // The file is read once (a FIFO cannot be read twice); its grid and its executor come from

@@ -179,6 +179,7 @@ int run_train(const std::vector<std::string>& argv) {
     throw UsageError("give the model once: as MODEL or as --model, not both");
   }
   if (!models.empty()) model_argument = models.front();
+  check_device_option("--device", device);
   // From here a Ctrl+C stops the run (recorded `stopped`) rather than the process, also while
   // the backend starts and the dataset loads; the caller's handlers come back afterwards (a
   // sweep running members has its own).

@@ -178,6 +178,9 @@ struct BackendChoice {
   std::string note;    // why the CPU runs instead of the GPU asked for
 };
 BackendChoice make_backend(std::string_view device, int threads, bool fallback);
+// Throws the ConfigError make_backend() throws for a name that is no device ("cpu", "cuda",
+// "cuda:N", "auto"), without making a backend: options are checked before any work.
+void check_device_name(std::string_view device);
 // Why the CUDA backend cannot train here (empty when it can): not built, its library or the
 // CUDA libraries it needs missing (with the loader's message), no driver, no GPU.
 std::string cuda_backend_unavailable_reason();

@@ -144,6 +144,12 @@ GpuCalibration calibrate_gpu(int gpu) {
   return cuda::plugin().api->calibrate(gpu);
 }
 
+void check_device_name(std::string_view device) {
+  if (device != "cpu" && device != "auto" && parse_gpu(device) < 0) {
+    throw ConfigError("unknown device " + quote(device) + " (valid: " + kDeviceNames + ")");
+  }
+}
+
 BackendChoice make_backend(std::string_view device, int threads, bool fallback) {
   BackendChoice choice;
   if (device == "cpu") {
@@ -170,10 +176,8 @@ BackendChoice make_backend(std::string_view device, int threads, bool fallback) 
     choice.device = "cpu";
     return choice;
   }
+  check_device_name(device);
   const int gpu = parse_gpu(device);
-  if (gpu < 0) {
-    throw ConfigError("unknown device " + quote(device) + " (valid: " + kDeviceNames + ")");
-  }
   try {
     choice.backend = create_cuda_backend(gpu);
     choice.device = gpu_name(gpu);

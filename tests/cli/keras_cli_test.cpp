@@ -170,7 +170,7 @@ TEST_F(KerasCli, BadInputIsOneNamedError) {
            Case{"export fashion-mlp --to onnx",
                 "--to must be keras-json, keras, pytorch or mixlab"},
            Case{"export fashion-mlp --to mixlab --batch-size 8", "apply to --to keras"},
-           Case{"predict fashion-mlp --count 0", "--count must be between 1 and 65536"},
+           Case{"predict fashion-mlp --count 0", "--count' must be between 1 and 65536"},
        }) {
     const auto r = run_cli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;

@@ -519,8 +519,9 @@ TEST_F(TrainStore, AutoTrainsOnTheCpuQuietlyWithoutAGpuBackend) {
 TEST_F(TrainStore, UnknownDeviceExitsTwoListingTheValidOnesAndRecordsNothing) {
   const Child c = start_cli(dir_, tiny_run({"--steps", "2", "--device", "tpu"}));
   EXPECT_EQ(finish(c), 2);
-  EXPECT_EQ(testing::read_bytes(c.err),
-            "mixlab-cli: unknown device 'tpu' (valid: cpu, cuda, cuda:N, auto)\n");
+  EXPECT_EQ(
+      testing::read_bytes(c.err),
+      "mixlab-cli: option '--device': unknown device 'tpu' (valid: cpu, cuda, cuda:N, auto)\n");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "env.sqlite"));
 }
 
