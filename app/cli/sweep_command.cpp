@@ -106,8 +106,11 @@ void print_sweep(store::RunStore& store, const store::SweepRecord& s) {
   std::printf("state:    %s%s%s\n", std::string(store::to_string(s.state)).c_str(),
               s.message.empty() ? "" : " - ", s.message.c_str());
   std::printf("executor: %s", s.executor.c_str());
-  if (s.executor == "slurm")
+  if (s.executor == "slurm" && s.slurm_job_id.empty()) {
+    std::printf(" (not submitted)");
+  } else if (s.executor == "slurm") {
     std::printf(" (job %s, folder %s)", s.slurm_job_id.c_str(), s.shared_dir.c_str());
+  }
   std::printf("\nmembers:  %zu: %d done, %d failed, %d running, %d planned\n", s.members.size(),
               s.count(store::MemberState::done), s.count(store::MemberState::failed),
               s.count(store::MemberState::running), s.count(store::MemberState::planned));
@@ -269,7 +272,8 @@ int show_sweep(const Args& args) {
 
 int exit_code_of(store::SweepState state, const store::SweepRecord& s) {
   if (state == store::SweepState::stopped) return kExitStopped;
-  if (state == store::SweepState::cancelled) return kExitRunFailed;
+  if (state == store::SweepState::cancelled || state == store::SweepState::failed)
+    return kExitRunFailed;
   return s.count(store::MemberState::failed) > 0 ? kExitRunFailed : kExitOk;
 }
 
@@ -311,6 +315,26 @@ int carry_on(store::RunStore& store, std::int64_t sweep_id, const Args& args,
   return exit_code_of(state, s);
 }
 
+// A Slurm sweep whose job array was never submitted (its folder could not be made, sbatch
+// refused it or could not be run, the submitter was killed first) is submitted now with the
+// options it was given, resume's --shared-dir or $MIXLAB_SWEEP_DIR replacing its shared folder;
+// failing again, it is `failed` again, saying why (submit_slurm).
+void submit_again(store::RunStore& store, const store::SweepRecord& s, const Args& args) {
+  SlurmOptions options = parse_slurm_options(s.slurm_options);
+  if (!args.shared_dir.empty()) options.shared_dir = args.shared_dir;
+  if (options.shared_dir.empty()) options.shared_dir = shared_dir_default("");
+  if (options.shared_dir.empty()) {
+    throw UsageError("sweep " + std::to_string(s.id) +
+                     " was never submitted to Slurm and has no shared folder: give --shared-dir "
+                     "DIR (a folder every node sees)");
+  }
+  store::claim_sweep(store, s.id);  // throws while another live process runs it
+  Reporter{args.quiet}.line("sweep " + std::to_string(s.id) + ": not submitted before" +
+                            (s.message.empty() ? "" : " (" + s.message + ")") +
+                            "; submitting it now");
+  submit_slurm(store, s.id, options, Reporter{args.quiet});
+}
+
 int resume_sweep(const Args& args) {
   const std::string& id = one_id(args, "mixlab-cli sweep resume ID");
   Located at = locate(id, args.db, args.shared_dir, true);
@@ -322,6 +346,9 @@ int resume_sweep(const Args& args) {
                 static_cast<long long>(at.sweep->id));
     return kExitOk;
   }
+  if (at.sweep->executor == "slurm" && at.sweep->slurm_job_id.empty()) {
+    submit_again(*at.store, *at.sweep, args);
+  }
   std::vector<std::string> extra;
   if (!args.threads.empty()) extra = {"--threads", args.threads};
   return carry_on(*at.store, at.sweep->id, args, extra);
@@ -330,8 +357,9 @@ int resume_sweep(const Args& args) {
 int status_sweep(const Args& args) {
   const std::string& id = one_id(args, "mixlab-cli sweep status ID [--json]");
   Located at = locate(id, args.db, args.shared_dir, false);
-  if (at.sweep && at.store && at.sweep->executor == "slurm" && !at.store->connection().read_only() &&
-      at.sweep->state != store::SweepState::finished && !at.sweep->owner_is_alive()) {
+  if (at.sweep && at.store && at.sweep->executor == "slurm" && !at.sweep->slurm_job_id.empty() &&
+      !at.store->connection().read_only() && at.sweep->state != store::SweepState::finished &&
+      !at.sweep->owner_is_alive()) {
     // Nobody follows it: bring in what has ended since.
     follow_slurm(*at.store, at.sweep->id, 0, true, Reporter{true});
     at.sweep = store::find_sweep(*at.store, at.sweep->id);
@@ -370,6 +398,14 @@ int cancel_sweep(const Args& args) {
   const bool slurm = (at.sweep && at.sweep->executor == "slurm") || (!at.sweep && !at.folder.empty());
   if (slurm) {
     std::string job_id = at.sweep ? at.sweep->slurm_job_id : std::string();
+    if (job_id.empty() && at.sweep) {
+      // Never submitted: nothing runs on Slurm, the sweep is cancelled here.
+      store::set_sweep_state(*at.store, at.sweep->id, store::SweepState::cancelled,
+                             "cancelled with mixlab-cli sweep cancel (never submitted to Slurm)");
+      std::printf("cancelled sweep %lld (it had no Slurm job)\n",
+                  static_cast<long long>(at.sweep->id));
+      return kExitOk;
+    }
     if (job_id.empty()) job_id = folder_status(at.folder).value("job_id", "");
     if (job_id.empty()) throw Error("the sweep " + id + " has no Slurm job to cancel");
     cancel_slurm(at.folder, job_id);
@@ -546,31 +582,29 @@ int run_sweep(const std::vector<std::string>& argv) {
       throw SpecError("sweep model " + quote(m) + ": " + e.what());
     }
   }
-  fs::path shared;
+  store::SweepRecord record = store::planned_sweep(spec, executor);
   if (executor == "slurm") {
-    shared = shared_dir_default(args.shared_dir);
-    if (shared.empty())
+    slurm.shared_dir = shared_dir_default(args.shared_dir);
+    if (slurm.shared_dir.empty())
       throw UsageError("--executor slurm needs --shared-dir DIR (a folder every node sees) or "
                        "$MIXLAB_SWEEP_DIR");
-  }
-
-  const fs::path path = args.db.empty() ? store::default_store_path() : fs::path(args.db);
-  store::RunStore store = store::RunStore::open(path);
-  store::SweepRecord record = store::planned_sweep(spec, executor);
-  const std::int64_t sweep_id = store::insert_sweep(store, record);
-  const Reporter reporter{args.quiet};
-  reporter.line("sweep " + std::to_string(sweep_id) + ": " + record.name + ", " +
-                std::to_string(members.size()) + " runs (" + executor + ")");
-  if (executor == "slurm") {
-    slurm.shared_dir = shared;
     slurm.partition = partition;
     slurm.gres = gres;
     slurm.time = time;
     slurm.account = account;
     slurm.sbatch_options = sbatch_options;
     slurm.program = program;
-    submit_slurm(store, sweep_id, slurm, reporter);
+    // Kept from the start: a submitter killed before sbatch leaves them to sweep resume.
+    record.slurm_options = slurm_options_json(slurm);
   }
+
+  const fs::path path = args.db.empty() ? store::default_store_path() : fs::path(args.db);
+  store::RunStore store = store::RunStore::open(path);
+  const std::int64_t sweep_id = store::insert_sweep(store, record);
+  const Reporter reporter{args.quiet};
+  reporter.line("sweep " + std::to_string(sweep_id) + ": " + record.name + ", " +
+                std::to_string(members.size()) + " runs (" + executor + ")");
+  if (executor == "slurm") submit_slurm(store, sweep_id, slurm, reporter);
   return carry_on(store, sweep_id, args, {});
 }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -62,7 +63,7 @@ std::string self_program() {
   return ec ? std::string("mixlab-cli") : self.string();
 }
 
-CommandResult run_command(const std::vector<std::string>& argv) {
+CommandResult run_command(const std::vector<std::string>& argv, double timeout_s) {
   CommandResult result;
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return result;
@@ -95,8 +96,16 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   std::string* sinks[2] = {&result.out, &result.err};
   int open_fds = 2;
   char buffer[4096];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (open_fds > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(pid, SIGKILL);  // a Slurm client that hangs on an unreachable controller
+      result.timed_out = true;
+      break;
+    }
+    if (::poll(fds, 2, static_cast<int>(std::min<std::int64_t>(left.count(), 1000))) < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -189,15 +198,7 @@ store::SweepState run_local(store::RunStore& store, std::int64_t sweep_id,
   }
   const std::string tag = "sweep-" + std::to_string(sweep_id);
 
-  // Members a killed sweep left running: their run tells what became of them.
-  for (const store::SweepMemberRecord& m : sweep.members) {
-    if (m.state != MemberState::running) continue;
-    const auto run = store::find_run_by_uid(store, m.run_uid);
-    const MemberState state = run ? store::member_state(*run) : MemberState::planned;
-    store::set_member(store, sweep_id, m.member, state,
-                      run ? std::optional<std::int64_t>(run->id) : std::nullopt,
-                      state == MemberState::failed ? run->message : "");
-  }
+  store::settle_running_members(store, sweep_id);  // members a killed sweep left running
   sweep = *store::find_sweep(store, sweep_id);
   std::deque<const store::SweepMemberRecord*> queue;
   for (const store::SweepMemberRecord& m : sweep.members) {
@@ -268,50 +269,49 @@ store::SweepState run_local(store::RunStore& store, std::int64_t sweep_id,
     free_devices.push_back(child.device);
 
     const auto run = store::find_run_by_uid(store, child.uid);
-    MemberState state = run ? store::member_state(*run) : MemberState::failed;
-    std::string message;
+    store::MemberOutcome outcome = store::member_outcome(run, {});
     if (!run) {
-      message = last_line(child.err_file);
-      if (message.empty()) {
-        message = WIFSIGNALED(status)
-                      ? "the member's process was killed by signal " +
-                            std::to_string(WTERMSIG(status))
-                      : "the member's process ended with status " +
-                            std::to_string(WEXITSTATUS(status)) + " without recording a run";
+      // What the process said (its error), or how it ended.
+      outcome.message = last_line(child.err_file);
+      if (outcome.message.empty()) {
+        outcome.message =
+            WIFSIGNALED(status)
+                ? "the member's process was killed by signal " + std::to_string(WTERMSIG(status))
+                : "the member's process ended with status " + std::to_string(WEXITSTATUS(status)) +
+                      " without recording a run";
       }
       // Stopped before it recorded anything (a Ctrl+C while it started): it runs again.
       const bool interrupted =
           (WIFEXITED(status) && WEXITSTATUS(status) == kExitStopped) ||
           (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM));
-      if (interrupted) state = MemberState::planned;
-    } else if (state == MemberState::failed) {
-      message = run->message;
+      if (interrupted) outcome.state = MemberState::planned;
     }
+    const MemberState state = outcome.state;
+    const std::string& message = outcome.message;
     if (state == MemberState::planned && !g_stop.load()) {
       // A member stopped by a Ctrl+C that only it saw: the sweep stops too.
       g_stop.store(true);
     }
     std::error_code ignored;
     fs::remove(child.err_file, ignored);
-    store::set_member(store, sweep_id, child.member, state,
-                      run ? std::optional<std::int64_t>(run->id) : std::nullopt, message);
+    store::end_member(store, sweep_id, child.member, outcome);
     if (run) store.add_tags(run->id, {tag});
 
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count();
-    std::string outcome;
+    std::string said;
     if (state == MemberState::done) {
       ++ended;
       member_seconds += seconds;
       ++timed;
-      outcome = std::string(store::to_string(run->status)) + ", median " +
-                format_fixed(run->summary.median_step_ms, 3) + " ms/step (run " +
-                std::to_string(run->id) + ")";
+      said = std::string(store::to_string(run->status)) + ", median " +
+             format_fixed(run->summary.median_step_ms, 3) + " ms/step (run " +
+             std::to_string(run->id) + ")";
     } else if (state == MemberState::failed) {
       ++ended;
-      outcome = "failed: " + message;
+      said = "failed: " + message;
     } else {
-      outcome = "stopped; it runs again on resume";
+      said = "stopped; it runs again on resume";
     }
     const double each = timed > 0 ? member_seconds / timed : NAN;
     const double left = each * static_cast<double>(queue.size() + children.size()) /
@@ -319,7 +319,7 @@ store::SweepState run_local(store::RunStore& store, std::int64_t sweep_id,
     store::SweepMember member = store::parse_sweep_member(
         sweep.members[static_cast<std::size_t>(child.member)].settings_json);
     reporter.line("[" + std::to_string(ended) + "/" + std::to_string(total) + "] " +
-                  member.label(axes) + ": " + outcome +
+                  member.label(axes) + ": " + said +
                   (queue.empty() || g_stop.load() ? "" : minutes_left(left)));
   }
 

@@ -28,6 +28,8 @@ namespace {
 
 constexpr const char* kSweepFile = "sweep.json";
 constexpr const char* kCancelledMark = "cancelled";
+// The longest an sbatch may take (squeue, sacct and scontrol: run_command's minute).
+constexpr double kSbatchTimeoutS = 120.0;
 
 fs::path member_file(const fs::path& folder, int member) {
   return folder / ("member-" + std::to_string(member) + ".sqlite");
@@ -64,13 +66,19 @@ nlohmann::ordered_json read_json(const fs::path& file) {
 }
 
 // The array's tasks that Slurm still has (pending or running), by task id, with their state.
-// nullopt when squeue could not answer (try again later).
-std::optional<std::map<int, std::string>> active_tasks(const std::string& job_id) {
+// nullopt when squeue could not answer (try again later), with `why` set.
+std::optional<std::map<int, std::string>> active_tasks(const std::string& job_id,
+                                                       std::string* why = nullptr) {
   const CommandResult r = run_command({"squeue", "-h", "-r", "-j", job_id, "-o", "%K %T"});
   std::map<int, std::string> tasks;
   if (r.status != 0) {
     // A job Slurm has forgotten: nothing of it is active.
     if (r.err.find("Invalid job id") != std::string::npos) return tasks;
+    if (why != nullptr) {
+      *why = r.timed_out                       ? "it did not answer within a minute"
+             : r.status == 127 || r.status < 0 ? "it cannot be run here"
+                                               : trim(r.err.empty() ? r.out : r.err);
+    }
     return std::nullopt;
   }
   std::istringstream lines(r.out);
@@ -146,18 +154,51 @@ fs::path sweep_folder(const fs::path& shared_dir, const std::string& uid) {
   return shared_dir / ("sweep-" + uid.substr(0, 12));
 }
 
-std::string submit_slurm(store::RunStore& store, std::int64_t sweep_id,
-                         const SlurmOptions& options, const Reporter& reporter) {
-  const store::SweepRecord sweep = *store::find_sweep(store, sweep_id);
-  const store::SweepSpec spec = store::parse_sweep_json(sweep.spec_json, "sweep");
+std::string slurm_options_json(const SlurmOptions& options) {
+  nlohmann::ordered_json j;
+  std::error_code ec;  // absolute: sweep resume may run from another folder
+  j["shared_dir"] =
+      options.shared_dir.empty() ? std::string() : fs::absolute(options.shared_dir, ec).string();
+  j["partition"] = options.partition;
+  j["gres"] = options.gres;
+  j["time"] = options.time;
+  j["account"] = options.account;
+  j["sbatch_options"] = options.sbatch_options;
+  j["program"] = options.program;
+  return j.dump();
+}
+
+SlurmOptions parse_slurm_options(const std::string& json) {
+  SlurmOptions options;
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return options;
+  const auto text = [&](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  options.shared_dir = text("shared_dir");
+  options.partition = text("partition");
+  options.gres = text("gres");
+  options.time = text("time");
+  options.account = text("account");
+  options.program = text("program");
+  if (j.contains("sbatch_options") && j["sbatch_options"].is_array()) {
+    for (const auto& o : j["sbatch_options"]) {
+      if (o.is_string()) options.sbatch_options.push_back(o.get<std::string>());
+    }
+  }
+  return options;
+}
+
+namespace {
+
+// Writes the sweep's folder and runs sbatch; the job id. Throws Error saying why not.
+std::string submit_job_array(const store::SweepRecord& sweep, const SlurmOptions& options,
+                             const fs::path& folder, nlohmann::ordered_json& description) {
   std::error_code ec;
-  const fs::path shared = fs::absolute(options.shared_dir, ec);
-  const fs::path folder = sweep_folder(shared, sweep.uid);
   fs::create_directories(folder, ec);
   if (ec) throw Error("cannot make the sweep folder " + folder.string() + ": " + ec.message());
-
+  const store::SweepSpec spec = store::parse_sweep_json(sweep.spec_json, "sweep");
   const std::string program = options.program.empty() ? self_program() : options.program;
-  nlohmann::ordered_json description;
   description["uid"] = sweep.uid;
   description["name"] = sweep.name;
   description["spec"] = nlohmann::ordered_json::parse(sweep.spec_json);
@@ -170,11 +211,8 @@ std::string submit_slurm(store::RunStore& store, std::int64_t sweep_id,
   }
   description["members"] = members;
   description["device"] = spec.device;
-  const auto write_description = [&] {
-    store::write_file_atomically(folder / kSweepFile,
-                                 [&](std::ostream& out) { out << description.dump(2) << '\n'; });
-  };
-  write_description();
+  store::write_file_atomically(folder / kSweepFile,
+                               [&](std::ostream& out) { out << description.dump(2) << '\n'; });
 
   std::vector<std::string> argv = {
       "sbatch",
@@ -190,20 +228,50 @@ std::string submit_slurm(store::RunStore& store, std::int64_t sweep_id,
   for (const std::string& o : options.sbatch_options) argv.push_back(o);
   argv.push_back("--wrap=exec " + shell_quote(program) + " sweep task " +
                  shell_quote(folder.string()));
-  const CommandResult r = run_command(argv);
+  const CommandResult r = run_command(argv, kSbatchTimeoutS);
+  if (r.status == 127 || r.status == -1) {
+    throw Error("cannot run sbatch: is Slurm's client (slurm-client) installed here?");
+  }
+  if (r.timed_out) {
+    throw Error("sbatch did not answer within " + std::to_string(int(kSbatchTimeoutS)) + " s");
+  }
   if (r.status != 0) {
-    const std::string why = trim(r.err.empty() ? r.out : r.err);
-    store::set_sweep_state(store, sweep_id, store::SweepState::cancelled,
-                           "sbatch refused the job array: " + why);
-    throw Error(r.status == 127 || r.status == -1
-                    ? "cannot run sbatch: is Slurm's client (slurm-client) installed here?"
-                    : "sbatch refused the job array: " + why);
+    throw Error("sbatch refused the job array: " + trim(r.err.empty() ? r.out : r.err));
   }
   std::string job_id = trim(r.out);
   job_id = job_id.substr(0, job_id.find(';'));  // "123;cluster"
-  description["job_id"] = job_id;
-  write_description();
+  if (job_id.empty()) throw Error("sbatch printed no job id");
+  return job_id;
+}
+
+}  // namespace
+
+std::string submit_slurm(store::RunStore& store, std::int64_t sweep_id, const SlurmOptions& options,
+                         const Reporter& reporter) {
+  store::set_slurm_options(store, sweep_id, slurm_options_json(options));
+  const store::SweepRecord sweep = *store::find_sweep(store, sweep_id);
+  std::error_code ec;
+  const fs::path folder = sweep_folder(fs::absolute(options.shared_dir, ec), sweep.uid);
+  nlohmann::ordered_json description;
+  std::string job_id;
+  try {
+    job_id = submit_job_array(sweep, options, folder, description);
+  } catch (const std::exception& e) {
+    // Nothing runs: the sweep failed, saying why; sweep resume submits it again.
+    store::set_sweep_state(store, sweep_id, store::SweepState::failed,
+                           std::string("not submitted: ") + e.what());
+    throw;
+  }
   store::set_slurm_job(store, sweep_id, job_id, folder.string());
+  description["job_id"] = job_id;
+  try {
+    store::write_file_atomically(folder / kSweepFile,
+                                 [&](std::ostream& out) { out << description.dump(2) << '\n'; });
+  } catch (const std::exception& e) {
+    reporter.line(std::string("sweep ") + std::to_string(sweep_id) +
+                  ": the folder does not name the job (" + e.what() +
+                  "); sweep status from another machine cannot follow it");
+  }
   reporter.line("sweep " + std::to_string(sweep_id) + ": submitted Slurm job array " + job_id +
                 " (" + std::to_string(sweep.members.size()) + " tasks); folder " +
                 folder.string());
@@ -218,6 +286,11 @@ store::SweepState follow_slurm(store::RunStore& store, std::int64_t sweep_id, do
   int squeue_failures = 0;
   for (;;) {
     const store::SweepRecord sweep = *store::find_sweep(store, sweep_id);
+    if (sweep.slurm_job_id.empty()) {
+      // Never submitted: there is nothing to follow (sweep resume submits it).
+      throw Error("sweep " + std::to_string(sweep_id) + " has no Slurm job to follow" +
+                  (sweep.message.empty() ? "" : " (" + sweep.message + ")"));
+    }
     const fs::path folder = sweep.shared_dir;
     std::vector<std::string> axes;
     try {
@@ -226,12 +299,18 @@ store::SweepState follow_slurm(store::RunStore& store, std::int64_t sweep_id, do
     }
     const int total = static_cast<int>(sweep.members.size());
     bool pending = false;
-    const auto active = active_tasks(sweep.slurm_job_id);
-    if (!active) {
-      if (++squeue_failures >= 20)
-        throw Error("squeue has not answered for job " + sweep.slurm_job_id + " 20 times");
-    } else {
+    std::string squeue_problem;
+    const auto active = active_tasks(sweep.slurm_job_id, &squeue_problem);
+    if (active) {
       squeue_failures = 0;
+    } else if (++squeue_failures >= kSqueueTries) {
+      const std::string why = "squeue failed " + std::to_string(kSqueueTries) +
+                              " times in a row for job " + sweep.slurm_job_id + ": " +
+                              squeue_problem;
+      store::set_sweep_state(store, sweep_id, store::SweepState::stopped,
+                             "not followed: " + why + " - mixlab-cli sweep resume " +
+                                 std::to_string(sweep_id) + " follows it again");
+      throw Error(why);
     }
     const std::string cancelled = cancelled_by(folder);
     for (const store::SweepMemberRecord& m : sweep.members) {
@@ -267,25 +346,26 @@ store::SweepState follow_slurm(store::RunStore& store, std::int64_t sweep_id, do
           continue;
         }
       }
-      MemberState state = run ? store::member_state(*run) : MemberState::failed;
-      if (state == MemberState::planned) state = MemberState::failed;  // Slurm will not rerun it
-      std::string message;
+      store::MemberOutcome outcome = store::member_outcome(run, {});
+      // Slurm will not run a task again: a stopped run's member has failed too.
+      if (outcome.state == MemberState::planned) outcome.state = MemberState::failed;
+      const MemberState state = outcome.state;
       if (state == MemberState::failed) {
-        message = "Slurm task " + sweep.slurm_job_id + "_" + std::to_string(m.member) + ": " +
-                  why() + (run ? " - run: " + std::string(store::to_string(run->status)) +
+        outcome.message = "Slurm task " + sweep.slurm_job_id + "_" + std::to_string(m.member) +
+                          ": " + why() +
+                          (run ? " - run: " + std::string(store::to_string(run->status)) +
                                      (run->message.empty() ? "" : ": " + run->message)
                                : " - no run was recorded");
         if (run && run->status != store::RecordStatus::failed) {
           // The history says failed too, with Slurm's reason.
           store.connection()
               .prepare("UPDATE runs SET status = 'failed', message = ? WHERE id = ?")
-              .bind(1, message)
+              .bind(1, outcome.message)
               .bind(2, run->id)
               .run();
         }
       }
-      store::set_member(store, sweep_id, m.member, state,
-                        run ? std::optional<std::int64_t>(run->id) : std::nullopt, message);
+      store::end_member(store, sweep_id, m.member, outcome);
       if (run) store.add_tags(run->id, {"sweep-" + std::to_string(sweep_id)});
       const store::SweepRecord now = *store::find_sweep(store, sweep_id);
       const int ended = now.count(MemberState::done) + now.count(MemberState::failed);
@@ -296,7 +376,7 @@ store::SweepState follow_slurm(store::RunStore& store, std::int64_t sweep_id, do
                          ? std::string(store::to_string(run->status)) + ", median " +
                                format_fixed(run->summary.median_step_ms, 3) + " ms/step (run " +
                                std::to_string(run->id) + ")"
-                         : "failed: " + message));
+                         : "failed: " + outcome.message));
     }
     if (!pending) {
       const store::SweepState state =
@@ -311,8 +391,9 @@ store::SweepState follow_slurm(store::RunStore& store, std::int64_t sweep_id, do
                                  std::to_string(sweep_id) + " follows them again");
       return store::SweepState::stopped;
     }
-    // Sleep in small steps so that Ctrl+C is prompt.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(poll_s);
+    // Sleep in small steps so that Ctrl+C is prompt; squeue failing is tried again sooner.
+    const double wait_s = active ? poll_s : std::min(poll_s, 5.0);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
     while (!g_stop.load() && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -47,9 +47,12 @@ std::string self_program();
 // A command's exit status and output.
 struct CommandResult {
   int status = -1;  // exit status; -1: could not run it, 128+N: killed by signal N
+  bool timed_out = false;  // killed at its time limit
   std::string out, err;
 };
-CommandResult run_command(const std::vector<std::string>& argv);
+// Runs `argv` (stdin /dev/null), killing it after `timeout_s`: a Slurm client command never
+// holds a sweep up for longer.
+CommandResult run_command(const std::vector<std::string>& argv, double timeout_s = 60.0);
 
 // --- local ---
 struct LocalOptions {
@@ -70,17 +73,26 @@ struct SlurmOptions {
   std::string program;                      // mixlab-cli on the nodes; default self_program()
   double poll_s = 5.0;
 };
+// What a sweep is submitted with, as its row keeps it (SweepRecord::slurm_options) to submit it
+// again; poll_s is not kept (sweep resume --poll). Text that is not such JSON reads as defaults.
+std::string slurm_options_json(const SlurmOptions& options);
+SlurmOptions parse_slurm_options(const std::string& json);
 // The sweep's folder in the shared folder: DIR/sweep-<first 12 hex digits of its uid>.
 fs::path sweep_folder(const fs::path& shared_dir, const std::string& uid);
 // Writes the sweep's folder (sweep.json: members and their train options) and submits one job
-// array; records the job id in the store and the folder. Returns the job id.
+// array; records the options, then the job id and the folder, in the store. Returns the job id.
+// A sweep that could not be submitted (its folder cannot be made or written, no sbatch, sbatch
+// refuses it) is recorded `failed` with the reason, which the Error thrown says too.
 std::string submit_slurm(store::RunStore& store, std::int64_t sweep_id, const SlurmOptions& options,
                          const Reporter& reporter);
 // Follows the job array until every member has ended (or g_stop, or after one pass when
 // `once`): imports each finished task's file, records failed, cancelled or timed-out tasks as
-// failed with Slurm's reason. Returns the sweep's state.
+// failed with Slurm's reason. Returns the sweep's state. When squeue has not answered
+// kSqueueTries times in a row (each call limited to a minute, retried every min(poll_s, 5) s)
+// the sweep is left `stopped`, saying so, and an Error names squeue's complaint.
 store::SweepState follow_slurm(store::RunStore& store, std::int64_t sweep_id, double poll_s,
                                bool once, const Reporter& reporter);
+inline constexpr int kSqueueTries = 10;
 // `mixlab-cli sweep task FOLDER`: runs the member of $SLURM_ARRAY_TASK_ID (or `member`).
 int run_task(const fs::path& folder, std::optional<int> member);
 // scancel the sweep's job and leave a `cancelled` mark in its folder.

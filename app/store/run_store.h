@@ -21,7 +21,7 @@ namespace mixlab::store {
 
 // The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
 // a file as a MixLab run database (PRAGMA application_id, "MXLB").
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
 
 // A doctor's report as kept (mixlab-cli doctor --measure): the diagnosis's JSON

@@ -219,8 +219,57 @@ constexpr std::string_view kVersion6 = R"sql(
 ALTER TABLE runs ADD COLUMN heartbeat_at_ms INTEGER;
 )sql";
 
+// Version 7: a sweep whose Slurm job array was never submitted (its folder could not be made,
+// sbatch refused it) is 'failed', with the reason; a Slurm sweep keeps the options it was
+// submitted with (slurm_options, JSON), so that `sweep resume` submits it again. SQLite cannot
+// change a CHECK: sweeps is made anew, its members kept aside meanwhile (dropping sweeps would
+// delete them through their foreign key).
+constexpr std::string_view kVersion7 = R"sql(
+CREATE TEMP TABLE sweep_members_kept AS SELECT * FROM sweep_members;
+DROP TABLE sweep_members;
+CREATE TABLE sweeps_7 (
+  id INTEGER PRIMARY KEY,
+  uid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  executor TEXT NOT NULL CHECK (executor IN ('local', 'slurm')),
+  state TEXT NOT NULL CHECK (state IN ('running', 'stopped', 'finished', 'cancelled', 'failed')),
+  spec_json TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  slurm_job_id TEXT NOT NULL DEFAULT '',
+  shared_dir TEXT NOT NULL DEFAULT '',
+  owner_host TEXT NOT NULL DEFAULT '',
+  owner_boot_id TEXT NOT NULL DEFAULT '',
+  owner_pid INTEGER NOT NULL DEFAULT 0,
+  owner_start_ticks INTEGER NOT NULL DEFAULT 0,
+  slurm_options TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO sweeps_7 (id, uid, name, created_at_ms, executor, state, spec_json, message,
+                      slurm_job_id, shared_dir, owner_host, owner_boot_id, owner_pid,
+                      owner_start_ticks)
+  SELECT id, uid, name, created_at_ms, executor, state, spec_json, message, slurm_job_id,
+         shared_dir, owner_host, owner_boot_id, owner_pid, owner_start_ticks FROM sweeps;
+DROP TABLE sweeps;
+ALTER TABLE sweeps_7 RENAME TO sweeps;
+CREATE TABLE sweep_members (
+  sweep_id INTEGER NOT NULL REFERENCES sweeps (id) ON DELETE CASCADE,
+  member INTEGER NOT NULL,
+  settings_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('planned', 'running', 'done', 'failed')),
+  run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+  run_uid TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (sweep_id, member)
+) WITHOUT ROWID;
+INSERT INTO sweep_members (sweep_id, member, settings_json, state, run_id, run_uid, message)
+  SELECT sweep_id, member, settings_json, state, run_id, run_uid, message FROM sweep_members_kept;
+DROP TABLE sweep_members_kept;
+CREATE INDEX sweep_members_by_run ON sweep_members (run_id);
+)sql";
+
 constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
-                                     {4, kVersion4}, {5, kVersion5}, {6, kVersion6}};
+                                     {4, kVersion4}, {5, kVersion5}, {6, kVersion6},
+                                     {7, kVersion7}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

@@ -8,8 +8,8 @@ namespace mixlab::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kSweepStates = {"running", "stopped", "finished",
-                                                          "cancelled"};
+constexpr std::array<std::string_view, 5> kSweepStates = {"running", "stopped", "finished",
+                                                          "cancelled", "failed"};
 constexpr std::array<std::string_view, 4> kMemberStates = {"planned", "running", "done",
                                                            "failed"};
 
@@ -23,7 +23,7 @@ Enum parse_state(const std::array<std::string_view, N>& names, const std::string
 
 constexpr std::string_view kSweepColumns =
     "id, uid, name, created_at_ms, executor, state, spec_json, message, slurm_job_id, "
-    "shared_dir, owner_host, owner_boot_id, owner_pid, owner_start_ticks";
+    "shared_dir, owner_host, owner_boot_id, owner_pid, owner_start_ticks, slurm_options";
 
 SweepRecord read_sweep(const Statement& st) {
   SweepRecord s;
@@ -42,6 +42,7 @@ SweepRecord read_sweep(const Statement& st) {
   s.owner.boot_id = st.column_text(c++);
   s.owner.pid = st.column_int(c++);
   s.owner.start_ticks = st.column_int(c++);
+  s.slurm_options = st.column_text(c++);
   return s;
 }
 
@@ -101,6 +102,29 @@ MemberState member_state(const RunRecord& run) {
   return MemberState::planned;
 }
 
+MemberOutcome member_outcome(const std::optional<RunRecord>& run, MemberOutcome without_run) {
+  if (!run) return without_run;
+  MemberOutcome outcome;
+  outcome.state = member_state(*run);
+  outcome.run_id = run->id;
+  if (outcome.state == MemberState::failed) outcome.message = run->message;
+  return outcome;
+}
+
+void end_member(RunStore& store, std::int64_t sweep_id, int member, const MemberOutcome& outcome) {
+  set_member(store, sweep_id, member, outcome.state, outcome.run_id, outcome.message);
+}
+
+void settle_running_members(RunStore& store, std::int64_t sweep_id) {
+  const std::optional<SweepRecord> sweep = find_sweep(store, sweep_id);
+  if (!sweep) require_sweep(store, sweep_id);
+  for (const SweepMemberRecord& m : sweep->members) {
+    if (m.state != MemberState::running) continue;
+    end_member(store, sweep_id, m.member,
+               member_outcome(find_run_by_uid(store, m.run_uid), {MemberState::planned, {}, ""}));
+  }
+}
+
 SweepRecord planned_sweep(const SweepSpec& spec, std::string executor) {
   SweepRecord s;
   s.name = spec.display_name();
@@ -123,8 +147,8 @@ std::int64_t insert_sweep(RunStore& store, SweepRecord s) {
   Transaction tx(db);
   Statement st = db.prepare(
       "INSERT INTO sweeps (uid, name, created_at_ms, executor, state, spec_json, message, "
-      "slurm_job_id, shared_dir, owner_host, owner_boot_id, owner_pid, owner_start_ticks) "
-      "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)");
+      "slurm_job_id, shared_dir, owner_host, owner_boot_id, owner_pid, owner_start_ticks, "
+      "slurm_options) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   int c = 1;
   st.bind(c++, s.uid);
   st.bind(c++, s.name);
@@ -138,6 +162,7 @@ std::int64_t insert_sweep(RunStore& store, SweepRecord s) {
   st.bind(c++, owner.boot_id);
   st.bind(c++, owner.pid);
   st.bind(c++, owner.start_ticks);
+  st.bind(c++, s.slurm_options);
   st.run();
   const std::int64_t id = db.last_insert_id();
   Statement member = db.prepare(
@@ -236,6 +261,12 @@ void set_slurm_job(RunStore& store, std::int64_t sweep_id, const std::string& jo
   Statement st = store.connection().prepare(
       "UPDATE sweeps SET slurm_job_id = ?, shared_dir = ? WHERE id = ?");
   st.bind(1, job_id).bind(2, shared_dir).bind(3, sweep_id).run();
+  if (store.connection().changes() == 0) require_sweep(store, sweep_id);
+}
+
+void set_slurm_options(RunStore& store, std::int64_t sweep_id, const std::string& options_json) {
+  Statement st = store.connection().prepare("UPDATE sweeps SET slurm_options = ? WHERE id = ?");
+  st.bind(1, options_json).bind(2, sweep_id).run();
   if (store.connection().changes() == 0) require_sweep(store, sweep_id);
 }
 

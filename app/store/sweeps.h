@@ -16,7 +16,8 @@
 
 namespace mixlab::store {
 
-enum class SweepState : std::uint8_t { running, stopped, finished, cancelled };
+// A sweep is `failed` when its Slurm job array was never submitted (sweep resume submits it).
+enum class SweepState : std::uint8_t { running, stopped, finished, cancelled, failed };
 enum class MemberState : std::uint8_t { planned, running, done, failed };
 std::string_view to_string(SweepState state);
 std::string_view to_string(MemberState state);
@@ -41,6 +42,7 @@ struct SweepRecord {
   std::string message;
   std::string slurm_job_id;
   std::string shared_dir;  // the sweep's own folder in the shared folder
+  std::string slurm_options;  // what it is submitted with (JSON), kept to submit it again
   Owner owner;
   std::vector<SweepMemberRecord> members;  // by member index
 
@@ -48,10 +50,31 @@ struct SweepRecord {
   bool owner_is_alive() const;  // the process running it is still there (this host)
 };
 
+// How a member's state moves, for the three executors alike (mixlab-cli's local and Slurm ones,
+// the GUI's SweepRunner):
+//   planned -> running           start_member: a try begins (its run's uid kept)
+//   running -> done | failed | planned
+//                                member_outcome: what the try's run says; planned (a stopped
+//                                run) tries again; without a run, what the executor saw
+//   running, its process gone -> settle_running_members: the same, planned without a run
 // A member's state from the run carrying it out: done for a run that ended as it should
 // (finished, or diverged: a result too), failed for one that failed or was interrupted, planned
 // (to run again) for one stopped or still running.
 MemberState member_state(const RunRecord& run);
+
+// What a member's try came to: its run's state (member_state), with the run's message when it
+// failed; `without_run` when the try recorded no run (the executor says what it saw).
+struct MemberOutcome {
+  MemberState state = MemberState::failed;
+  std::optional<std::int64_t> run_id;
+  std::string message;
+};
+MemberOutcome member_outcome(const std::optional<RunRecord>& run, MemberOutcome without_run);
+// Records it (set_member).
+void end_member(RunStore& store, std::int64_t sweep_id, int member, const MemberOutcome& outcome);
+// Members a killed process left running: their run tells what became of them; one without a
+// run is planned again.
+void settle_running_members(RunStore& store, std::int64_t sweep_id);
 
 // A new sweep's row for `spec`: its name, its grid as JSON and every member of plan_sweep(spec),
 // planned. Throws ConfigError as plan_sweep does.
@@ -73,6 +96,7 @@ void set_sweep_state(RunStore& store, std::int64_t sweep_id, SweepState state,
                      const std::string& message);
 void set_slurm_job(RunStore& store, std::int64_t sweep_id, const std::string& job_id,
                    const std::string& shared_dir);
+void set_slurm_options(RunStore& store, std::int64_t sweep_id, const std::string& options_json);
 // Makes this process the sweep's owner, state running. Throws StoreError when another
 // process that is still alive owns it.
 void claim_sweep(RunStore& store, std::int64_t sweep_id);

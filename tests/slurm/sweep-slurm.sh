@@ -7,14 +7,16 @@
 #             nothing
 #   cancel    one running task cancelled with scancel is recorded failed with Slurm's word for it;
 #             `sweep cancel` cancels the rest, from a machine without the history (the folder)
+#   unsubmitted  a sweep whose --shared-dir is a file, or whose partition sbatch refuses, is
+#             `failed` with the reason; `sweep resume --shared-dir DIR` submits it and it finishes
 #
-#   tests/slurm/sweep-slurm.sh MIXLAB_CLI [grid|resume|cancel]...
+#   tests/slurm/sweep-slurm.sh MIXLAB_CLI [grid|resume|cancel|unsubmitted]...
 set -euo pipefail
 
 CLI=$(readlink -f "$1")
 shift
 PARTS=("$@")
-[[ ${#PARTS[@]} -gt 0 ]] || PARTS=(grid resume cancel)
+[[ ${#PARTS[@]} -gt 0 ]] || PARTS=(grid resume cancel unsubmitted)
 [[ -n ${SLURM_CONF:-} ]] || { echo "sweep-slurm.sh: run me inside tests/slurm/single-node.sh run" >&2; exit 2; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mixlab-sweep-slurm.XXXXXX")
@@ -139,6 +141,44 @@ part_cancel() {
     state=$("$CLI" sweep show 1 --db "$db2" --json | json 'd["state"] + " " + str(d["members_failed"])')
     [[ $state == "cancelled 2" ]] && pass "cancel: the sweep is cancelled, both members failed" ||
         fail "cancel: the sweep is '$state'"
+}
+
+part_unsubmitted() {
+    local db=$WORK/unsubmitted.sqlite state message
+    : >"$WORK/a-file"
+    if "$CLI" sweep "${TRAIN[@]}" --steps 20 --batch-size 8,16 --executor slurm \
+        --shared-dir "$WORK/a-file" --poll 1 --db "$db" --quiet >"$WORK/unsub.out" 2>&1; then
+        fail "unsubmitted: exit 0 with a file for --shared-dir"
+    fi
+    state=$("$CLI" sweep show 1 --db "$db" --json | json 'd["state"] + " | " + d["message"]')
+    [[ $state == "failed | not submitted: cannot make the sweep folder"* ]] &&
+        pass "unsubmitted: --shared-dir FILE leaves the sweep '$state'" ||
+        fail "unsubmitted: --shared-dir FILE leaves the sweep '$state'"
+    if timeout 120 "$CLI" sweep resume 1 --shared-dir "$WORK/shared" --poll 1 --db "$db" \
+        --quiet >"$WORK/unsub2.out" 2>&1; then
+        pass "unsubmitted: sweep resume --shared-dir DIR submitted it and it ended with exit 0"
+    else
+        fail "unsubmitted: sweep resume --shared-dir DIR: exit $? ($(tail -3 "$WORK/unsub2.out"))"
+    fi
+    state=$("$CLI" sweep show 1 --db "$db" --json | json 'd["state"] + " " + str(d["members_done"])')
+    [[ $state == "finished 2" ]] && pass "unsubmitted: then finished, 2 of 2 done" ||
+        fail "unsubmitted: then '$state'"
+
+    local db2=$WORK/refused.sqlite
+    "$CLI" sweep "${TRAIN[@]}" --steps 20 --executor slurm --shared-dir "$WORK/shared" \
+        --partition nowhere --poll 1 --db "$db2" --quiet >"$WORK/refused.out" 2>&1 || true
+    message=$("$CLI" sweep show 1 --db "$db2" --json | json 'd["state"] + " | " + d["message"]')
+    [[ $message == "failed | not submitted: sbatch refused the job array: "*partition* ]] &&
+        pass "unsubmitted: a partition sbatch refuses leaves the sweep '$message'" ||
+        fail "unsubmitted: a partition sbatch refuses leaves the sweep '$message'"
+    # Resumed as it was given: refused again, at once, by name.
+    if timeout 60 "$CLI" sweep resume 1 --poll 1 --db "$db2" >"$WORK/refused2.out" 2>&1; then
+        fail "unsubmitted: resume with the refused partition exit 0"
+    elif grep -q "sbatch refused" "$WORK/refused2.out"; then
+        pass "unsubmitted: resume with the refused partition fails again, naming sbatch's reason"
+    else
+        fail "unsubmitted: resume with the refused partition: $(tail -2 "$WORK/refused2.out")"
+    fi
 }
 
 for part in "${PARTS[@]}"; do

@@ -229,6 +229,52 @@ TEST(Sweeps, ClaimRefusesALiveOwner) {
   EXPECT_NO_THROW(claim_sweep(store, id));
 }
 
+// Schema version 7 rebuilds the sweeps table (a CHECK cannot be altered) to add the `failed`
+// state and the Slurm options: a version 5 file's sweeps and members come through it whole, and
+// the members' foreign keys still hold.
+TEST(Sweeps, AVersion5FileKeepsItsSweepsAndMembers) {
+  TempDir dir;
+  const auto path = dir / "runs.sqlite";
+  {
+    Connection db(path.string(), OpenMode::read_write_create);
+    migrate(db, schema_migrations(), 5);
+    db.exec(
+        "INSERT INTO sweeps (id, uid, name, created_at_ms, executor, state, spec_json, message, "
+        "slurm_job_id, shared_dir) VALUES (7, 'abcdef0123456789abcdef0123456789', 'old', 1, "
+        "'slurm', 'stopped', '{}', 'was stopped', '41', '/shared/sweep-abcdef012345');"
+        "INSERT INTO sweep_members (sweep_id, member, settings_json, state, message) VALUES "
+        "(7, 0, '{}', 'done', ''), (7, 1, '{}', 'failed', 'CANCELLED')");
+  }
+  RunStore store = RunStore::open(path);
+  EXPECT_EQ(store.connection().query_int("PRAGMA user_version"), kSchemaVersion);
+  SweepRecord s = *find_sweep(store, 7);
+  EXPECT_EQ(s.uid, "abcdef0123456789abcdef0123456789");
+  EXPECT_EQ(s.state, SweepState::stopped);
+  EXPECT_EQ(s.message, "was stopped");
+  EXPECT_EQ(s.slurm_job_id, "41");
+  EXPECT_EQ(s.slurm_options, "");
+  ASSERT_EQ(s.members.size(), 2u);
+  EXPECT_EQ(s.members[0].state, MemberState::done);
+  EXPECT_EQ(s.members[1].message, "CANCELLED");
+
+  set_sweep_state(store, 7, SweepState::failed, "not submitted: why");
+  set_slurm_options(store, 7, R"({"partition": "gpu"})");
+  s = *find_sweep(store, 7);
+  EXPECT_EQ(s.state, SweepState::failed);
+  EXPECT_EQ(to_string(s.state), "failed");
+  EXPECT_EQ(s.slurm_options, R"({"partition": "gpu"})");
+  // The members' foreign keys: a deleted run leaves its member without it.
+  RunRecord run = sample_run();
+  const auto run_id = store.insert_run(run);
+  set_member(store, 7, 0, MemberState::done, run_id, "");
+  RunSummary finished;
+  finished.status = RunStatus::finished;
+  store.finish_run(run_id, finished, now_utc_ms());
+  store.delete_run(run_id);
+  EXPECT_FALSE(find_sweep(store, 7)->members[0].run_id);
+  EXPECT_EQ(store.connection().query_int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+}
+
 // --- results ---
 
 TEST(SweepResults, MediansSpreadAndSpeedupOverFloat32) {

@@ -72,16 +72,7 @@ bool SweepRunner::resume(std::int64_t sweep_id) {
       throw store::StoreError("a Slurm sweep resumes with mixlab-cli sweep resume");
     spec_ = store::parse_sweep_json(sweep->spec_json, "sweep " + std::to_string(sweep_id));
     store::claim_sweep(*store_, sweep_id);  // throws while another live process runs it
-    // Members a killed process left running: their run tells what became of them.
-    for (const store::SweepMemberRecord& m : sweep->members) {
-      if (m.state != store::MemberState::running) continue;
-      const auto run = store::find_run_by_uid(*store_, m.run_uid);
-      const store::MemberState state =
-          run ? store::member_state(*run) : store::MemberState::planned;
-      store::set_member(*store_, sweep_id, m.member, state,
-                        run ? std::optional<std::int64_t>(run->id) : std::nullopt,
-                        state == store::MemberState::failed ? run->message : "");
-    }
+    store::settle_running_members(*store_, sweep_id);  // members a killed process left running
     return run_from_here(sweep_id);
   } catch (const std::exception& e) {
     error_ = QString::fromUtf8(e.what());
@@ -159,19 +150,17 @@ void SweepRunner::queue_finished() {
   if (!active() || member_ < 0) return;
   const int member = std::exchange(member_, -1);
   try {
-    const auto run = store::find_run_by_uid(*store_, member_uid_);
-    const store::MemberState state = run ? store::member_state(*run) : store::MemberState::failed;
+    const store::MemberOutcome outcome =
+        store::member_outcome(store::find_run_by_uid(*store_, member_uid_),
+                              {store::MemberState::failed, {}, "the run could not be recorded"});
+    const store::MemberState state = outcome.state;
     if (state == store::MemberState::planned) stopping_ = true;  // the run was stopped
     if (state == store::MemberState::done) {
       member_seconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - member_started_).count();
       ++timed_;
     }
-    store::set_member(*store_, sweep_id_, member, state,
-                      run ? std::optional<std::int64_t>(run->id) : std::nullopt,
-                      !run                                  ? "the run could not be recorded"
-                      : state == store::MemberState::failed ? run->message
-                                                            : std::string());
+    store::end_member(*store_, sweep_id_, member, outcome);
     emit member_ended(sweep_id_);
     run_next();
   } catch (const std::exception& e) {
