@@ -15,6 +15,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_loader.h"
 #include "engine/core/error.h"
+#include "tests/test_paths.h"
 
 namespace {
 
@@ -37,8 +38,9 @@ constexpr const char* kMissingPlugin = "/nonexistent/libmixlab-cuda.so";
 class FakePlugin : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (plugin_variable() != FAKE_PLUGIN)
-      GTEST_SKIP() << "needs MIXLAB_CUDA_BACKEND=" FAKE_PLUGIN " (ctest: backend.choice.fake)";
+    if (plugin_variable() != mixlab::test::fake_plugin())
+      GTEST_SKIP() << "needs MIXLAB_CUDA_BACKEND=" << mixlab::test::fake_plugin()
+                   << " (ctest: backend.choice.fake)";
   }
 };
 
@@ -131,7 +133,7 @@ class RealPlugin : public ::testing::Test {
   void SetUp() override {
     if (!plugin_variable().empty())
       GTEST_SKIP() << "MIXLAB_CUDA_BACKEND is set: the build tree's plugin is not looked for";
-    const std::string path = std::string(MIXLAB_PLUGIN_BUILD_DIR) + "/" + cuda::kPluginFileName;
+    const std::string path = mixlab::test::built("lib/mixlab/") + cuda::kPluginFileName;
     if (!std::filesystem::exists(path))
       GTEST_SKIP() << path << " is not built (a build without the CUDA backend)";
     for (const DeviceInfo& d : available_devices()) {

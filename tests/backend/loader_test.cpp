@@ -11,12 +11,17 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_loader.h"
 #include "engine/core/error.h"
+#include "tests/test_paths.h"
 
 namespace {
 
 using namespace mixlab;
 
 // EXPECT_TRUE(contains(text, part)) without gmock, printing both on failure.
+std::string missing_dependency_plugin() {
+  return mixlab::test::built("tests/backend/libtest_missing_dependency_plugin.so");
+}
+
 ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
@@ -30,29 +35,33 @@ TEST(Loader, MissingFileIsNamed) {
 }
 
 TEST(Loader, LibraryThatIsNotAPluginIsRefused) {
-  const cuda::PluginLoad load = cuda::load_plugin_file(NOT_A_PLUGIN);
+  const cuda::PluginLoad load =
+      cuda::load_plugin_file(mixlab::test::built("tests/backend/libtest_not_a_plugin.so"));
   EXPECT_EQ(load.api, nullptr);
-  EXPECT_TRUE(contains(load.error, std::string(NOT_A_PLUGIN) + " is not a MixLab CUDA backend"));
+  EXPECT_TRUE(contains(load.error, mixlab::test::built("tests/backend/libtest_not_a_plugin.so") +
+                                       " is not a MixLab CUDA backend"));
   EXPECT_TRUE(contains(load.error, "mixlab_cuda_plugin"));
 }
 
 TEST(Loader, MissingDependencyGivesTheDynamicLinkersMessage) {
-  const cuda::PluginLoad load = cuda::load_plugin_file(MISSING_DEPENDENCY_PLUGIN);
+  const cuda::PluginLoad load = cuda::load_plugin_file(missing_dependency_plugin());
   EXPECT_EQ(load.api, nullptr);
-  EXPECT_TRUE(
-      contains(load.error, "the CUDA backend (" MISSING_DEPENDENCY_PLUGIN ") cannot be loaded: "));
+  EXPECT_TRUE(contains(
+      load.error, "the CUDA backend (" + missing_dependency_plugin() + ") cannot be loaded: "));
   EXPECT_TRUE(contains(load.error, "libmixlab_test_dependency.so: cannot open shared object file"));
 }
 
 TEST(Loader, OtherAbiVersionIsRefused) {
-  const cuda::PluginLoad load = cuda::load_plugin_file(FAKE_PLUGIN_OLD_ABI);
+  const cuda::PluginLoad load = cuda::load_plugin_file(
+      mixlab::test::built("tests/backend/libtest_fake_cuda_plugin_old_abi.so"));
   EXPECT_EQ(load.api, nullptr);
   EXPECT_TRUE(contains(load.error, "was built for another MixLab version"));
   EXPECT_TRUE(contains(load.error, "plugin ABI version 1, this MixLab needs 2"));
 }
 
 TEST(Loader, OtherBuildIsRefused) {
-  const cuda::PluginLoad load = cuda::load_plugin_file(FAKE_PLUGIN_OTHER_BUILD);
+  const cuda::PluginLoad load = cuda::load_plugin_file(
+      mixlab::test::built("tests/backend/libtest_fake_cuda_plugin_other_build.so"));
   EXPECT_EQ(load.api, nullptr);
   EXPECT_TRUE(contains(load.error, "was built for another MixLab version"));
   EXPECT_TRUE(contains(load.error, "'0.0.0-other GCC 0'"));
@@ -68,7 +77,7 @@ TEST(Loader, SearchPathsFollowTheProgramThenTheBuildTree) {
   const std::vector<std::string> expected = {
       (exe.parent_path().parent_path() / "lib/mixlab/libmixlab-cuda.so").string(),
       (exe.parent_path() / "libmixlab-cuda.so").string(),
-      std::string(MIXLAB_PLUGIN_BUILD_DIR) + "/libmixlab-cuda.so"};
+      mixlab::test::built("lib/mixlab/libmixlab-cuda.so")};
   EXPECT_EQ(paths, expected);
   setenv(cuda::kPluginPathVariable, "/opt/mixlab/libmixlab-cuda.so", 1);
   EXPECT_EQ(cuda::plugin_search_paths(), std::vector<std::string>{"/opt/mixlab/libmixlab-cuda.so"});
@@ -89,10 +98,10 @@ TEST(Loader, NotFoundNamesWhatWasSearchedOrWhyNothingWas) {
 }
 
 TEST(Loader, FakePluginLoadsAndCreatesItsBackend) {
-  const cuda::PluginLoad load = cuda::load_plugin_file(FAKE_PLUGIN);
+  const cuda::PluginLoad load = cuda::load_plugin_file(mixlab::test::fake_plugin());
   ASSERT_NE(load.api, nullptr) << load.error;
   EXPECT_TRUE(load.error.empty());
-  EXPECT_EQ(load.path, FAKE_PLUGIN);
+  EXPECT_EQ(load.path, mixlab::test::fake_plugin());
   EXPECT_TRUE(contains(load.api->library_versions(), "fake CUDA backend"));
   const auto backend = load.api->create_backend(0);
   ASSERT_NE(backend, nullptr);

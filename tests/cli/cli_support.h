@@ -13,6 +13,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include "tests/test_paths.h"
 
 namespace mixlab_cli_test {
 
@@ -56,7 +57,8 @@ inline Result run_cli(const std::string& args, const std::string& env = "") {
   const fs::path dir = fs::temp_directory_path() / ("mixlab-cli-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  const std::string cmd = env + " " + MIXLAB_CLI + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd =
+      env + " " + mixlab::test::cli_path() + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

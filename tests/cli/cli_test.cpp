@@ -22,9 +22,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/store/csv_export.h"
-#include "tests/cli/cli_support.h"
 #include "app/store/run_store.h"
 #include "engine/backend/backend.h"
+#include "tests/cli/cli_support.h"
+#include "tests/test_paths.h"
 
 namespace {
 
@@ -134,8 +135,9 @@ TEST(Cli, InterruptStopsTheRunAndStillPrintsTheSummary) {
   if (pid == 0) {
     std::freopen(out.c_str(), "w", stdout);
     std::freopen("/dev/null", "w", stderr);
-    execl(MIXLAB_CLI, MIXLAB_CLI, "train", "--model", model.c_str(), "--dataset",
-          "synthetic:8x8x1:4:256", "--steps", "100000000", "--threads", "1", "--json", nullptr);
+    execl(mixlab::test::cli_path(), mixlab::test::cli_path(), "train", "--model", model.c_str(),
+          "--dataset", "synthetic:8x8x1:4:256", "--steps", "100000000", "--threads", "1", "--json",
+          nullptr);
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_support.h"
+#include "tests/test_paths.h"
 
 namespace {
 
@@ -240,8 +241,8 @@ TEST(Doctor, APresentGpuIsCalibratedOnceThenReadFromTheCache) {
   const std::filesystem::path cache = std::filesystem::temp_directory_path() /
                                       ("mixlab-doctor-gpu-cache-" + std::to_string(getpid()));
   std::filesystem::remove_all(cache);
-  const std::string env =
-      "MIXLAB_CUDA_BACKEND=" FAKE_CUDA_PLUGIN " XDG_CACHE_HOME=" + cache.string();
+  const std::string env = std::string("MIXLAB_CUDA_BACKEND=") + mixlab::test::fake_plugin() +
+                          " XDG_CACHE_HOME=" + cache.string();
   const Result first = run_cli("doctor fashion-mlp --device cuda:0", env);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("measured this GPU's roofs (kept in " +

@@ -15,6 +15,7 @@
 #include "app/store/run_store.h"
 #include "app/store/sweeps.h"
 #include "tests/cli/cli_support.h"
+#include "tests/test_paths.h"
 
 namespace mixlab_cli_test {
 namespace {
@@ -57,7 +58,7 @@ class SweepCli : public ::testing::Test {
   pid_t start(const std::vector<std::string>& args) {
     const pid_t pid = ::fork();
     if (pid == 0) {
-      std::vector<std::string> all = {MIXLAB_CLI};
+      std::vector<std::string> all = {mixlab::test::cli_path()};
       all.insert(all.end(), args.begin(), args.end());
       all.insert(all.end(), {"--db", db_});
       std::vector<char*> argv;

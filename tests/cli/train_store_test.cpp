@@ -19,6 +19,7 @@
 #include "engine/spec/model_spec.h"
 #include "engine/train/run_fields.h"
 #include "tests/store/store_test_util.h"
+#include "tests/test_paths.h"
 
 extern char** environ;
 
@@ -34,7 +35,7 @@ struct Child {
 };
 
 Child start_cli(const TempDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), MIXLAB_CLI);
+  args.insert(args.begin(), mixlab::test::cli_path());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -43,7 +44,8 @@ Child start_cli(const TempDir& dir, std::vector<std::string> args) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, c.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, c.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  EXPECT_EQ(posix_spawn(&c.pid, MIXLAB_CLI, &actions, nullptr, argv.data(), environ), 0);
+  EXPECT_EQ(posix_spawn(&c.pid, mixlab::test::cli_path(), &actions, nullptr, argv.data(), environ),
+            0);
   posix_spawn_file_actions_destroy(&actions);
   return c;
 }
@@ -285,7 +287,7 @@ TEST_F(TrainStore, EveryRunSettingIsAFlagThatReachesTheRunAndItsJson) {
     std::vector<std::string> extra{"--db", db.string(), "--json"};
     // A GPU option applies to a GPU run (on the CPU it is recorded off): the fake GPU's.
     if (field.gpu_only) {
-      setenv("MIXLAB_CUDA_BACKEND", FAKE_CUDA_PLUGIN, 1);
+      setenv("MIXLAB_CUDA_BACKEND", mixlab::test::fake_plugin(), 1);
       extra.insert(extra.end(), {"--device", "cuda"});
     } else {
       unsetenv("MIXLAB_CUDA_BACKEND");
@@ -346,7 +348,7 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 TEST_F(TrainStore, GpuRunRecordsCuda0AndItsGpuOptions) {
-  setenv("MIXLAB_CUDA_BACKEND", FAKE_CUDA_PLUGIN, 1);
+  setenv("MIXLAB_CUDA_BACKEND", mixlab::test::fake_plugin(), 1);
   const auto db = dir_ / "runs.sqlite";
   const Child c =
       start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "5", "--device", "cuda", "--tf32",

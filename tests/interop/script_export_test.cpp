@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "tests/test_paths.h"
 
 namespace mixlab {
 namespace {
 
 ModelSpec builtin(const std::string& name) {
-  return load_model_file(std::filesystem::path(MIXLAB_SOURCE_DIR) / "resources" / "models" /
-                         (name + ".json"));
+  return load_model_file(std::filesystem::path(mixlab::test::source_dir()) / "resources" /
+                         "models" / (name + ".json"));
 }
 
 RunConfig fashion_config(Policy policy = Policy::float32) {

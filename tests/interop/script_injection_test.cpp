@@ -22,6 +22,7 @@
 #include "engine/interop/python_code.h"
 #include "engine/interop/script_export.h"
 #include "tests/comma_locale.h"
+#include "tests/test_paths.h"
 
 namespace mixlab {
 namespace {
@@ -77,7 +78,8 @@ struct Script {
 // Runs check_script_ast.py on the scripts (once, for all); "" when every check holds for every
 // script, else what it said.
 std::string check_scripts(const std::vector<Script>& scripts, const fs::path& dir) {
-  std::string command = "python3 '" MIXLAB_SOURCE_DIR "/tests/interop/check_script_ast.py' ";
+  std::string command =
+      "python3 '" + mixlab::test::source_dir() + "/tests/interop/check_script_ast.py' ";
   command += kMarker;
   for (const Script& script : scripts) {
     const fs::path file = dir / (script.name + ".py");
@@ -104,7 +106,8 @@ std::string check_script(const std::string& text, const std::vector<std::string>
 }
 
 ModelSpec builtin(const std::string& name) {
-  return load_model_file(fs::path(MIXLAB_SOURCE_DIR) / "resources" / "models" / (name + ".json"));
+  return load_model_file(fs::path(mixlab::test::source_dir()) / "resources" / "models" /
+                         (name + ".json"));
 }
 
 class ScriptInjection : public ::testing::Test {

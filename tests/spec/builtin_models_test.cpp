@@ -10,6 +10,7 @@
 #include "engine/spec/shape_inference.h"
 #include "resources/builtin_models.h"
 #include "tests/spec/example_specs.h"
+#include "tests/test_paths.h"
 
 namespace mixlab {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 std::vector<std::string> model_files_on_disk() {
   std::vector<std::string> stems;
   for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(MIXLAB_SOURCE_DIR) + "/resources/models")) {
+       std::filesystem::directory_iterator(mixlab::test::source_dir() + "/resources/models")) {
     if (entry.path().extension() == ".json") stems.push_back(entry.path().stem().string());
   }
   std::sort(stems.begin(), stems.end());
@@ -59,7 +60,7 @@ TEST(BuiltinModels, EveryModelParsesAndHasAShapeTable) {
       EXPECT_GT(table.params_total, 0);
     }
     // The file on disk reads the same through load_model_file.
-    EXPECT_EQ(load_model_file(std::string(MIXLAB_SOURCE_DIR) + "/resources/models/" +
+    EXPECT_EQ(load_model_file(mixlab::test::source_dir() + "/resources/models/" +
                               std::string(name) + ".json"),
               spec);
   }

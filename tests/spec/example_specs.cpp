@@ -1,4 +1,5 @@
 #include "tests/spec/example_specs.h"
+#include "tests/test_paths.h"
 
 #include <fstream>
 #include <sstream>
@@ -113,7 +114,7 @@ ModelSpec cifar100_convnet_spec() {
 }
 
 std::string read_source_file(const std::string& relative_path) {
-  const std::string path = std::string(MIXLAB_SOURCE_DIR) + "/" + relative_path;
+  const std::string path = mixlab::test::source_dir() + "/" + relative_path;
   std::ifstream file(path, std::ios::binary);
   if (!file) throw std::runtime_error("cannot open " + path);
   std::ostringstream text;

@@ -17,6 +17,7 @@
 #include "app/store/run_store.h"
 #include "app/store/store_writer.h"
 #include "tests/store/store_test_util.h"
+#include "tests/test_paths.h"
 
 extern char** environ;
 
@@ -63,10 +64,10 @@ TEST(Processes, SigkillMidRunLosesAtMostTheLastSecond) {
   const auto db = dir / "runs.sqlite";
   const auto model = dir / "tiny.json";
   std::ofstream(model) << testing::kTinyModel;
-  const pid_t child = spawn(
-      {MIXLAB_CLI, "train", "--db", db.string(), "--model", model.string(), "--dataset",
-       "synthetic:8x8x1:4:2048", "--steps", "1000000000", "--threads", "1", "--no-eval", "--quiet"},
-      (dir / "cli.out").string());
+  const pid_t child = spawn({mixlab::test::cli_path(), "train", "--db", db.string(), "--model",
+                             model.string(), "--dataset", "synthetic:8x8x1:4:2048", "--steps",
+                             "1000000000", "--threads", "1", "--no-eval", "--quiet"},
+                            (dir / "cli.out").string());
   // Wait until the run is recording steps, then let it run a while longer.
   std::int64_t run_id = 0;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
@@ -169,12 +170,12 @@ TEST(Processes, ConcurrentWritersLoseNothing) {
   const auto db = dir / "runs.sqlite";
   { RunStore::open(db); }
   constexpr int kRuns = 3, kSteps = 4000;
-  const pid_t a =
-      spawn({STORE_STRESS_WRITER, db.string(), std::to_string(kRuns), std::to_string(kSteps)},
-            (dir / "a.out").string());
-  const pid_t b =
-      spawn({STORE_STRESS_WRITER, db.string(), std::to_string(kRuns), std::to_string(kSteps)},
-            (dir / "b.out").string());
+  const pid_t a = spawn({mixlab::test::built("tests/store/store_stress_writer"), db.string(),
+                         std::to_string(kRuns), std::to_string(kSteps)},
+                        (dir / "a.out").string());
+  const pid_t b = spawn({mixlab::test::built("tests/store/store_stress_writer"), db.string(),
+                         std::to_string(kRuns), std::to_string(kSteps)},
+                        (dir / "b.out").string());
   std::int64_t own_id = 0;
   {
     WriterOptions options;

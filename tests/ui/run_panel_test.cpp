@@ -9,6 +9,7 @@
 
 #include "engine/train/run_fields.h"
 #include "ui/run/run_panel.h"
+#include "tests/test_paths.h"
 #include "ui/settings.h"
 
 namespace mixlab::ui {
@@ -51,13 +52,15 @@ class RunPanelTest : public QObject {
   void initTestCase() {
     // Read once per process by the engine, before anything asks about the CUDA backend
     // (ui.run_panel_fake_gpu sets the fake one).
-    if (qEnvironmentVariable("MIXLAB_CUDA_BACKEND") != QStringLiteral(FAKE_PLUGIN))
+    if (qEnvironmentVariable("MIXLAB_CUDA_BACKEND") !=
+        QString::fromUtf8(mixlab::test::fake_plugin()))
       qputenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so");
     QSettings().clear();
   }
 
   void gpu_options_apply_on_a_gpu_and_start_says_why_it_cannot_run() {
-    if (qEnvironmentVariable("MIXLAB_CUDA_BACKEND") == QStringLiteral(FAKE_PLUGIN))
+    if (qEnvironmentVariable("MIXLAB_CUDA_BACKEND") ==
+        QString::fromUtf8(mixlab::test::fake_plugin()))
       QSKIP("needs the CUDA backend missing (ui.run_panel)");
     RunPanel panel(cpu_and_gpu());
     panel.set_dataset(QStringLiteral("synthetic"));
@@ -151,7 +154,8 @@ class RunPanelTest : public QObject {
   void start_asks_about_the_gpu_chosen_not_the_first() {
     // Two GPUs; the CUDA backend is a test double with one GPU (cuda:0), so cuda:1 cannot run
     // and Start must say so for cuda:1 (it used to ask about cuda:0 whatever was chosen).
-    if (qEnvironmentVariable("MIXLAB_CUDA_BACKEND") != QStringLiteral(FAKE_PLUGIN))
+    if (qEnvironmentVariable("MIXLAB_CUDA_BACKEND") !=
+        QString::fromUtf8(mixlab::test::fake_plugin()))
       QSKIP("runs as ui.run_panel_fake_gpu, with the fake CUDA backend");
     DeviceInfo cpu;
     cpu.kind = "cpu";
