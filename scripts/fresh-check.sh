@@ -3,6 +3,13 @@
 # by `debootstrap --variant=minbase bookworm` (built once, then kept under the cache folder),
 # it copies the committed tree (git archive HEAD), and runs, as root and without a display, the
 # README's first command and then its second, read from README.md so the two cannot drift.
+# Before them, the same root proves that the compiler cache hides no missing package: command 1
+# with a copy of install-deps.sh that leaves out one package (MIXLAB_FRESH_WITHOUT, default
+# libcli11-dev; "none" skips this) must fail naming it; its build folder is then removed and
+# the README's command 1 installs the package left out, so that the root holds what
+# install-deps.sh installs, as a fresh one would.
+# The root compiles through the host's ccache (its cache folder mounted at /root/.cache/ccache;
+# cmake/MixLabCcache.cmake): configure still runs there, and a header missing there fails.
 # Checks: command 1 exits 0, built the mixlab GUI and trained headless to a test accuracy;
 # command 2 exits 0 and ctest ran the `gui`, `slurm` and `keras` tests with none skipped (the
 # packages of a single-node Slurm install there too, and the Keras venv is made from PyPI). The root has no CUDA
@@ -10,7 +17,7 @@
 #
 # Usage: scripts/fresh-check.sh   (as root; scripts/minbase-root.sh installs debootstrap on the
 #   host when missing)
-# Environment: MIXLAB_FRESH_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/mixlab) holds the pristine
+# Environment: MIXLAB_FRESH_WITHOUT (above); MIXLAB_FRESH_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/mixlab) holds the pristine
 #   root (bookworm-minbase/) and the downloaded packages (apt-archives/: apt still installs
 #   every package in the fresh root, only the download is saved) and pip's wheels (pip/: the
 #   same for the Keras venv); MIXLAB_FRESH_KEEP=1 keeps the
@@ -110,6 +117,16 @@ mounts="$root/var/cache/apt/archives $mounts"
 mkdir -p "$cache/pip" "$root/root/.cache/pip"
 mount --bind "$cache/pip" "$root/root/.cache/pip"
 mounts="$root/root/.cache/pip $mounts"
+# The host's compiler cache (ccache's own folder), where the root's ccache looks for it.
+if command -v ccache >/dev/null; then
+  host_ccache=$(ccache -k cache_dir)
+else
+  host_ccache=${XDG_CACHE_HOME:-$HOME/.cache}/ccache
+fi
+mkdir -p "$host_ccache" "$root/root/.cache/ccache"
+mount --bind "$host_ccache" "$root/root/.cache/ccache"
+mounts="$root/root/.cache/ccache $mounts"
+say "the root compiles through the host's ccache: $host_ccache"
 stage_done
 
 # Runs a README command in the root as root, in a clean environment without a display.
@@ -120,6 +137,32 @@ in_root() {  # $1: the command; $2: its log file
 }
 log1=$cache/fresh-command1.log
 log2=$cache/fresh-command2.log
+
+without=${MIXLAB_FRESH_WITHOUT:-libcli11-dev}
+if [ "$without" != none ]; then
+  say "the cache hides no missing package: command 1 without $without must fail"
+  stage "command 1 without $without (must fail)"
+  sed -E "s/(^|[ \"])$without([ \"]|\$)/\1\2/" scripts/install-deps.sh >"$root/tmp/install-deps-without.sh"
+  grep -Eq "(^|[ \"])$without([ \"]|\$)" "$root/tmp/install-deps-without.sh" &&
+    die "could not leave $without out of a copy of install-deps.sh (is it in its list?)"
+  cmp -s scripts/install-deps.sh "$root/tmp/install-deps-without.sh" &&
+    die "$without is not in install-deps.sh's list"
+  case "$cmd1" in
+    ./scripts/install-deps.sh\ *) cmd1_without="sh /tmp/install-deps-without.sh ${cmd1#./scripts/install-deps.sh }" ;;
+    *) die "README command 1 does not start with './scripts/install-deps.sh ': '$cmd1'" ;;
+  esac
+  log0=$cache/fresh-command1-without.log
+  if in_root "$cmd1_without" "$log0"; then
+    die "README command 1 passed without $without: it would pass without its package (log: $log0)"
+  fi
+  # Named where CMake or the compiler finds it missing: the package or what it brings.
+  missing_named=$(grep -Eim 1 "$without|CLI11|No such file" "$log0" || true)
+  [ -n "$missing_named" ] ||
+    die "README command 1 failed without $without but the log does not say why (log: $log0)"
+  say "without $without command 1 failed: $missing_named"
+  rm -rf "$root/root/mixlab/build"
+  stage_done
+fi
 
 say "README command 1: $cmd1"
 stage "README command 1"
