@@ -29,9 +29,11 @@ inline void check_profile_predicts(const doctor::DeviceProfile& profile, const c
   for (const Policy policy : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
     double step_s = 0.0, bound_s = 0.0;
     try {
-      const OptimizerConfig adam = default_optimizer(OptimizerKind::adam);
-      step_s = doctor::predict_step(small_conv_model(), policy, 32, adam, profile).step_s();
-      bound_s = doctor::roofline_bound_s(small_conv_model(), policy, 32, adam, profile);
+      RunConfig run;
+      run.batch_size = 32;
+      run.optimizer = default_optimizer(OptimizerKind::adam);
+      step_s = doctor::predict_step(small_conv_model(), policy, run, profile).step_s();
+      bound_s = doctor::roofline_bound_s(small_conv_model(), policy, run, profile);
     } catch (const std::exception& e) {
       unexpected_exception(("predict_step on " + std::string(what)).c_str(), e);
     }
