@@ -1,6 +1,6 @@
 // Fuzzes a model file: parse_model_json, then (on what parses) the documented round trip
-// parse_model_json(to_json(s)) == s, the editor's layer titles, and infer_shapes under every
-// policy. Bad input must end in a SpecError; any other exception, a crash, a leak or a broken
+// parse_model_json(to_json(s)) == s, the editor's layer titles, infer_shapes under every
+// policy, and the execution plan of what infers (a graph's order and backward schedule). Bad input must end in a SpecError; any other exception, a crash, a leak or a broken
 // invariant of the shape table is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +10,8 @@
 
 #include "engine/core/error.h"
 #include "engine/core/precision.h"
+#include "engine/ops/optimizer.h"
+#include "engine/plan/execution_plan.h"
 #include "engine/spec/layer_text.h"
 #include "engine/spec/model_spec.h"
 #include "engine/spec/shape_inference.h"
@@ -38,6 +40,24 @@ void check_table(const mixlab::ModelSpec& spec, const mixlab::ShapeTable& table)
   if (params != table.params_total) finding("infer_shapes: params_total is not the sum");
   if (!table.layers.empty() && table.output_shape != table.layers.back().output_shape)
     finding("infer_shapes: the model's output is not its last layer's");
+}
+
+// The plan's invariants: each node reads only nodes before it (or the batch), the output is the
+// last node, and every gradient buffer a node uses is one of the plan's.
+void check_plan(const mixlab::ExecutionPlan& plan) {
+  const int nodes = static_cast<int>(plan.nodes.size());
+  if (nodes == 0 || plan.output_node != nodes - 1) finding("build_plan: the output is not last");
+  if (plan.gradient_buffers < 2) finding("build_plan: fewer than two gradient buffers");
+  for (int n = 0; n < nodes; ++n) {
+    const mixlab::PlanNode& node = plan.nodes[static_cast<std::size_t>(n)];
+    if (node.inputs.empty()) finding("build_plan: node " + std::to_string(n) + " reads nothing");
+    for (const mixlab::PlanInput& in : node.inputs) {
+      if (in.node != mixlab::kPlanInput && (in.node < 0 || in.node >= n))
+        finding("build_plan: node " + std::to_string(n) + " reads a node that runs later");
+    }
+    if (node.backward && (node.grad < 0 || node.grad >= plan.gradient_buffers))
+      finding("build_plan: node " + std::to_string(n) + " has no gradient buffer");
+  }
 }
 
 }  // namespace
@@ -73,12 +93,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   for (const mixlab::Policy policy : {mixlab::Policy::float32, mixlab::Policy::mixed_float16,
                                       mixlab::Policy::mixed_bfloat16}) {
+    mixlab::ShapeTable table;
     try {
-      check_table(spec, mixlab::infer_shapes(spec, policy));
+      table = mixlab::infer_shapes(spec, policy);
+      check_table(spec, table);
     } catch (const mixlab::SpecError&) {
       return 0;  // the same spec fails under every policy
     } catch (const std::exception& e) {
       unexpected_exception("infer_shapes", e);
+    }
+    try {
+      check_plan(mixlab::build_plan(spec, table, 2,
+                                    mixlab::default_optimizer(mixlab::OptimizerKind::sgd), {},
+                                    true));
+    } catch (const std::exception& e) {
+      unexpected_exception("build_plan", e);
     }
   }
   return 0;

@@ -1,6 +1,7 @@
 // mixlab-cli inspect MODEL [--precision P] [--batch-size N] [--optimizer O] [--json]: the layer
 // table and totals, and the memory training needs by part (the execution plan's, before any
 // backend compiles: engine/plan).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -11,9 +12,26 @@
 #include "app/cli/common.h"
 #include "app/cli/runs_support.h"
 #include "engine/plan/execution_plan.h"
+#include "engine/spec/model_graph.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab::cli {
+namespace {
+
+// How the inputs column names a layer: its name, else its index ("#3"); "input" is the model's.
+std::string input_label(const ModelSpec& spec, int layer) {
+  if (layer == kModelInput) return std::string(kModelInputName);
+  const std::string& name = spec.layers[static_cast<std::size_t>(layer)].name;
+  return name.empty() ? "#" + std::to_string(layer) : runs::one_line(name, 40);
+}
+
+std::string inputs_text(const ModelSpec& spec, const LayerInfo& l) {
+  std::string text;
+  for (const int i : l.inputs) text += (text.empty() ? "" : ", ") + input_label(spec, i);
+  return text;
+}
+
+}  // namespace
 
 int run_inspect(const std::vector<std::string>& argv) {
   CommandLine command("mixlab-cli inspect",
@@ -37,6 +55,8 @@ int run_inspect(const std::vector<std::string>& argv) {
   settings.apply(config);
   const Policy policy = config.precision;
   const ShapeTable table = infer_shapes(spec, policy);
+  // A graph lists its layers in the order they run, with their names and what each reads.
+  const bool graph = !resolve_graph(spec).is_chain();
   const MemoryPlan memory = build_plan(spec, table, config.batch_size, config.optimizer).memory();
   constexpr MemoryPurpose kParts[] = {MemoryPurpose::parameters,  MemoryPurpose::weight_copies,
                                       MemoryPurpose::gradients,   MemoryPurpose::optimizer,
@@ -63,14 +83,23 @@ int run_inspect(const std::vector<std::string>& argv) {
     }
     auto& layers = out["layers"] = nlohmann::ordered_json::array();
     for (const LayerInfo& l : table.layers) {
-      layers.push_back({{"index", l.index},
-                        {"type", std::string(to_string(l.type))},
-                        {"output_shape", l.output_shape},
-                        {"params", l.param_count},
-                        {"flops", l.flops},
-                        {"activation_bytes", l.activation_bytes},
-                        {"dtype", std::string(to_string(l.compute))}});
+      nlohmann::ordered_json row = {{"index", l.index},
+                                    {"type", std::string(to_string(l.type))},
+                                    {"name", spec.layers[static_cast<std::size_t>(l.index)].name},
+                                    {"inputs", nlohmann::ordered_json::array()},
+                                    {"output_shape", l.output_shape},
+                                    {"params", l.param_count},
+                                    {"flops", l.flops},
+                                    {"activation_bytes", l.activation_bytes},
+                                    {"dtype", std::string(to_string(l.compute))}};
+      for (const int i : l.inputs) {
+        row["inputs"].push_back(i == kModelInput
+                                    ? std::string(kModelInputName)
+                                    : spec.layers[static_cast<std::size_t>(i)].name);
+      }
+      layers.push_back(std::move(row));
     }
+    out["order"] = table.order;
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
@@ -79,13 +108,18 @@ int run_inspect(const std::vector<std::string>& argv) {
               format_shape(table.input_shape).c_str(), std::string(to_string(spec.loss)).c_str(),
               std::string(to_string(policy)).c_str());
   std::printf("%3s  %-18s %-14s %14s %16s %14s  %s\n", "#", "layer", "output", "params", "FLOPs",
-              "act. bytes", "dtype");
-  for (const LayerInfo& l : table.layers) {
+              "act. bytes", graph ? "dtype     name <- inputs" : "dtype");
+  for (const int index : table.order) {
+    const LayerInfo& l = table.layers[static_cast<std::size_t>(index)];
+    std::string dtype(to_string(l.compute));
+    if (graph) {
+      dtype.resize(std::max<std::size_t>(dtype.size(), 8), ' ');
+      dtype += "  " + input_label(spec, l.index) + " <- " + inputs_text(spec, l);
+    }
     std::printf("%3d  %-18s %-14s %14s %16s %14s  %s\n", l.index,
                 std::string(to_string(l.type)).c_str(), format_shape(l.output_shape).c_str(),
                 group_digits(l.param_count).c_str(), group_digits(l.flops).c_str(),
-                group_digits(l.activation_bytes).c_str(),
-                std::string(to_string(l.compute)).c_str());
+                group_digits(l.activation_bytes).c_str(), dtype.c_str());
   }
   std::printf("total: %s parameters, %s forward FLOPs and %s of activations per sample\n",
               group_digits(table.params_total).c_str(), group_digits(table.flops_total).c_str(),

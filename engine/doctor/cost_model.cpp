@@ -237,7 +237,10 @@ class Model {
     const double in = static_cast<double>(plan_.in_elements(n));
     const double out = static_cast<double>(plan_.out_elements(n));
     const DType d = node.out_dtype;
-    const bool backward = n > plan_.first_param_node && plan_.first_param_node >= 0;
+    // The input's gradient is computed (a dense or conv's own weight gradients are, whenever
+    // the node runs backward at all).
+    const bool backward = node.backward && std::any_of(node.inputs.begin(), node.inputs.end(),
+                                                       [](const PlanInput& i) { return i.grad; });
     const std::string& label = node.label;
     switch (node.op) {
       case PlanOp::dense:
@@ -266,6 +269,30 @@ class Model {
       }
       case PlanOp::flatten:
         break;
+      case PlanOp::merge: {
+        // Memory-bound: every input read once and the output written; backward writes each
+        // input's gradient (a product also reads the other inputs).
+        const double k = static_cast<double>(node.inputs.size());
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d,
+                          label + " " + std::string(to_string(node.merge)));
+        move(f, node.in_dtype, node.merge == MergeOp::concatenate ? out : k * out);
+        move(f, d, out);
+        f.flops = node.merge == MergeOp::concatenate ? 0.0 : (k - 1.0) * out;
+        time(f, 0);
+        rounding(n, CostPhase::forward, d, out, label);
+        if (backward) {
+          CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                            label + " " + std::string(to_string(node.merge)) + " backward");
+          const double grads = node.merge == MergeOp::concatenate ? out : k * out;
+          b.bytes_f32 = 4 * out + 4 * grads;  // the gradient in, each input's out
+          if (node.merge == MergeOp::multiply || node.merge == MergeOp::maximum) {
+            move(b, d, k * out);  // the inputs it differentiates against
+          }
+          b.flops = grads;
+          time(b, 0);
+        }
+        break;
+      }
       case PlanOp::cast: {
         CostItem& c = add(n, CostPhase::forward, TimeKind::casts, d, label);
         move(c, node.in_dtype, in);

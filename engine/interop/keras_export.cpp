@@ -1,8 +1,14 @@
-// Keras 3 JSON out: a Sequential model as keras.models.model_from_json() reads it. Configs give
+// Keras 3 JSON out, as keras.models.model_from_json() reads it: a stack as a Sequential model, a
+// graph as a functional one (each layer's inbound node names the layers it reads). Configs give
 // the fields MixLab models and leave the rest to Keras's defaults, which are MixLab's.
+#include <set>
+
 #include <nlohmann/json.hpp>
 
+#include "engine/core/error.h"
 #include "engine/interop/keras_model.h"
+#include "engine/spec/model_graph.h"
+#include "engine/spec/shape_inference.h"
 
 namespace mixlab {
 namespace {
@@ -58,6 +64,15 @@ ordered_json layer_config(const LayerSpec& layer) {
       c["scale"] = layer.scale;
       c["offset"] = layer.offset;
       break;
+    case LayerType::Concatenate:
+      c["axis"] = layer.axis;
+      break;
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+      break;
   }
   return c;
 }
@@ -71,7 +86,64 @@ ordered_json serialized(std::string_view module, std::string_view cls, ordered_j
 
 }  // namespace
 
+void require_stack(const ModelSpec& spec, std::string_view format) {
+  const ModelGraph graph = resolve_graph(spec);
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    const int before = i == 0 ? kModelInput : static_cast<int>(i) - 1;
+    const std::vector<int>& in = graph.inputs[i];
+    if (in.size() != 1 || in.front() != before) {
+      std::string reads;
+      for (const int from : in) reads += (reads.empty() ? "" : " and ") + edge_name(spec, from);
+      throw ConfigError(std::string(format) + ": MixLab writes a stack of layers, and layer " +
+                        std::to_string(i) + " (" + std::string(to_string(spec.layers[i].type)) +
+                        ") " + edge_name(spec, static_cast<int>(i)) + " reads " + reads +
+                        ": exporting graphs is not supported yet");
+    }
+  }
+}
+
+namespace {
+
+// Keras 3's reference to a layer's output in an inbound node.
+ordered_json keras_tensor(const std::string& layer, const Shape& shape, DType dtype) {
+  ordered_json batch_shape = ordered_json::array({nullptr});
+  for (const std::int64_t d : shape) batch_shape.push_back(d);
+  return {{"class_name", "__keras_tensor__"},
+          {"config",
+           {{"shape", batch_shape},
+            {"dtype", to_string(dtype)},
+            {"keras_history", ordered_json::array({layer, 0, 0})}}}};
+}
+
+// The Keras name of each layer of a graph: its own, else one made up from its class that no
+// other layer has (dense_3), which import_keras_json() leaves out again.
+std::vector<std::string> keras_names(const ModelSpec& spec, std::string& input_name) {
+  std::set<std::string> taken;
+  for (const LayerSpec& layer : spec.layers) taken.insert(layer.name);
+  const auto unique = [&](std::string base) {
+    std::string name = base;
+    for (int n = 1; taken.contains(name); ++n) name = base + "_" + std::to_string(n);
+    taken.insert(name);
+    return name;
+  };
+  input_name = unique("input_layer");
+  std::vector<std::string> names;
+  for (const LayerSpec& layer : spec.layers) {
+    names.push_back(layer.name.empty() ? unique(keras_snake_case(to_string(layer.type)))
+                                       : layer.name);
+  }
+  return names;
+}
+
+}  // namespace
+
 std::string export_keras_json(const ModelSpec& spec, Policy policy) {
+  const ModelGraph graph = resolve_graph(spec);
+  const bool functional = !graph.is_chain();
+  const ShapeTable table = functional ? infer_shapes(spec, policy) : ShapeTable{};
+  std::string input_name;
+  const std::vector<std::string> names =
+      functional ? keras_names(spec, input_name) : std::vector<std::string>{};
   const std::string policy_name(to_string(policy));
   ordered_json input_config = ordered_json::object();
   ordered_json batch_shape = ordered_json::array({nullptr});
@@ -79,22 +151,56 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
   input_config["batch_shape"] = batch_shape;
   input_config["dtype"] = "float32";
   input_config["sparse"] = false;
+  if (functional) input_config["name"] = input_name;
   ordered_json layers = ordered_json::array();
   layers.push_back(serialized("keras.layers", "InputLayer", input_config));
-  for (const LayerSpec& layer : spec.layers) {
+  if (functional) {
+    layers.back()["name"] = input_name;
+    layers.back()["inbound_nodes"] = ordered_json::array();
+  }
+  // A graph in the order it runs, so that each layer follows the layers it reads.
+  for (const int i : graph.order) {
+    const LayerSpec& layer = spec.layers[static_cast<std::size_t>(i)];
     ordered_json config = layer_config(layer);
+    if (functional) config["name"] = names[static_cast<std::size_t>(i)];
     config["trainable"] = true;
     // A layer kept in float32 says so as a plain string, which import_keras_json() reads back
     // under every policy; Keras reads it as DTypePolicy("float32").
     config["dtype"] = layer.force_float32 ? ordered_json("float32") : policy_json(policy_name);
     layers.push_back(serialized("keras.layers", to_string(layer.type), std::move(config)));
+    if (!functional) continue;
+    ordered_json args = ordered_json::array();
+    for (const int from : graph.inputs[static_cast<std::size_t>(i)]) {
+      if (from == kModelInput) {
+        args.push_back(keras_tensor(input_name, spec.input_shape, DType::f32));
+      } else {
+        const LayerInfo& source = table.layers[static_cast<std::size_t>(from)];
+        args.push_back(
+            keras_tensor(names[static_cast<std::size_t>(from)], source.output_shape,
+                         source.compute));
+      }
+    }
+    // A merge takes the list of its inputs as its one argument.
+    if (is_merge(layer.type)) args = ordered_json::array({args});
+    layers.back()["name"] = names[static_cast<std::size_t>(i)];
+    layers.back()["inbound_nodes"] =
+        ordered_json::array({{{"args", args}, {"kwargs", ordered_json::object()}}});
   }
   ordered_json model_config = ordered_json::object();
   model_config["name"] = spec.name;
   model_config["trainable"] = true;
-  model_config["dtype"] = policy_json(policy_name);
+  if (!functional) model_config["dtype"] = policy_json(policy_name);
   model_config["layers"] = std::move(layers);
-  ordered_json root = serialized("keras", "Sequential", std::move(model_config));
+  if (functional) {
+    model_config["input_layers"] = ordered_json::array({ordered_json::array({input_name, 0, 0})});
+    model_config["output_layers"] = ordered_json::array(
+        {ordered_json::array({names[static_cast<std::size_t>(graph.output)], 0, 0})});
+  }
+  ordered_json root = functional
+                          ? serialized("keras.src.models.functional", "Functional",
+                                       std::move(model_config))
+                          : serialized("keras", "Sequential", std::move(model_config));
+  if (functional) root["registered_name"] = "Functional";
   // The loss is the model's in MixLab; Keras keeps it in the compile config, which
   // model_from_json() applies (the optimizer is a run setting: Keras's default here).
   root["compile_config"] = {{"optimizer", "rmsprop"},

@@ -29,7 +29,7 @@ std::string endpoint(const json& config, const char* key, const std::string& pre
   if (list.size() > 1) {
     throw SpecError(prefix + "the model has " + std::to_string(list.size()) + " " +
                     (std::string(key) == "input_layers" ? "inputs" : "outputs") +
-                    ": MixLab imports only a single chain of layers");
+                    ": MixLab imports models with one input and one output");
   }
   if (!list[0].is_array() || list[0].empty() || !list[0][0].is_string()) {
     throw SpecError(prefix + "the functional model's \"" + std::string(key) +
@@ -49,7 +49,8 @@ std::vector<std::string> inbound_layers(const KerasLayer& layer, const std::stri
   }
   if (nodes.size() > 1) {
     throw SpecError(prefix + where(-1, layer) + " is called " + std::to_string(nodes.size()) +
-                    " times (a shared layer): MixLab imports only a single chain of layers");
+                    " times (a shared layer): MixLab imports each layer called once; give each "
+                    "call a layer of its own");
   }
   const auto visit = [&](const json& value, const auto& self) -> void {
     if (value.is_object()) {
@@ -120,60 +121,83 @@ std::vector<KerasLayer> layer_list(const json& config, const std::string& prefix
   return layers;
 }
 
-std::vector<const KerasLayer*> functional_chain(const json& config,
-                                                const std::vector<KerasLayer>& layers,
-                                                const std::string& prefix) {
+std::vector<KerasNode> functional_graph(const json& config, const std::vector<KerasLayer>& layers,
+                                        const std::string& prefix) {
   const auto fail = [&](const std::string& what) { throw SpecError(prefix + what); };
-  std::map<std::string, const KerasLayer*> by_name;
-  std::map<std::string, std::vector<std::string>> inputs, consumers;
+  const std::string input = endpoint(config, "input_layers", prefix);
+  const std::string output = endpoint(config, "output_layers", prefix);
+  std::map<std::string, std::size_t> index;
+  std::vector<KerasNode> nodes;
   for (const KerasLayer& layer : layers) {
-    by_name[layer.name] = &layer;
-    std::vector<std::string> from = inbound_layers(layer, prefix);
-    for (const std::string& source : from) consumers[source].push_back(layer.name);
-    inputs[layer.name] = std::move(from);
-  }
-  // The first connection that is not a chain, in the file's layer order.
-  for (const KerasLayer& layer : layers) {
-    const auto& from = inputs[layer.name];
-    if (from.size() > 1) {
-      fail(where(-1, layer) + " takes " + std::to_string(from.size()) + " inputs (" +
-           quoted_list(from) + "): MixLab imports only a single chain of layers");
+    if (!index.emplace(layer.name, nodes.size()).second) {
+      fail(where(-1, layer) + ": two layers are named " + quote(layer.name));
     }
-    for (const std::string& source : from) {
-      if (!by_name.contains(source)) {
+    nodes.push_back({&layer, inbound_layers(layer, prefix)});
+  }
+  if (!index.contains(input)) fail("the model's input " + quote(input) + " is not a layer");
+  if (!index.contains(output)) fail("the model's output " + quote(output) + " is not a layer");
+  std::vector<std::vector<std::size_t>> readers(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const KerasLayer& layer = *nodes[i].layer;
+    if (layer.class_name == "InputLayer" && layer.name != input) {
+      fail(where(-1, layer) + " is a second input (the model's is " + quote(input) +
+           "): MixLab imports models with one input and one output");
+    }
+    if (layer.name != input && nodes[i].inputs.empty()) {
+      fail(where(-1, layer) + " reads nothing: it is not on a path from the input " +
+           quote(input));
+    }
+    for (const std::string& source : nodes[i].inputs) {
+      if (!index.contains(source)) {
         fail(where(-1, layer) + " takes its input from " + quote(source) +
              ", which is not a layer of the model");
       }
-    }
-    const auto& to = consumers[layer.name];
-    if (to.size() > 1) {
-      fail(where(-1, layer) + " feeds " + std::to_string(to.size()) + " layers (" +
-           quoted_list(to) + "): MixLab imports only a single chain of layers");
+      readers[index.at(source)].push_back(i);
     }
   }
-  const std::string input = endpoint(config, "input_layers", prefix);
-  const std::string output = endpoint(config, "output_layers", prefix);
-  if (!by_name.contains(input)) fail("the model's input " + quote(input) + " is not a layer");
-  std::vector<const KerasLayer*> chain;
-  std::set<std::string> seen;
-  for (std::string at = input;;) {
-    if (!seen.insert(at).second) fail("the layers " + quote(at) + " closes a cycle");
-    chain.push_back(by_name.at(at));
-    if (at == output) break;
-    const auto& to = consumers[at];
-    if (to.empty()) {
-      fail("no path from the input " + quote(input) + " to the output " + quote(output) + ": " +
-           quote(at) + " feeds nothing");
-    }
-    at = to.front();
+  // Each layer once every layer it reads has run, the earliest in the file first (Kahn).
+  std::vector<std::size_t> waiting(nodes.size());
+  std::set<std::size_t> ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    waiting[i] = nodes[i].inputs.size();
+    if (waiting[i] == 0) ready.insert(i);
   }
-  for (const KerasLayer& layer : layers) {
-    if (!seen.contains(layer.name)) {
-      fail(where(-1, layer) + " is not on the chain from the input " + quote(input) +
-           " to the output " + quote(output));
+  std::vector<KerasNode> order;
+  while (!ready.empty()) {
+    const std::size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(nodes[i]);
+    for (const std::size_t r : readers[i]) {
+      if (--waiting[r] == 0) ready.insert(r);
     }
   }
-  return chain;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (waiting[i] != 0) {
+      fail(where(-1, *nodes[i].layer) + " is on a cycle: it reads " +
+           quoted_list(nodes[i].inputs) + ", which wait on its own output");
+    }
+  }
+  // Every layer reaches the output; then the output is the last of the order.
+  std::vector<bool> reaches(nodes.size(), false);
+  std::vector<std::size_t> stack = {index.at(output)};
+  reaches[stack.back()] = true;
+  while (!stack.empty()) {
+    const std::size_t at = stack.back();
+    stack.pop_back();
+    for (const std::string& source : nodes[at].inputs) {
+      const std::size_t s = index.at(source);
+      if (reaches[s]) continue;
+      reaches[s] = true;
+      stack.push_back(s);
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!reaches[i]) {
+      fail(where(-1, *nodes[i].layer) + " is not on a path from the input " + quote(input) +
+           " to the output " + quote(output) + " (MixLab imports models with one output)");
+    }
+  }
+  return order;
 }
 
 }  // namespace mixlab::keras_detail

@@ -1,5 +1,5 @@
 // The layers of a Keras model's JSON and how they connect: the "layers" of a Sequential's or a
-// functional model's config, and a functional model's one chain from its input to its output.
+// functional model's config, and a functional model's graph from its input to its output.
 // Internal to engine/interop: keras_json.cpp reads each layer's fields.
 #pragma once
 
@@ -25,11 +25,19 @@ std::string where(int index, const KerasLayer& layer);
 // string; null is its "make one up"). Throws SpecError(prefix + ...) naming the layer.
 std::vector<KerasLayer> layer_list(const nlohmann::json& config, const std::string& prefix);
 
-// A functional model's `layers` in the order of its one chain from its one input to its one
-// output. Throws SpecError(prefix + ...) naming the first connection that is not a chain (a
-// layer with two inputs, one feeding two, a shared layer, a cycle, a layer off the chain).
-std::vector<const KerasLayer*> functional_chain(const nlohmann::json& config,
-                                                const std::vector<KerasLayer>& layers,
-                                                const std::string& prefix);
+// One layer of a functional model and the layers it reads, by their Keras names.
+struct KerasNode {
+  const KerasLayer* layer = nullptr;
+  std::vector<std::string> inputs;
+};
+
+// A functional model's `layers` in an order where each follows those it reads (the file's order
+// where it allows), from its one input (an InputLayer, first, reading nothing) to its one output
+// (last). Throws SpecError(prefix + ...) naming what MixLab cannot import: several inputs or
+// outputs, a shared layer (called more than once), an input that is no layer, a cycle, a layer
+// off every path from the input to the output.
+std::vector<KerasNode> functional_graph(const nlohmann::json& config,
+                                        const std::vector<KerasLayer>& layers,
+                                        const std::string& prefix);
 
 }  // namespace mixlab::keras_detail

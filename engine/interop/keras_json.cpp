@@ -3,6 +3,7 @@
 // envelope, dtype policies, functional connections, initialisers) is handled here.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -13,6 +14,7 @@
 #include "engine/interop/keras_graph.h"
 #include "engine/interop/keras_model.h"
 #include "engine/spec/json_text.h"
+#include "engine/spec/model_graph.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab {
@@ -21,8 +23,9 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 using Keys = std::span<const std::string_view>;
-using keras_detail::functional_chain;
+using keras_detail::functional_graph;
 using keras_detail::KerasLayer;
+using keras_detail::KerasNode;
 using keras_detail::layer_list;
 using keras_detail::where;
 
@@ -57,6 +60,12 @@ bool is_auto_name(std::string_view name, std::string_view cls) {
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
+// Keras's merge layers, which MixLab's share the names of.
+bool is_keras_merge(std::string_view cls) {
+  const std::optional<LayerType> type = parse_layer_type(cls);
+  return type && is_merge(*type) && to_string(*type) == cls;
+}
+
 class Importer {
  public:
   Importer(std::string_view origin, ImportedModel& out)
@@ -81,8 +90,7 @@ class Importer {
       read_functional(*config);
     } else {
       fail("a Keras " + quote(cls) +
-           " model: MixLab imports Sequential models and functional models that are a single "
-           "chain of layers");
+           " model: MixLab imports Sequential and functional models");
     }
     if (root.contains("build_config") && root["build_config"].is_object() &&
         root["build_config"].contains("input_shape")) {
@@ -118,14 +126,51 @@ class Importer {
     for (const KerasLayer& layer : layer_list(config, prefix_)) add_layer(layer);
   }
 
-  // A functional model: its layers must form one chain from its one input to its one output.
+  // A functional model: a graph from its one input to its one output, in an order where each
+  // layer follows those it reads. A layer that reads the one before it needs no "inputs" and
+  // keeps only a name of its own (as a stack's layers do); any other names what it reads, by
+  // their Keras names ("input" for the InputLayer), which those layers then keep.
   void read_functional(const json& config) {
     check_keys(config, {"name", "trainable", "dtype", "layers", "input_layers", "output_layers"},
                "the functional model's config");
     read_name(config);
     if (config.contains("dtype")) model_policy_ = read_policy(config["dtype"], "the model", true);
     const std::vector<KerasLayer> layers = layer_list(config, prefix_);
-    for (const KerasLayer* layer : functional_chain(config, layers, prefix_)) add_layer(*layer);
+    const std::vector<KerasNode> graph = functional_graph(config, layers, prefix_);
+    // MixLab's names: the input's is "input"; a layer of another class called "input" is renamed.
+    std::map<std::string, std::string> names;
+    std::set<std::string> taken;
+    for (const KerasNode& node : graph) taken.insert(node.layer->name);
+    for (const KerasNode& node : graph) {
+      std::string name = node.layer->name;
+      if (node.layer->class_name == "InputLayer") {
+        name = kModelInputName;
+      } else if (name == kModelInputName) {
+        for (int n = 1; taken.contains(name); ++n) name = "input_layer_" + std::to_string(n);
+        taken.insert(name);
+        out_.warnings.push_back(where(-1, *node.layer) + " is renamed " + quote(name) +
+                                ": MixLab's \"inputs\" call the model's input \"input\"");
+      }
+      names[node.layer->name] = name;
+    }
+    std::vector<std::vector<std::string>> inputs(graph.size());  // empty: the layer before
+    std::set<std::string> referenced;
+    for (std::size_t i = 1; i < graph.size(); ++i) {
+      for (const std::string& source : graph[i].inputs) inputs[i].push_back(names.at(source));
+      if (inputs[i] == std::vector<std::string>{names.at(graph[i - 1].layer->name)}) {
+        inputs[i].clear();
+      }
+      referenced.insert(inputs[i].begin(), inputs[i].end());
+    }
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      const std::size_t before = layers_.size();
+      add_layer(*graph[i].layer);
+      if (layers_.size() == before) continue;  // the InputLayer
+      ordered_json& layer = layers_.back();
+      const std::string& name = names.at(graph[i].layer->name);
+      if (layer.contains("name") || referenced.contains(name)) layer["name"] = name;
+      if (!inputs[i].empty()) layer["inputs"] = inputs[i];
+    }
   }
 
   void read_name(const json& config) {
@@ -374,6 +419,9 @@ class Importer {
     } else if (cls == "Rescaling") {
       out["type"] = "Rescaling";
       fields = {"scale", "offset"};
+    } else if (is_keras_merge(cls)) {
+      out["type"] = cls;
+      if (cls == "Concatenate") fields = {"axis"};
     } else if (cls == "Lambda") {
       fail_layer(index, layer,
                  "a Lambda layer is Python code and cannot be imported; for the usual x / 255 "
@@ -382,7 +430,8 @@ class Importer {
       fail_layer(index, layer,
                  "MixLab has no " + printable(cls) +
                      " layer (it imports InputLayer, Dense, Conv2D, MaxPooling2D, "
-                     "AveragePooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling)");
+                     "AveragePooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling, "
+                     "Add, Subtract, Multiply, Average, Maximum, Concatenate)");
     }
     // Every config key must be known: a layer field, a Keras base key, or one checked above.
     for (const auto& [key, value] : config.items()) {
@@ -449,6 +498,11 @@ class Importer {
   // layer for (checked against the one it gets once the model is read).
   void read_build_config(int index, const KerasLayer& layer) {
     std::pair<json, json> built;
+    // A merge's is a list of its inputs' shapes, which shape inference checks against each other.
+    if (is_keras_merge(layer.class_name)) {
+      build_shapes_.push_back(std::move(built));
+      return;
+    }
     if (layer.object->contains("build_config")) {
       const json& config = (*layer.object)["build_config"];
       if (!config.is_object()) {

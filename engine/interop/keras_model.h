@@ -3,7 +3,8 @@
 // keras.models.model_from_json loads. Qt-free; mixlab-cli and the GUI both read models through
 // load_model_source(), which takes MixLab's own model files too.
 //
-// What imports: Sequential models, and functional models that are a single chain; the layer
+// What imports: Sequential models, and functional models with one input and one output whose
+// layers are each called once (a graph: merges keep the Keras names of what they read); the layer
 // types MixLab has, under their Keras names and common spellings (MaxPool2D, ReLU, Softmax,
 // activations given by name or as serialized objects). The model's dtype policy sets the run's
 // precision; a layer's own "float32" under a mixed policy is kept. Fields MixLab does not model
@@ -11,11 +12,11 @@
 // what Keras 3 keeps or ignores (checked against Keras 3.12): a "trainable" that is false or not
 // a boolean, a build_input_shape or model build_config that is not a shape or disagrees with the
 // input layer's, a model's own dtype policy of an unknown class. Fields it does not know are
-// errors, as are other layer types and branching graphs, and what Keras refuses: a batch_shape
-// that is not [null, dims...], two layers giving different input shapes, a layer's build_config
-// input_shape other than the shape it gets, a name that is not a string, a layer's dtype policy
-// of a class other than DTypePolicy, FloatDTypePolicy or Policy. Every error names the file, the
-// layer and the field, and nothing is half-imported.
+// errors, as are other layer types, several inputs or outputs and shared layers, and what Keras
+// refuses: a batch_shape that is not [null, dims...], two layers giving different input shapes,
+// a layer's build_config input_shape other than the shape it gets, a name that is not a string,
+// a layer's dtype policy of a class other than DTypePolicy, FloatDTypePolicy or Policy. Every
+// error names the file, the layer and the field, and nothing is half-imported.
 #pragma once
 
 #include <filesystem>
@@ -74,5 +75,8 @@ ImportedModel load_model_source(const std::filesystem::path& path);
 // `policy` as the model's and the layers' dtype policy (a layer with force_float32 keeps
 // "float32"), and the loss as a compile config.
 std::string export_keras_json(const ModelSpec& spec, Policy policy = Policy::float32);
+// The exporters write a stack of layers: a graph (a layer that names its inputs) is refused
+// with a ConfigError naming `format` and the first layer that makes it one.
+void require_stack(const ModelSpec& spec, std::string_view format);
 
 }  // namespace mixlab

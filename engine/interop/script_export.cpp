@@ -12,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/precision.h"
+#include "engine/interop/keras_model.h"
 #include "engine/interop/python_code.h"
 #include "engine/spec/shape_inference.h"
 #include "resources/builtin_export.h"
@@ -163,7 +164,13 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
       if (layer.offset != 0.0) {
         args += PyCode(", offset=") + layer_float(index, layer.offset, "offset");
       }
-      break;
+      break;    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+    case LayerType::Concatenate:
+      throw ConfigError("a script: merge layers belong to graphs, which require_stack() refuses");
   }
   std::vector<PyCode> keywords;
   if (layer.force_float32) keywords.emplace_back("dtype=\"float32\"");
@@ -291,7 +298,14 @@ PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
         }
         add(PyCode("Rescaling(") + args + ")", true);
         break;
-      }
+      }      case LayerType::Add:
+      case LayerType::Subtract:
+      case LayerType::Multiply:
+      case LayerType::Average:
+      case LayerType::Maximum:
+      case LayerType::Concatenate:
+        throw ConfigError("a script: merge layers belong to graphs, which require_stack() "
+                          "refuses");
     }
   }
   to_nhwc();
@@ -312,6 +326,7 @@ std::string export_script(ScriptKind kind, const ModelSpec& spec, const RunConfi
   }
   const ShapeTable table = infer_shapes(spec, config.precision);
   const bool keras = kind == ScriptKind::keras;
+  require_stack(spec, keras ? "a Keras script" : "a PyTorch script");
   return fill_template(
              py_template(keras ? builtin_export_keras_template : builtin_export_pytorch_template),
              {{"SETTINGS", script_head(spec, table, config, options)},

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/spec/model_graph.h"
 
 namespace mixlab {
 
@@ -83,6 +84,26 @@ std::string_view to_string(PlanOp op) {
       return "rescaling";
     case PlanOp::dropout:
       return "dropout";
+    case PlanOp::merge:
+      return "merge";
+  }
+  return "?";
+}
+
+std::string_view to_string(MergeOp op) {
+  switch (op) {
+    case MergeOp::add:
+      return "add";
+    case MergeOp::subtract:
+      return "subtract";
+    case MergeOp::multiply:
+      return "multiply";
+    case MergeOp::average:
+      return "average";
+    case MergeOp::maximum:
+      return "maximum";
+    case MergeOp::concatenate:
+      return "concatenate";
   }
   return "?";
 }
@@ -133,12 +154,30 @@ std::string layer_label(const ModelSpec& spec, int layer) {
          std::string(to_string(spec.layers.at(static_cast<std::size_t>(layer)).type)) + ")";
 }
 
-// Lowers layer by layer, tracking the dtype the running tensor is in.
+MergeOp merge_op(LayerType type) {
+  switch (type) {
+    case LayerType::Subtract:
+      return MergeOp::subtract;
+    case LayerType::Multiply:
+      return MergeOp::multiply;
+    case LayerType::Average:
+      return MergeOp::average;
+    case LayerType::Maximum:
+      return MergeOp::maximum;
+    case LayerType::Concatenate:
+      return MergeOp::concatenate;
+    default:
+      return MergeOp::add;
+  }
+}
+
+// Lowers layer by layer in the table's order. Each layer starts from the tensors it reads (a
+// layer's last node, or the batch) and chains its nodes from there.
 class Lowering {
  public:
   Lowering(const ModelSpec& spec, const ShapeTable& table, const LoweringRules& rules,
            ExecutionPlan& plan)
-      : spec_(spec), table_(table), rules_(rules), plan_(plan), shape_(table.input_shape) {}
+      : spec_(spec), table_(table), rules_(rules), plan_(plan) {}
 
   void layer(int li) {
     const LayerSpec& layer = spec_.layers[static_cast<std::size_t>(li)];
@@ -147,6 +186,7 @@ class Lowering {
     const Shape& out = info.output_shape;
     const std::string label = layer_label(spec_, li);
     const bool elementwise_cast = rules_.elementwise_same_dtype;
+    current_ = tensor_of(info.inputs.front());
     switch (layer.type) {
       case LayerType::Dense: {
         cast_to(s, li, label);
@@ -173,7 +213,7 @@ class Lowering {
         add(PlanOp::pooling, li, s, out, label);
         break;
       case LayerType::Flatten:
-        add(dtype_ != s ? PlanOp::cast : PlanOp::flatten, li, s, out, label);
+        add(current_.dtype != s ? PlanOp::cast : PlanOp::flatten, li, s, out, label);
         break;
       case LayerType::Dropout:
         if (elementwise_cast) cast_to(s, li, label);
@@ -187,28 +227,69 @@ class Lowering {
         if (elementwise_cast) cast_to(s, li, label);
         add(PlanOp::rescaling, li, s, out, label);
         break;
+      case LayerType::Add:
+      case LayerType::Subtract:
+      case LayerType::Multiply:
+      case LayerType::Average:
+      case LayerType::Maximum:
+      case LayerType::Concatenate:
+        merge(layer, info, li, label);
+        break;
     }
     plan_.layer_last_node[static_cast<std::size_t>(li)] = static_cast<int>(plan_.nodes.size()) - 1;
   }
 
  private:
-  PlanNode& add(PlanOp op, int li, DType out_dtype, const Shape& out_shape, std::string label) {
+  // A tensor the lowering reads: a node's output (kPlanInput: the batch).
+  struct Tensor {
+    int node = kPlanInput;
+    DType dtype = DType::f32;
+    Shape shape;
+  };
+
+  Tensor tensor_of(int layer) const {
+    if (layer == kModelInput) return {kPlanInput, DType::f32, table_.input_shape};  // float32 batch
+    const int node = plan_.layer_last_node[static_cast<std::size_t>(layer)];
+    const PlanNode& n = plan_.nodes[static_cast<std::size_t>(node)];
+    return {node, n.out_dtype, n.out_shape};
+  }
+
+  PlanNode& add(PlanOp op, int li, DType out_dtype, const Shape& out_shape, std::string label,
+                std::vector<Tensor> inputs = {}) {
+    if (inputs.empty()) inputs.push_back(current_);
     PlanNode n;
     n.op = op;
     n.layer = li;
-    n.in_dtype = dtype_;
+    n.in_dtype = inputs.front().dtype;
     n.out_dtype = out_dtype;
-    n.in_shape = shape_;
+    n.in_shape = inputs.front().shape;
     n.out_shape = out_shape;
+    for (const Tensor& t : inputs) n.inputs.push_back({t.node, false, false});
     n.label = std::move(label);
-    dtype_ = out_dtype;
-    shape_ = out_shape;
     plan_.nodes.push_back(std::move(n));
+    current_ = {static_cast<int>(plan_.nodes.size()) - 1, out_dtype, out_shape};
     return plan_.nodes.back();
   }
 
   void cast_to(DType to, int li, const std::string& label) {
-    if (dtype_ != to) add(PlanOp::cast, li, to, shape_, label + " cast");
+    if (current_.dtype != to) add(PlanOp::cast, li, to, current_.shape, label + " cast");
+  }
+
+  // A merge reads every input in its own dtype (a cast first where an input's differs, on
+  // every backend: the merge kernels read one dtype).
+  void merge(const LayerSpec& layer, const LayerInfo& info, int li, const std::string& label) {
+    std::vector<Tensor> inputs;
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+      current_ = tensor_of(info.inputs[i]);
+      cast_to(info.compute, li, label + " input " + std::to_string(i));
+      inputs.push_back(current_);
+    }
+    PlanNode& node = add(PlanOp::merge, li, info.compute, info.output_shape, label, inputs);
+    node.merge = merge_op(layer.type);
+    if (layer.type == LayerType::Concatenate) {
+      const int rank = static_cast<int>(info.input_shape.size());
+      node.axis = (layer.axis < 0 ? layer.axis + rank + 1 : layer.axis) - 1;
+    }
   }
 
   // The kernel's glorot_uniform fans, as Keras computes them: Dense (in, units); Conv2D the
@@ -240,13 +321,71 @@ class Lowering {
   const ShapeTable& table_;
   const LoweringRules& rules_;
   ExecutionPlan& plan_;
-  DType dtype_ = DType::f32;  // the batch arrives as float32
-  Shape shape_;
+  Tensor current_;  // the tensor the layer's next node reads
 };
 
+// The backward schedule: which nodes run backward, which inputs get a gradient, and the
+// activation-gradient buffers, reused once their tensor's producer has read them.
+void schedule_backward(ExecutionPlan& plan, bool input_gradient) {
+  const int n = static_cast<int>(plan.nodes.size());
+  // A node's output gradient is needed when it or a node before it has parameters, or it
+  // reads the batch and the batch's gradient is wanted.
+  std::vector<bool> needs(static_cast<std::size_t>(n), false);
+  for (int k = 0; k < n; ++k) {
+    PlanNode& node = plan.nodes[static_cast<std::size_t>(k)];
+    bool need = !node.params.empty();
+    for (PlanInput& in : node.inputs) {
+      in.grad = in.node == kPlanInput ? input_gradient : needs[static_cast<std::size_t>(in.node)];
+      need = need || in.grad;
+    }
+    needs[static_cast<std::size_t>(k)] = need;
+  }
+  // Only what the loss reaches runs backward (every node reaches it: the graph has one output).
+  std::vector<int> free_buffers;
+  int count = 0;
+  const auto take = [&]() {
+    if (free_buffers.empty()) return count++;
+    const int b = free_buffers.back();
+    free_buffers.pop_back();
+    return b;
+  };
+  std::vector<int> grad(static_cast<std::size_t>(n), -1);
+  int input_grad = -1;
+  // Backward starts at the output (OpAccess seeds its gradient) or, with a fused loss head, at
+  // the final activation's input (the loss seeds that; the activation's backward is skipped):
+  // the schedule is the output's, which serves both.
+  if (n > 0 && needs[static_cast<std::size_t>(n - 1)]) grad[static_cast<std::size_t>(n - 1)] = take();
+  bool any_accumulate = false;
+  for (int k = n - 1; k >= 0; --k) {
+    PlanNode& node = plan.nodes[static_cast<std::size_t>(k)];
+    node.backward = needs[static_cast<std::size_t>(k)] && grad[static_cast<std::size_t>(k)] >= 0;
+    node.grad = grad[static_cast<std::size_t>(k)];
+    if (!node.backward) continue;
+    bool shared = false;  // a Flatten's input gradient is its own buffer, seen with another shape
+    for (PlanInput& in : node.inputs) {
+      if (!in.grad) continue;
+      int& target = in.node == kPlanInput ? input_grad : grad[static_cast<std::size_t>(in.node)];
+      if (target >= 0) {
+        in.accumulate = true;
+        any_accumulate = true;
+      } else if (node.aliases_input()) {
+        target = node.grad;
+        shared = true;
+      } else {
+        target = take();
+      }
+    }
+    if (!shared) free_buffers.push_back(node.grad);
+  }
+  // The scratch buffer of accumulations is one more, live beside the others.
+  plan.grad_scratch = any_accumulate ? count++ : -1;
+  plan.input_grad = input_grad;
+  // Two at least, as a chain has: the loss stages its float32 rows in the one it does not seed.
+  plan.gradient_buffers = std::max(count, 2);
+}
 LossHead head_of(const ExecutionPlan& plan, LossKind loss) {
   const bool binary = loss == LossKind::binary_crossentropy;
-  if (plan.nodes.size() >= 2) {
+  if (plan.nodes.size() >= 2 && plan.nodes.back().input() != kPlanInput) {
     const PlanNode& last = plan.nodes.back();
     if (last.op == PlanOp::activation) {
       if (last.activation == ActivationFn::softmax && !binary) {
@@ -261,7 +400,8 @@ LossHead head_of(const ExecutionPlan& plan, LossKind loss) {
 }  // namespace
 
 ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int batch,
-                         const OptimizerConfig& optimizer, const LoweringRules& rules) {
+                         const OptimizerConfig& optimizer, const LoweringRules& rules,
+                         bool input_gradient) {
   if (batch < 1) throw ConfigError("batch size must be at least 1, got " + std::to_string(batch));
   if (spec.layers.size() != table.layers.size()) {
     throw ConfigError("the shape table does not belong to model " + quote(spec.name));
@@ -273,9 +413,17 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
   plan.input_shape = table.input_shape;
   plan.classes = num_elements(table.output_shape);
   plan.layer_last_node.resize(spec.layers.size());
+  if (table.order.size() != spec.layers.size()) {
+    throw ConfigError("the shape table of model " + quote(spec.name) + " has no execution order");
+  }
   Lowering lowering(spec, table, rules, plan);
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) lowering.layer(static_cast<int>(i));
+  for (const int layer : table.order) lowering.layer(layer);
   plan.head = head_of(plan, spec.loss);
+  plan.output_node = static_cast<int>(plan.nodes.size()) - 1;
+  const bool fused_head = plan.head == LossHead::softmax_crossentropy ||
+                          plan.head == LossHead::sigmoid_binary;
+  plan.loss_node = fused_head ? plan.nodes.back().input() : plan.output_node;
+  schedule_backward(plan, input_gradient);
   for (std::size_t k = 0; k < plan.nodes.size(); ++k) {
     if (!plan.nodes[k].params.empty()) {
       plan.first_param_node = static_cast<int>(k);
@@ -309,7 +457,7 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
     add(R::node_output, static_cast<int>(k), P::activations, elements,
         static_cast<std::int64_t>(dtype_bytes(node.out_dtype)));
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < plan.gradient_buffers; ++i) {
     add(R::activation_gradient, i, P::workspace, plan.max_tensor_elements, f32);
   }
   add(R::loss_rows, 0, P::workspace, batch * plan.classes, f32);
@@ -328,13 +476,14 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
 }
 
 ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, Policy policy, int batch,
-                         const OptimizerConfig& optimizer, const LoweringRules& rules) {
+                         const OptimizerConfig& optimizer, const LoweringRules& rules,
+                         bool input_gradient) {
   if (table.policy != policy) {
     throw ConfigError("the shape table of model " + quote(spec.name) + " was inferred under " +
                       std::string(to_string(table.policy)) + ", not " +
                       std::string(to_string(policy)));
   }
-  return build_plan(spec, table, batch, optimizer, rules);
+  return build_plan(spec, table, batch, optimizer, rules, input_gradient);
 }
 
 }  // namespace mixlab

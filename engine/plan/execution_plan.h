@@ -55,21 +55,45 @@ enum class PlanOp : std::uint8_t {
   activation,  // an Activation layer, or the non-linearity after a Dense / Conv2D
   rescaling,
   dropout,
+  merge,  // Add, Subtract, Multiply, Average, Maximum, Concatenate: two or more inputs
 };
 std::string_view to_string(PlanOp op);
+
+enum class MergeOp : std::uint8_t { add, subtract, multiply, average, maximum, concatenate };
+std::string_view to_string(MergeOp op);
+
+// Where a node's input is not another node's output: the batch.
+inline constexpr int kPlanInput = -1;
+
+// One input of a node, and what the backward pass does for it.
+struct PlanInput {
+  int node = kPlanInput;  // the node it reads (kPlanInput: the batch)
+  bool grad = false;      // backward computes the gradient for this input
+  // The input's gradient buffer already holds an earlier reader's gradient: this node's is
+  // added to it (the executor writes it into ExecutionPlan::grad_scratch first, then adds).
+  bool accumulate = false;
+};
 
 struct PlanNode {
   PlanOp op = PlanOp::cast;
   int layer = 0;  // the Keras layer it belongs to
-  DType in_dtype = DType::f32;
+  DType in_dtype = DType::f32;   // the first input's (all inputs of a merge share it)
   DType out_dtype = DType::f32;
-  Shape in_shape;   // per sample
+  Shape in_shape;   // per sample, the first input's
   Shape out_shape;  // per sample
+  std::vector<PlanInput> inputs;  // in the layer's order; one but for a merge
   // activation: the function; dense: relu when fused into the matmul (LoweringRules).
   ActivationFn activation = ActivationFn::linear;
+  MergeOp merge = MergeOp::add;  // merge: which
+  int axis = 0;                  // merge concatenate: the axis of the per-sample shape (0-based)
   std::vector<int> params;  // dense / conv2d: its kernel (then bias) in ExecutionPlan::params
   std::string label;       // "layer 3 (Dense)", "layer 3 (Dense) cast"
+  // Backward: the node runs when a gradient reaches it that something needs (its own
+  // parameters, or a node with parameters, or the batch when its gradient is wanted, upstream).
+  bool backward = false;
+  int grad = -1;  // the activation-gradient buffer that holds d(output) while backward runs
   bool aliases_input() const { return op == PlanOp::flatten; }
+  int input() const { return inputs.front().node; }  // the one input of a node that is no merge
 };
 
 // A trainable parameter group, at `offset` floats into the flat master, gradient and
@@ -137,18 +161,28 @@ struct ExecutionPlan {
   LossHead head = LossHead::crossentropy_probabilities;
   Shape input_shape;
   std::int64_t classes = 0;  // elements of the model's output per sample
-  std::vector<PlanNode> nodes;
+  std::vector<PlanNode> nodes;       // in the order they run: each after the nodes it reads
   std::vector<int> layer_last_node;  // Keras layer -> its last node
-  int first_param_node = -1;         // backward stops below it unless the input gradient is
-                                     // wanted; -1: no parameters
+  int first_param_node = -1;         // the first node with parameters; -1: none
+  int output_node = -1;              // the model's output (the last node)
+  int loss_node = -1;  // the node whose output the loss reads: a fused head's logits
+  // The backward schedule's float32 activation-gradient buffers (each max_tensor_elements, at
+  // least 2): a node's gradient buffer lives from its first reader's backward to its own, and
+  // is reused after (a chain needs 2); grad_scratch is the one a node writes into when its
+  // gradient is added to an earlier reader's; input_grad holds the batch's gradient when it is
+  // wanted. Backward runs from the output node down (its gradient seeded by OpAccess), or from
+  // loss_node when the loss head is fused (the loss seeds it), taking nodes with `backward`.
+  int gradient_buffers = 0;
+  int grad_scratch = -1;
+  int input_grad = -1;
   std::vector<PlanSlot> params;  // (Qt reserves the word "slots")
   std::int64_t param_floats = 0;  // of the flat arrays, alignment included
   int optimizer_states = 0;       // float32 arrays the size of the masters (Adam 2, momentum 1)
   DType copy_dtype = DType::f32;  // the policy's 16-bit copy; f32: layers read the masters
 
   // The buffers every backend allocates: the input batch, labels, each node's output (but a
-  // Flatten's), two float32 activation-gradient buffers used in turn, the loss rows, the flat
-  // parameter arrays. Backends add their own (library workspaces, re-laid-out weights).
+  // Flatten's), the float32 activation-gradient buffers of the backward schedule, the loss rows,
+  // the flat parameter arrays. Backends add their own (library workspaces, re-laid-out weights).
   std::vector<PlanBuffer> buffers;
   std::int64_t max_tensor_elements = 0;  // the largest input or node output, per batch
 
@@ -161,11 +195,15 @@ struct ExecutionPlan {
 };
 
 // Lowers a validated model (its shape table, which records the policy) for a batch size and an
-// optimizer. Throws ConfigError for a batch size below 1, or a table of another model.
+// optimizer, its layers in the table's order. `input_gradient`: the backward schedule also
+// computes the batch's gradient (tests). Throws ConfigError for a batch size below 1, or a table
+// of another model.
 ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int batch,
-                         const OptimizerConfig& optimizer, const LoweringRules& rules = {});
+                         const OptimizerConfig& optimizer, const LoweringRules& rules = {},
+                         bool input_gradient = false);
 // The same for an executor asked to run `policy`: the table must have been inferred under it.
 ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, Policy policy, int batch,
-                         const OptimizerConfig& optimizer, const LoweringRules& rules);
+                         const OptimizerConfig& optimizer, const LoweringRules& rules,
+                         bool input_gradient = false);
 
 }  // namespace mixlab

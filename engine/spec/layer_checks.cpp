@@ -40,6 +40,12 @@ std::string layer_prefix(int index, LayerType type) {
   return "layer " + std::to_string(index) + " (" + std::string(to_string(type)) + "): ";
 }
 
+std::string layer_prefix(int index, LayerType type, std::string_view name) {
+  if (name.empty()) return layer_prefix(index, type);
+  return "layer " + std::to_string(index) + " (" + std::string(to_string(type)) + ") " +
+         quote(name) + ": ";
+}
+
 std::string format_number(double value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
@@ -74,8 +80,18 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
       check_finite(layer.scale, "scale", where, index);
       check_finite(layer.offset, "offset", where, index);
       break;
+    case LayerType::Concatenate:
+      if (layer.axis == 0) {
+        throw SpecError(where + "axis 0 is the batch: concatenate along another axis", index);
+      }
+      break;
     case LayerType::Flatten:
     case LayerType::Activation:
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
       break;
   }
 }

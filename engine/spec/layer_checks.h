@@ -8,11 +8,18 @@
 
 namespace mixlab::spec_detail {
 
+// What a file may leave out (model_spec.h), as the reader fills it in and the writer omits it.
+inline constexpr std::string_view kDefaultModelName = "model";
+inline constexpr LossKind kDefaultLoss = LossKind::sparse_categorical_crossentropy;
+inline constexpr Size2 kDefaultStrides{1, 1};
+inline constexpr Size2 kDefaultPoolSize{2, 2};
+
 // Largest value of an integer field (units, filters, kernel_size, ...) and of an input dimension.
 inline constexpr int kMaxFieldValue = 2147483647;
 
-// "layer 4 (Conv2D): "
+// "layer 4 (Conv2D): "; with a name, "layer 4 (Conv2D) 'conv_1': ".
 std::string layer_prefix(int index, LayerType type);
+std::string layer_prefix(int index, LayerType type, std::string_view name);
 
 // Shortest text that reads back as the same double ("0.00392156862745098", "1.5", "inf").
 std::string format_number(double value);

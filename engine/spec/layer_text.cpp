@@ -67,7 +67,15 @@ std::string layer_summary(const LayerSpec& layer) {
       parts.push_back(text);
       break;
     }
+    case LayerType::Concatenate:
+      if (layer.axis != -1) parts.push_back("axis " + std::to_string(layer.axis));
+      break;
     case LayerType::Flatten:
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
       break;
   }
   const bool spatial = layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
@@ -78,6 +86,13 @@ std::string layer_summary(const LayerSpec& layer) {
     if (!layer.use_bias) parts.emplace_back("no bias");
   }
   if (layer.force_float32) parts.emplace_back("float32");
+  if (!layer.inputs.empty()) {
+    std::string from = "from ";
+    for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
+      from += (i == 0 ? "" : ", ") + layer.inputs[i];
+    }
+    parts.push_back(from);
+  }
 
   std::string text(to_string(layer.type));
   for (std::size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? " " : ", ") + parts[i];

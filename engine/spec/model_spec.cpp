@@ -19,17 +19,15 @@ namespace mixlab {
 namespace {
 
 using json = nlohmann::json;
-using ordered_json = nlohmann::ordered_json;
 using spec_detail::kMaxFieldValue;
 
-constexpr std::string_view kDefaultModelName = "model";
-constexpr LossKind kDefaultLoss = LossKind::sparse_categorical_crossentropy;
-constexpr Size2 kDefaultStrides{1, 1};
-constexpr Size2 kDefaultPoolSize{2, 2};
+using spec_detail::kDefaultModelName;
 
 constexpr std::array kLayerTypes = {
-    LayerType::Dense,   LayerType::Conv2D,  LayerType::MaxPooling2D, LayerType::AveragePooling2D,
-    LayerType::Flatten, LayerType::Dropout, LayerType::Activation,   LayerType::Rescaling,
+    LayerType::Dense,    LayerType::Conv2D,   LayerType::MaxPooling2D, LayerType::AveragePooling2D,
+    LayerType::Flatten,  LayerType::Dropout,  LayerType::Activation,   LayerType::Rescaling,
+    LayerType::Add,      LayerType::Subtract, LayerType::Multiply,     LayerType::Average,
+    LayerType::Maximum,  LayerType::Concatenate,
 };
 constexpr std::array kActivations = {
     ActivationFn::relu, ActivationFn::sigmoid, ActivationFn::tanh,
@@ -43,7 +41,7 @@ constexpr std::array kLosses = {
 };
 
 constexpr std::array<std::string_view, 4> kTopLevelKeys = {"name", "input", "loss", "layers"};
-constexpr std::array<std::string_view, 3> kCommonFields = {"type", "name", "dtype"};
+constexpr std::array<std::string_view, 4> kCommonFields = {"type", "name", "inputs", "dtype"};
 
 // The fields a layer type takes besides type, name and dtype (Keras's names).
 std::span<const std::string_view> type_fields(LayerType type) {
@@ -54,6 +52,7 @@ std::span<const std::string_view> type_fields(LayerType type) {
   static constexpr std::array<std::string_view, 1> dropout = {"rate"};
   static constexpr std::array<std::string_view, 1> activation = {"activation"};
   static constexpr std::array<std::string_view, 2> rescaling = {"scale", "offset"};
+  static constexpr std::array<std::string_view, 1> concatenate = {"axis"};
   switch (type) {
     case LayerType::Dense:
       return dense;
@@ -70,6 +69,14 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return activation;
     case LayerType::Rescaling:
       return rescaling;
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+      return {};
+    case LayerType::Concatenate:
+      return concatenate;
   }
   return {};
 }
@@ -199,6 +206,27 @@ class ObjectReader {
     return 0;
   }
 
+  // A whole number of either sign that fits an int (Concatenate's axis).
+  int get_int(std::string_view key, const json& value) const {
+    const bool whole = value.is_number_integer() ||
+                       (value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>());
+    if (!whole) fail_type(key, "an integer", value);
+    const double d = value.get<double>();
+    if (d < -1e6 || d > 1e6) fail(std::string(key) + " " + value.dump() + " is out of range");
+    return static_cast<int>(d);
+  }
+
+  // A list of layer names ("inputs"): an array of one or more names.
+  std::vector<std::string> get_names(std::string_view key, const json& value) const {
+    if (!value.is_array() || value.empty()) fail_type(key, "an array of layer names", value);
+    std::vector<std::string> names;
+    for (const json& item : value) {
+      if (!item.is_string()) fail_type(key, "an array of layer names", value);
+      names.push_back(get_name(key, item));
+    }
+    return names;
+  }
+
   double get_number(std::string_view key, const json& value) const {
     if (!value.is_number()) fail_type(key, "a number", value);
     return value.get<double>();
@@ -261,6 +289,7 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
   in.check_keys(allowed, to_string(layer.type));
 
   if (const json* v = in.find("name")) layer.name = in.get_name("name", *v);
+  if (const json* v = in.find("inputs")) layer.inputs = in.get_names("inputs", *v);
   if (const json* v = in.find("dtype")) {
     const std::string dtype = in.get_string("dtype", *v);
     if (dtype != "float32") {
@@ -297,7 +326,15 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
       layer.scale = in.get_number("scale", in.require("scale"));
       if (const json* v = in.find("offset")) layer.offset = in.get_number("offset", *v);
       break;
+    case LayerType::Concatenate:
+      if (const json* v = in.find("axis")) layer.axis = in.get_int("axis", *v);
+      break;
     case LayerType::Flatten:
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
       break;
   }
   if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
@@ -329,80 +366,6 @@ std::vector<std::int64_t> parse_input(const json& value, const std::string& orig
   std::vector<std::int64_t> dims;
   for (const json& dim : shape) dims.push_back(in.get_positive_int("shape", dim));
   return dims;
-}
-
-// --- writing ---
-
-// Compact JSON with a space after ':' and ',' ({"shape": [28, 28, 1]}), one line.
-void write_inline(const ordered_json& value, std::string& out) {
-  if (value.is_object()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [key, item] : value.items()) {
-      if (!first) out += ", ";
-      first = false;
-      out += ordered_json(key).dump();
-      out += ": ";
-      write_inline(item, out);
-    }
-    out += '}';
-  } else if (value.is_array()) {
-    out += '[';
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      if (i != 0) out += ", ";
-      write_inline(value[i], out);
-    }
-    out += ']';
-  } else {
-    out += value.dump();  // numbers in the shortest form that reads back exactly
-  }
-}
-
-ordered_json size2_json(Size2 size) {
-  if (size.h == size.w) return size.h;
-  return ordered_json::array({size.h, size.w});
-}
-
-ordered_json layer_json(const LayerSpec& layer) {
-  ordered_json j = ordered_json::object();
-  j["type"] = to_string(layer.type);
-  if (!layer.name.empty()) j["name"] = layer.name;
-  const bool fused = layer.type == LayerType::Dense || layer.type == LayerType::Conv2D;
-  switch (layer.type) {
-    case LayerType::Dense:
-      j["units"] = layer.units;
-      break;
-    case LayerType::Conv2D:
-      j["filters"] = layer.filters;
-      j["kernel_size"] = size2_json(layer.kernel_size);
-      if (layer.strides != kDefaultStrides) j["strides"] = size2_json(layer.strides);
-      if (layer.padding != Padding::valid) j["padding"] = to_string(layer.padding);
-      break;
-    case LayerType::MaxPooling2D:
-    case LayerType::AveragePooling2D:
-      if (layer.pool_size != kDefaultPoolSize) j["pool_size"] = size2_json(layer.pool_size);
-      if (layer.strides != layer.pool_size) j["strides"] = size2_json(layer.strides);
-      if (layer.padding != Padding::valid) j["padding"] = to_string(layer.padding);
-      break;
-    case LayerType::Dropout:
-      j["rate"] = layer.rate;
-      break;
-    case LayerType::Activation:
-      j["activation"] = to_string(layer.activation);
-      break;
-    case LayerType::Rescaling:
-      j["scale"] = layer.scale;
-      if (layer.offset != 0.0) j["offset"] = layer.offset;
-      break;
-    case LayerType::Flatten:
-      break;
-  }
-  if (fused) {
-    if (layer.activation != ActivationFn::linear) j["activation"] = to_string(layer.activation);
-    if (!layer.use_bias) j["use_bias"] = false;
-  }
-  if (layer.force_float32) j["dtype"] = "float32";
-  return j;
 }
 
 }  // namespace
@@ -506,45 +469,6 @@ ModelSpec load_model_file(const std::filesystem::path& path) {
   return parse_model_json(read_model_text(path), path.string());
 }
 
-std::string to_json(const ModelSpec& spec, int indent) {
-  ordered_json root = ordered_json::object();
-  if (spec.name != kDefaultModelName) root["name"] = spec.name;
-  root["input"] = {{"shape", spec.input_shape}};
-  if (spec.loss != kDefaultLoss) root["loss"] = to_string(spec.loss);
-  ordered_json layers = ordered_json::array();
-  for (const LayerSpec& layer : spec.layers) layers.push_back(layer_json(layer));
-  root["layers"] = std::move(layers);
-
-  try {
-    if (indent < 0) return root.dump();
-    // One key per line at the top level and one layer per line, so that files diff well.
-    const std::string pad(static_cast<std::size_t>(indent), ' ');
-    std::string out = "{\n";
-    bool first = true;
-    for (const auto& [key, value] : root.items()) {
-      if (!first) out += ",\n";
-      first = false;
-      out += pad + ordered_json(key).dump() + ": ";
-      if (key == "layers") {
-        out += "[\n";
-        for (std::size_t i = 0; i < value.size(); ++i) {
-          out += pad + pad;
-          write_inline(value[i], out);
-          out += i + 1 < value.size() ? ",\n" : "\n";
-        }
-        out += pad + "]";
-      } else {
-        write_inline(value, out);
-      }
-    }
-    out += "\n}\n";
-    return out;
-  } catch (const nlohmann::json::exception& e) {
-    // dump() rejects strings that are not UTF-8 (a layer or model name built in memory).
-    throw SpecError("cannot write model " + quote(spec.name) + " as JSON: " + e.what());
-  }
-}
-
 std::string_view to_string(LayerType type) {
   switch (type) {
     case LayerType::Dense:
@@ -563,6 +487,18 @@ std::string_view to_string(LayerType type) {
       return "Activation";
     case LayerType::Rescaling:
       return "Rescaling";
+    case LayerType::Add:
+      return "Add";
+    case LayerType::Subtract:
+      return "Subtract";
+    case LayerType::Multiply:
+      return "Multiply";
+    case LayerType::Average:
+      return "Average";
+    case LayerType::Maximum:
+      return "Maximum";
+    case LayerType::Concatenate:
+      return "Concatenate";
   }
   return "?";
 }

@@ -1,5 +1,5 @@
-// The model spec: a layer stack in Keras vocabulary, read from and written to JSON. It knows
-// nothing about devices; shape_inference.h checks it and computes its tables.
+// The model spec: layers in Keras vocabulary, read from and written to JSON. It knows nothing
+// about devices; shape_inference.h checks it and computes its tables.
 //
 // File format (a contract scripts outside the project rely on):
 //   {"name": "fashion-cnn", "input": {"shape": [28, 28, 1]},
@@ -7,6 +7,12 @@
 //    "layers": [{"type": "Conv2D", "filters": 16, "kernel_size": [3, 3], ...}, ...]}
 // Omitted fields take Keras's defaults. Unknown fields, wrong JSON types and out-of-range values
 // are errors (SpecError) that name the layer and the field.
+//
+// A model is a graph (Keras's functional API): a layer may name the layers it reads,
+//   {"type": "Add", "name": "add_1", "inputs": ["conv_2", "pool_1"]},
+// by their names ("input" is the model's input). Without "inputs" a layer reads the one before
+// it (the model's input for the first), so a plain stack names none. The last layer is the
+// model's output; model_graph.h resolves and checks the graph.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +36,17 @@ enum class LayerType : std::uint8_t {
   Dropout,
   Activation,
   Rescaling,
+  // Merges (two or more inputs, Keras semantics): elementwise over inputs of one shape, and
+  // Concatenate along an axis.
+  Add,
+  Subtract,  // exactly two: the first minus the second
+  Multiply,
+  Average,
+  Maximum,
+  Concatenate,
 };
+// The merge layers: they read two or more layers (Subtract exactly two).
+bool is_merge(LayerType type);
 
 enum class ActivationFn : std::uint8_t { linear, relu, sigmoid, tanh, gelu, softmax };
 enum class Padding : std::uint8_t { valid, same };
@@ -52,6 +68,8 @@ struct Size2 {
 struct LayerSpec {
   LayerType type = LayerType::Dense;
   std::string name;  // optional "name"; empty when the file gives none
+  // The layers it reads, by name ("input": the model's input); empty: the layer before it.
+  std::vector<std::string> inputs;
 
   // Dense
   int units = 0;
@@ -72,6 +90,9 @@ struct LayerSpec {
   // Rescaling: y = x * scale + offset (scale required)
   double scale = 1.0;
   double offset = 0.0;
+  // Concatenate: the axis, as Keras counts it with the batch (-1 the last; 0, the batch, is not
+  // allowed)
+  int axis = -1;
   // "dtype": "float32" keeps this layer in float32 under a mixed policy (Keras's idiom for the
   // final softmax).
   bool force_float32 = false;

@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/spec/layer_checks.h"
+#include "engine/spec/model_graph.h"
 
 namespace mixlab {
 namespace {
@@ -136,17 +137,89 @@ void check_input_shape(const Shape& shape) {
   }
 }
 
-LayerInfo infer_layer(const ModelSpec& spec, int index, const Shape& input, Policy policy) {
+// What a merge does, for the message when its inputs disagree: "adds A from 'x' to B from 'y'".
+std::string merge_words(const ModelSpec& spec, LayerType type, const LayerInfo& info, int a,
+                        int b) {
+  const auto part = [&](int k) {
+    return format_shape(info.input_shapes[static_cast<std::size_t>(k)]) + " from " +
+           edge_name(spec, info.inputs[static_cast<std::size_t>(k)]);
+  };
+  switch (type) {
+    case LayerType::Add:
+      return "adds " + part(a) + " to " + part(b);
+    case LayerType::Subtract:
+      return "subtracts " + part(b) + " from " + part(a);
+    case LayerType::Multiply:
+      return "multiplies " + part(a) + " by " + part(b);
+    case LayerType::Average:
+      return "averages " + part(a) + " with " + part(b);
+    case LayerType::Maximum:
+      return "takes the maximum of " + part(a) + " and " + part(b);
+    default:
+      return "concatenates " + part(a) + " and " + part(b);
+  }
+}
+
+// Output shape and FLOPs of a merge (Keras: elementwise merges take inputs of one shape;
+// Concatenate inputs that agree but on the axis).
+void infer_merge(const ModelSpec& spec, const LayerSpec& layer, LayerInfo& info, const Counter& c,
+                 const std::string& where) {
+  const Shape& first = info.input_shapes.front();
+  const auto k = static_cast<std::int64_t>(info.input_shapes.size());
+  if (layer.type != LayerType::Concatenate) {
+    for (std::size_t i = 1; i < info.input_shapes.size(); ++i) {
+      if (info.input_shapes[i] != first) {
+        throw SpecError(where + merge_words(spec, layer.type, info, 0, static_cast<int>(i)) +
+                            ": its inputs must have one shape",
+                        info.index);
+      }
+    }
+    info.output_shape = first;
+    const std::int64_t per_element = layer.type == LayerType::Average ? k : k - 1;
+    info.flops = c.mul(c.elements(first), per_element);
+    return;
+  }
+  const auto rank = static_cast<int>(first.size());
+  // Keras counts the batch as axis 0: -1 is the last axis, 1 the first after the batch.
+  const int axis = layer.axis < 0 ? layer.axis + rank + 1 : layer.axis;
+  if (axis < 1 || axis > rank) {
+    throw SpecError(where + "axis " + std::to_string(layer.axis) + " is out of range for inputs " +
+                        format_shape(first) + " (with the batch, axes 1 to " +
+                        std::to_string(rank) + " or -1 to -" + std::to_string(rank) + ")",
+                    info.index);
+  }
+  const auto d = static_cast<std::size_t>(axis - 1);
+  info.output_shape = first;
+  for (std::size_t i = 1; i < info.input_shapes.size(); ++i) {
+    const Shape& other = info.input_shapes[i];
+    bool agree = other.size() == first.size();
+    for (std::size_t j = 0; agree && j < first.size(); ++j) agree = j == d || other[j] == first[j];
+    if (!agree) {
+      throw SpecError(where + merge_words(spec, layer.type, info, 0, static_cast<int>(i)) +
+                          ": its inputs must agree on every axis but axis " +
+                          std::to_string(layer.axis),
+                      info.index);
+    }
+    info.output_shape[d] = c.add(info.output_shape[d], other[d]);
+  }
+  info.flops = 0;  // a copy
+}
+
+LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& inputs,
+                      const std::vector<Shape>& input_shapes, Policy policy) {
   const LayerSpec& layer = spec.layers[static_cast<std::size_t>(index)];
-  const std::string where = layer_prefix(index, layer.type);
+  const std::string where = layer_prefix(index, layer.type, layer.name);
   spec_detail::check_layer_values(layer, index);
   const Counter c(where, index);
 
   LayerInfo info;
   info.index = index;
   info.type = layer.type;
-  info.input_shape = input;
+  info.inputs = inputs;
+  info.input_shapes = input_shapes;
+  info.input_shape = input_shapes.front();
   info.compute = compute_dtype(policy, layer.force_float32);
+  const Shape& input = info.input_shape;
   const std::int64_t in_elements = c.elements(input);
 
   switch (layer.type) {
@@ -206,6 +279,14 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const Shape& input, Poli
       info.output_shape = input;
       info.flops = c.mul(2, in_elements);
       break;
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+    case LayerType::Concatenate:
+      infer_merge(spec, layer, info, c, where);
+      break;
   }
 
   for (const ParamGroup& group : info.params)
@@ -252,22 +333,30 @@ ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
   check_input_shape(spec.input_shape);
   if (spec.layers.empty()) throw SpecError("layers: the model has no layers");
 
+  const ModelGraph graph = resolve_graph(spec);
   ShapeTable table;
   table.policy = policy;
   table.input_shape = spec.input_shape;
-  table.layers.reserve(spec.layers.size());
+  table.layers.resize(spec.layers.size());
+  table.order = graph.order;
   const Counter total("totals: ", -1);
-  Shape shape = spec.input_shape;
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-    LayerInfo info = infer_layer(spec, static_cast<int>(i), shape, policy);
-    shape = info.output_shape;
+  for (const int i : graph.order) {
+    const std::vector<int>& inputs = graph.inputs[static_cast<std::size_t>(i)];
+    std::vector<Shape> input_shapes;
+    for (const int from : inputs) {
+      input_shapes.push_back(from == kModelInput
+                                 ? spec.input_shape
+                                 : table.layers[static_cast<std::size_t>(from)].output_shape);
+    }
+    LayerInfo info = infer_layer(spec, i, inputs, input_shapes, policy);
     table.params_total = total.add(table.params_total, info.param_count);
     table.flops_total = total.add(table.flops_total, info.flops);
     table.activation_bytes_total = total.add(table.activation_bytes_total, info.activation_bytes);
-    table.layers.push_back(std::move(info));
+    table.layers[static_cast<std::size_t>(i)] = std::move(info);
   }
+  const Shape shape = table.layers[static_cast<std::size_t>(graph.output)].output_shape;
   if (shape.size() != 1) {
-    const int last = static_cast<int>(spec.layers.size()) - 1;
+    const int last = graph.output;
     throw SpecError(layer_prefix(last, spec.layers.back().type) + "the model's output " +
                         format_shape(shape) + " is not flat, but the loss " +
                         std::string(to_string(spec.loss)) +

@@ -29,7 +29,9 @@ struct ParamGroup {
 struct LayerInfo {
   int index = 0;  // position in ModelSpec::layers
   LayerType type = LayerType::Dense;
-  Shape input_shape;
+  std::vector<int> inputs;          // the layers it reads (kModelInput: the model's input)
+  std::vector<Shape> input_shapes;  // their outputs' shapes, in the same order
+  Shape input_shape;                // the first input's shape (a merge's inputs[0])
   Shape output_shape;
   std::vector<ParamGroup> params;
   std::int64_t param_count = 0;
@@ -48,16 +50,18 @@ struct ShapeTable {
   Policy policy = Policy::float32;  // the dtypes and activation bytes below are under it
   Shape input_shape;
   Shape output_shape;
-  std::vector<LayerInfo> layers;
+  std::vector<LayerInfo> layers;  // by index in ModelSpec::layers
+  std::vector<int> order;         // the layers in the order they run (model_graph.h)
   std::int64_t params_total = 0;
   std::int64_t flops_total = 0;             // forward, per sample
   std::int64_t activation_bytes_total = 0;  // per sample
 };
 
-// Validates the spec and computes its table. Throws SpecError naming the layer (index and type)
-// and the field, e.g. "layer 4 (Conv2D): kernel_size 5x5 does not fit input 4x4x32 with padding
-// 'valid'"; its layer() is that index (-1 for the input shape, an empty model and the totals).
-// The policy only affects dtypes and activation bytes.
+// Validates the spec and its graph (model_graph.h) and computes its table. Throws SpecError
+// naming the layer (index and type) and the field or edge, e.g. "layer 4 (Conv2D): kernel_size
+// 5x5 does not fit input 4x4x32 with padding 'valid'" or "layer 9 (Add) 'add_3': adds 32x32x64
+// from 'conv_7' to 16x16x64 from 'pool_2'"; its layer() is that index (-1 for the input shape,
+// an empty model and the totals). The policy only affects dtypes and activation bytes.
 ShapeTable infer_shapes(const ModelSpec& spec, Policy policy = Policy::float32);
 
 }  // namespace mixlab

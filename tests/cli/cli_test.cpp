@@ -59,6 +59,39 @@ TEST(Cli, InspectTableNamesLayersAndTotals) {
   EXPECT_NE(r.out.find("Dense"), std::string::npos);
 }
 
+// A residual graph whose file order is not its run order: `inspect` lists the layers as they run
+// with what each reads, `--json` carries the names, inputs and order, and `train` trains it.
+constexpr const char* kResidualModel =
+    R"({"name": "res", "input": {"shape": [8, 8, 1]}, "layers": [
+         {"type": "Flatten", "name": "flat"},
+         {"type": "Dense", "units": 16, "activation": "relu", "name": "h1", "inputs": ["flat"]},
+         {"type": "Add", "name": "skip", "inputs": ["h1", "h2"]},
+         {"type": "Dense", "units": 16, "activation": "relu", "name": "h2", "inputs": ["h1"]},
+         {"type": "Dense", "units": 4, "activation": "softmax", "inputs": ["skip"]}]})";
+
+TEST(Cli, InspectAndTrainAGraph) {
+  const std::string path = write_temp("residual.json", kResidualModel);
+  Result r = run_cli("inspect " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::size_t h2 = r.out.find("h2 <- h1");
+  const std::size_t skip = r.out.find("skip <- h1, h2");
+  ASSERT_NE(h2, std::string::npos) << r.out;
+  ASSERT_NE(skip, std::string::npos) << r.out;
+  EXPECT_LT(h2, skip) << "layers are listed in the order they run:\n" << r.out;
+  EXPECT_NE(r.out.find("#4 <- skip"), std::string::npos) << r.out;
+
+  r = run_cli("inspect " + path + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["order"], nlohmann::json::array({0, 1, 3, 2, 4}));
+  EXPECT_EQ(j["layers"][2]["name"], "skip");
+  EXPECT_EQ(j["layers"][2]["inputs"], nlohmann::json::array({"h1", "h2"}));
+  EXPECT_EQ(j["layers"][0]["inputs"], nlohmann::json::array({"input"}));
+
+  r = run_cli("train " + path + " --dataset synthetic:8x8x1:4:256 --epochs 1 --batch-size 32");
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+}
+
 TEST(Cli, BadModelFileExitsTwoNamingLayerAndField) {
   const std::string path = write_temp("bad.json", R"({"name": "bad", "input": {"shape": [4]},
       "layers": [{"type": "Flatten"}, {"type": "Dense", "unit": 3}]})");

@@ -1,6 +1,10 @@
 // Layer specs in one line each, for the op tests (CPU against float64, CUDA against the CPU).
 #pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "engine/spec/model_spec.h"
 
 namespace mixlab::test_layers {
@@ -57,6 +61,34 @@ inline LayerSpec dropout(double rate) {
   LayerSpec l = simple(LayerType::Dropout);
   l.rate = rate;
   return l;
+}
+
+// A layer named `name` (graph models), reading `inputs` when given (else what it read).
+inline LayerSpec named(LayerSpec l, std::string name, std::vector<std::string> inputs = {}) {
+  l.name = std::move(name);
+  if (!inputs.empty()) l.inputs = std::move(inputs);
+  return l;
+}
+
+inline LayerSpec merge(LayerType type, std::vector<std::string> inputs, int axis = -1) {
+  LayerSpec l = simple(type);
+  l.inputs = std::move(inputs);
+  l.axis = axis;
+  return l;
+}
+
+// input -> conv_a (relu) -> conv_b -> add (conv_a, conv_b) -> flatten -> dense 3: the smallest
+// residual network, for the graph tests.
+inline ModelSpec residual_convnet(Shape input_shape) {
+  ModelSpec spec;
+  spec.name = "residual";
+  spec.input_shape = std::move(input_shape);
+  spec.layers = {named(conv(4, {3, 3}, {1, 1}, Padding::same, ActivationFn::relu), "conv_a"),
+                 named(conv(4, {3, 3}, {1, 1}, Padding::same), "conv_b"),
+                 named(merge(LayerType::Add, {"conv_a", "conv_b"}), "add"),
+                 simple(LayerType::Flatten),
+                 dense(3)};
+  return spec;
 }
 
 // Whether a layer's output keeps the spatial (or leading) axes that a Flatten must follow

@@ -118,6 +118,13 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
       return reference::dropout(x, l.rate, kSeed, 0, kStep);
     case LayerType::Flatten:
       return x;
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+    case LayerType::Concatenate:
+      break;  // one-input cases only; merges have tests of their own
   }
   return {};
 }

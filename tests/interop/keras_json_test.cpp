@@ -3,8 +3,11 @@
 // export's round trip for every built-in model.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/core/error.h"
 #include "engine/interop/keras_model.h"
+#include "engine/spec/shape_inference.h"
 #include "resources/builtin_models.h"
 #include "tests/interop/keras_files.h"
 #include "tests/spec/example_specs.h"
@@ -149,8 +152,9 @@ std::string node(const std::string& from) {
 std::string fn_layer(const std::string& cls, const std::string& name, const std::string& config,
                      const std::string& inbound) {
   return R"({"module": "keras.layers", "class_name": ")" + cls + R"(", "config": {"name": ")" +
-         name + R"(", )" + config + R"(}, "registered_name": null, "name": ")" + name +
-         R"(", "inbound_nodes": )" + inbound + "}";
+         name + R"(")" + (config.empty() ? "" : ", " + config) +
+         R"(}, "registered_name": null, "name": ")" + name + R"(", "inbound_nodes": )" + inbound +
+         "}";
 }
 
 const std::string kFnInput =
@@ -169,37 +173,152 @@ TEST(KerasJson, FunctionalChainImports) {
   EXPECT_EQ(model.spec.layers[1], test::dense(2));
 }
 
-TEST(KerasJson, BranchingFunctionalIsRefusedNamingTheConnection) {
-  const std::string add = R"({"module": "keras.layers", "class_name": "Add", "config":
-    {"name": "add"}, "registered_name": null, "name": "add", "inbound_nodes": [{"args": [[
-    {"class_name": "__keras_tensor__", "config": {"keras_history": ["dense", 0, 0]}},
-    {"class_name": "__keras_tensor__", "config": {"keras_history": ["dense_1", 0, 0]}}]],
-    "kwargs": {}}]})";
-  const std::string text = functional(
-      kFnInput + "," + fn_layer("Dense", "dense", R"("units": 8)", node("input_layer")) + "," +
-          fn_layer("Dense", "dense_1", R"("units": 8)", node("input_layer")) + "," + add,
-      "add");
-  const std::string error = error_of(text);
-  EXPECT_NE(error.find("'input_layer' (InputLayer) feeds 2 layers ('dense', 'dense_1')"),
-            std::string::npos)
-      << error;
+// Keras 3's inbound node of a merge: one argument, the list of its input tensors.
+std::string merge_node(const std::vector<std::string>& from) {
+  std::string tensors;
+  for (const std::string& f : from) {
+    tensors += (tensors.empty() ? "" : ", ") +
+               std::string(R"({"class_name": "__keras_tensor__", "config": {"keras_history": [")") +
+               f + R"(", 0, 0]}})";
+  }
+  return R"([{"args": [[)" + tensors + R"(]], "kwargs": {}}])";
 }
 
-TEST(KerasJson, LayerWithTwoInputsIsRefused) {
-  // tf.keras 2's inbound nodes: [[["name", node, tensor, {kwargs}], ...]].
-  const std::string add = R"({"class_name": "Add", "config": {"name": "add"}, "name": "add",
-    "inbound_nodes": [[["dense", 0, 0, {}], ["input_2", 0, 0, {}]]]})";
+// A residual graph: Dense, Dense, their Add, the output. The file lists the Add before the
+// second Dense: MixLab runs each layer after what it reads. A layer that reads the one before it
+// needs no "inputs"; the Add names what it reads, which keep their (Keras-made) names; the Add's
+// own made-up name goes, and the output's own stays.
+TEST(KerasJson, BranchingFunctionalImportsAsAGraph) {
+  const std::string text = functional(
+      kFnInput + "," + fn_layer("Dense", "dense", R"("units": 8)", node("input_layer")) + "," +
+          fn_layer("Add", "add", "", merge_node({"dense", "dense_1"})) + "," + fn_layer("Dense", "dense_1", R"("units": 8, "activation": "relu")", node("dense")) +
+          "," + fn_layer("Dense", "out", R"("units": 3)", node("add")),
+      "out");
+  const ImportedModel model = import_keras_json(text);
+  ASSERT_EQ(model.spec.layers.size(), 4U);
+  const std::vector<std::string> names = {"dense", "dense_1", "", "out"};
+  const std::vector<std::vector<std::string>> inputs = {{}, {}, {"dense", "dense_1"}, {}};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(model.spec.layers[i].name, names[i]) << i;
+    EXPECT_EQ(model.spec.layers[i].inputs, inputs[i]) << i;
+  }
+  EXPECT_EQ(model.spec.layers[2].type, LayerType::Add);
+  EXPECT_EQ(model.keras_names, (std::vector<std::string>{"dense", "dense_1", "add", "out"}));
+  EXPECT_EQ(infer_shapes(model.spec).output_shape, (Shape{3}));
+}
+
+// A graph exports as a functional model, in the order it runs, with made-up Keras names for its
+// unnamed layers, and imports back to the same spec.
+TEST(KerasJson, AGraphExportsAsFunctionalAndImportsBack) {
+  const ModelSpec spec = parse_model_json(R"({"name": "g", "input": {"shape": [6, 6, 2]},
+    "layers": [
+      {"type": "Conv2D", "filters": 4, "kernel_size": 3, "padding": "same", "name": "a"},
+      {"type": "Add", "inputs": ["a", "b"], "name": "skip"},
+      {"type": "Conv2D", "filters": 4, "kernel_size": 3, "padding": "same", "name": "b",
+       "inputs": ["a"]},
+      {"type": "Concatenate", "inputs": ["skip", "input"], "name": "cat"},
+      {"type": "Flatten", "inputs": ["cat"]},
+      {"type": "Dense", "units": 3, "activation": "softmax"}]})");
+  const std::string text = export_keras_json(spec, Policy::mixed_bfloat16);
+  const auto root = nlohmann::json::parse(text);
+  EXPECT_EQ(root["class_name"], "Functional");
+  const auto& layers = root["config"]["layers"];
+  ASSERT_EQ(layers.size(), 7U);
+  std::vector<std::string> order;
+  for (const auto& l : layers) order.push_back(l["name"]);
+  EXPECT_EQ(order, (std::vector<std::string>{"input_layer", "a", "b", "skip", "cat", "flatten",
+                                             "dense"}));
+  EXPECT_EQ(layers[3]["inbound_nodes"][0]["args"][0][1]["config"]["keras_history"][0], "b");
+  EXPECT_EQ(layers[3]["inbound_nodes"][0]["args"][0][1]["config"]["dtype"], "bfloat16");
+  EXPECT_EQ(root["config"]["output_layers"][0][0], "dense");
+
+  const ImportedModel back = import_keras_json(text);
+  EXPECT_EQ(back.policy, Policy::mixed_bfloat16);
+  ModelSpec expected = spec;  // in the order it runs; b reads a, the layer before it
+  std::swap(expected.layers[1], expected.layers[2]);
+  expected.layers[1].inputs.clear();
+  expected.layers[4].inputs.clear();
+  EXPECT_EQ(back.spec, expected) << to_json(back.spec);
+}
+
+// tf.keras 2 writes a merge's inbound node as [[["a", 0, 0, {}], ["b", 0, 0, {}]]]; Concatenate
+// keeps its axis; a layer named "input" is renamed, with a warning.
+TEST(KerasJson, TfKeras2ConcatenateGraph) {
   const std::string text = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 4], "name": "in"},
+     "name": "in", "inbound_nodes": []},
+    {"class_name": "Dense", "config": {"name": "input", "units": 3}, "name": "input",
+     "inbound_nodes": [[["in", 0, 0, {}]]]},
+    {"class_name": "Concatenate", "config": {"name": "cat", "axis": 1}, "name": "cat",
+     "inbound_nodes": [[["input", 0, 0, {}], ["in", 0, 0, {}]]]}],
+    "input_layers": [["in", 0, 0]], "output_layers": [["cat", 0, 0]]}})";
+  const ImportedModel model = import_keras_json(text);
+  ASSERT_EQ(model.spec.layers.size(), 2U);
+  EXPECT_EQ(model.spec.layers[0].name, "input_layer_1");
+  EXPECT_EQ(model.spec.layers[1].inputs, (std::vector<std::string>{"input_layer_1", "input"}));
+  EXPECT_EQ(model.spec.layers[1].axis, 1);
+  EXPECT_EQ(infer_shapes(model.spec).output_shape, (Shape{7}));
+  ASSERT_EQ(model.warnings.size(), 1U);
+  EXPECT_NE(model.warnings[0].find("'input' (Dense) is renamed 'input_layer_1'"),
+            std::string::npos)
+      << model.warnings[0];
+}
+
+// What MixLab cannot import is named: a second input, a shared layer, a cycle, a layer off the
+// path to the output, a merge of mismatched shapes (by MixLab's shape inference, in Keras's
+// names).
+TEST(KerasJson, GraphsMixLabCannotImportAreNamed) {
+  const std::string second_input = R"({"class_name": "Functional", "config": {"name": "f",
+    "layers": [
     {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8], "name": "input_1"},
      "name": "input_1", "inbound_nodes": []},
     {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 8], "name": "input_2"},
      "name": "input_2", "inbound_nodes": []},
     {"class_name": "Dense", "config": {"name": "dense", "units": 8}, "name": "dense",
-     "inbound_nodes": [[["input_1", 0, 0, {}]]]}, )" +
-                           add + R"(], "input_layers": [["input_1", 0, 0]],
-    "output_layers": [["add", 0, 0]]}})";
-  const std::string error = error_of(text);
-  EXPECT_NE(error.find("takes 2 inputs ('dense', 'input_2')"), std::string::npos) << error;
+     "inbound_nodes": [[["input_1", 0, 0, {}]]]},
+    {"class_name": "Add", "config": {"name": "add"}, "name": "add",
+     "inbound_nodes": [[["dense", 0, 0, {}], ["input_2", 0, 0, {}]]]}],
+    "input_layers": [["input_1", 0, 0]], "output_layers": [["add", 0, 0]]}})";
+  std::string error = error_of(second_input);
+  EXPECT_NE(error.find("'input_2' (InputLayer) is a second input (the model's is 'input_1')"),
+            std::string::npos)
+      << error;
+
+  const std::string dense = fn_layer("Dense", "dense", R"("units": 8)", node("input_layer"));
+  std::string shared = dense;
+  shared.replace(shared.rfind("]"), 1, ", " + node("input_layer").substr(1));
+  error = error_of(functional(kFnInput + "," + shared, "dense"));
+  EXPECT_NE(error.find("'dense' (Dense) is called 2 times (a shared layer)"), std::string::npos)
+      << error;
+
+  error = error_of(functional(
+      kFnInput + "," + fn_layer("Dense", "dense", R"("units": 8)", node("dense_1")) + "," +
+      fn_layer("Dense", "dense_1", R"("units": 8)", node("dense"))));
+  EXPECT_NE(error.find("'dense' (Dense) is on a cycle"), std::string::npos) << error;
+
+  error = error_of(functional(
+      kFnInput + "," + dense + "," +
+      fn_layer("Dense", "side", R"("units": 8)", node("input_layer")) + "," +
+      fn_layer("Dense", "dense_1", R"("units": 8)", node("dense"))));
+  EXPECT_NE(error.find("'side' (Dense) is not on a path from the input 'input_layer' to the "
+                       "output 'dense_1'"),
+            std::string::npos)
+      << error;
+
+  // Shapes are checked where the model is used, as for every import.
+  const ImportedModel mismatched = import_keras_json(functional(
+      kFnInput + "," + dense + "," +
+      fn_layer("Dense", "dense_1", R"("units": 4)", node("input_layer")) + "," +
+      fn_layer("Add", "add", "", merge_node({"dense", "dense_1"})),
+      "add"));
+  try {
+    infer_shapes(mismatched.spec);
+    ADD_FAILURE() << "an Add of 8 and 4 features has no shape";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("(Add): adds 8 from 'dense' to 4 from 'dense_1'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(KerasJson, LambdaIsRefusedSuggestingRescaling) {

@@ -11,6 +11,10 @@ Runs inside the venv of scripts/keras-env.sh (Keras 3 on JAX's CPU backend), dri
   train      20 SGD steps and 20 Adam steps on a one-batch training split from the same
              .keras weights: per-step losses within 1e-4 relative (float32); SGD under
              mixed_bfloat16 and mixed_float16 within the bounds argued at BF16_LOSS_RTOL
+  graphs     a functional model with every merge layer (a residual Add, Concatenate, Subtract,
+             Multiply, Average, Maximum): its Keras JSON export builds in Keras and Keras's
+             to_json() of it imports back alike; parameters, shapes, forward and the train
+             checks of its .keras archive
   names      a .keras archive whose layers carry their own names (not the class-based names
              under which Keras files their weights) imports with its weights
   tfkeras    a hand-written tf.keras 2.x JSON file (fixtures/) imports, with its policy
@@ -45,6 +49,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import keras  # noqa: E402
+
+from keras_build import build_keras  # noqa: E402
 
 BUILTINS = ["fashion-mlp", "fashion-cnn", "cifar10-mlp", "cifar100-convnet"]
 
@@ -140,47 +146,6 @@ class Cli:
 def builtin_spec(source, name):
     with open(source / "resources" / "models" / f"{name}.json") as f:
         return json.load(f)
-
-
-def build_keras(spec, policy="float32"):
-    """A Keras Sequential model from a MixLab spec (its JSON as a dict) under `policy`."""
-    previous = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy(policy)
-    try:
-        layers = [keras.Input(shape=tuple(spec["input"]["shape"]))]
-        for l in spec["layers"]:
-            kw = {}
-            if l.get("dtype") == "float32":
-                kw["dtype"] = "float32"
-            if "name" in l:
-                kw["name"] = l["name"]
-            t = l["type"]
-            if t == "Dense":
-                layer = keras.layers.Dense(l["units"], activation=l.get("activation", "linear"),
-                                           use_bias=l.get("use_bias", True), **kw)
-            elif t == "Conv2D":
-                layer = keras.layers.Conv2D(l["filters"], l["kernel_size"], strides=l.get("strides", 1),
-                                            padding=l.get("padding", "valid"),
-                                            activation=l.get("activation", "linear"),
-                                            use_bias=l.get("use_bias", True), **kw)
-            elif t in ("MaxPooling2D", "AveragePooling2D"):
-                cls = getattr(keras.layers, t)
-                layer = cls(pool_size=l.get("pool_size", 2), strides=l.get("strides"),
-                            padding=l.get("padding", "valid"), **kw)
-            elif t == "Flatten":
-                layer = keras.layers.Flatten(**kw)
-            elif t == "Dropout":
-                layer = keras.layers.Dropout(l["rate"], **kw)
-            elif t == "Activation":
-                layer = keras.layers.Activation(l["activation"], **kw)
-            elif t == "Rescaling":
-                layer = keras.layers.Rescaling(l["scale"], offset=l.get("offset", 0.0), **kw)
-            else:
-                raise ValueError(f"layer type {t} unknown to the harness")
-            layers.append(layer)
-        return keras.Sequential(layers, name=spec["name"])
-    finally:
-        keras.mixed_precision.set_dtype_policy(previous)
 
 
 def reduced(spec, name, widths=None, drop_dropout=False):
@@ -517,34 +482,105 @@ def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps,
 
 def part_train(cli, source, work, batch, policies):
     for _, spec in forward_models(source):
-        name = spec["name"]
-        path = work / f"{name}.train.keras"
-        model = save_keras(spec, path, seed=11)
-        weights = model.get_weights()
-        # A training split of exactly one batch: every step sees all of it, so MixLab's
-        # shuffling cannot change the (order-invariant) mean loss.
-        dataset, (x, y), _ = make_dataset(work, spec, batch, FORWARD_COUNT, seed=99)
-        sgd_lr = SGD_LR.get(name, 0.01)
-        runs = []
-        if "float32" in policies:
-            runs += [("sgd", sgd_lr, "float32", F32_LOSS_RTOL), ("adam", 0.001, "float32", F32_LOSS_RTOL)]
-        if "mixed_bfloat16" in policies:
-            runs += [("sgd", sgd_lr, "mixed_bfloat16", BF16_LOSS_RTOL)]
-        if "mixed_float16" in policies:
-            runs += [("sgd", sgd_lr, "mixed_float16", F16_LOSS_RTOL)]
-        for optimizer, lr, policy, tol in runs:
-            tag = f"{name}-{optimizer}-{policy}"
-            with attempt(f"train {tag}"):
-                mixlab = mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, TRAIN_STEPS, tag)
-                opt = (keras.optimizers.SGD(learning_rate=lr) if optimizer == "sgd"
-                       else keras.optimizers.Adam(learning_rate=lr))
-                expected = keras_losses(spec, weights, x, y, opt, policy, TRAIN_STEPS)
-                if not check(len(mixlab) == TRAIN_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
-                    continue
-                diffs = np.abs(mixlab - expected) / np.abs(expected)
-                log(f"  {tag}: losses Keras {expected[0]:.6f} -> {expected[-1]:.6f}, "
-                    f"MixLab {mixlab[0]:.6f} -> {mixlab[-1]:.6f}; worst step {int(np.argmax(diffs)) + 1}")
-                record(f"{TRAIN_STEPS} {optimizer} steps {policy}", name, float(np.max(diffs)), tol)
+        train_checks(cli, work, spec, batch, policies)
+
+
+def train_checks(cli, work, spec, batch, policies):
+    """20 steps of each optimizer and policy from the same .keras weights, losses compared."""
+    name = spec["name"]
+    path = work / f"{name}.train.keras"
+    model = save_keras(spec, path, seed=11)
+    weights = model.get_weights()
+    # A training split of exactly one batch: every step sees all of it, so MixLab's
+    # shuffling cannot change the (order-invariant) mean loss.
+    dataset, (x, y), _ = make_dataset(work, spec, batch, FORWARD_COUNT, seed=99)
+    sgd_lr = SGD_LR.get(name, 0.01)
+    runs = []
+    if "float32" in policies:
+        runs += [("sgd", sgd_lr, "float32", F32_LOSS_RTOL), ("adam", 0.001, "float32", F32_LOSS_RTOL)]
+    if "mixed_bfloat16" in policies:
+        runs += [("sgd", sgd_lr, "mixed_bfloat16", BF16_LOSS_RTOL)]
+    if "mixed_float16" in policies:
+        runs += [("sgd", sgd_lr, "mixed_float16", F16_LOSS_RTOL)]
+    for optimizer, lr, policy, tol in runs:
+        tag = f"{name}-{optimizer}-{policy}"
+        with attempt(f"train {tag}"):
+            mixlab = mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, TRAIN_STEPS, tag)
+            opt = (keras.optimizers.SGD(learning_rate=lr) if optimizer == "sgd"
+                   else keras.optimizers.Adam(learning_rate=lr))
+            expected = keras_losses(spec, weights, x, y, opt, policy, TRAIN_STEPS)
+            if not check(len(mixlab) == TRAIN_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
+                continue
+            diffs = np.abs(mixlab - expected) / np.abs(expected)
+            log(f"  {tag}: losses Keras {expected[0]:.6f} -> {expected[-1]:.6f}, "
+                f"MixLab {mixlab[0]:.6f} -> {mixlab[-1]:.6f}; worst step {int(np.argmax(diffs)) + 1}")
+            record(f"{TRAIN_STEPS} {optimizer} steps {policy}", name, float(np.max(diffs)), tol)
+
+
+# A graph with every merge (issue 27), in Keras's functional form: a strided residual block
+# (Add), a channel Concatenate, and on the dense features Subtract, Multiply, a three-way
+# Average and Maximum; the softmax in float32.
+GRAPH_SPEC = {
+    "name": "graph-merges", "input": {"shape": [28, 28, 1]}, "loss": "sparse_categorical_crossentropy",
+    "layers": [
+        {"type": "Rescaling", "scale": 0.00392156862745098, "name": "scale"},
+        {"type": "Conv2D", "filters": 8, "kernel_size": 3, "strides": 2, "padding": "same", "activation": "relu", "name": "c1", "inputs": ["scale"]},
+        {"type": "Conv2D", "filters": 8, "kernel_size": 3, "padding": "same", "activation": "relu", "name": "c2", "inputs": ["c1"]},
+        {"type": "Add", "name": "skip", "inputs": ["c1", "c2"]},
+        {"type": "MaxPooling2D", "pool_size": 2, "name": "pool", "inputs": ["skip"]},
+        {"type": "Conv2D", "filters": 8, "kernel_size": 3, "padding": "same", "activation": "tanh", "name": "c3", "inputs": ["pool"]},
+        {"type": "Concatenate", "axis": -1, "name": "cat", "inputs": ["pool", "c3"]},
+        {"type": "Flatten", "name": "flat", "inputs": ["cat"]},
+        {"type": "Dense", "units": 16, "activation": "relu", "name": "h1", "inputs": ["flat"]},
+        {"type": "Dense", "units": 16, "activation": "tanh", "name": "h2", "inputs": ["h1"]},
+        {"type": "Subtract", "name": "sub", "inputs": ["h1", "h2"]},
+        {"type": "Multiply", "name": "mul", "inputs": ["h1", "h2"]},
+        {"type": "Average", "name": "avg", "inputs": ["sub", "mul", "h2"]},
+        {"type": "Maximum", "name": "max", "inputs": ["avg", "h1"]},
+        {"type": "Dense", "units": 10, "name": "logits", "inputs": ["max"]},
+        {"type": "Activation", "activation": "softmax", "dtype": "float32", "name": "probs", "inputs": ["logits"]},
+    ],
+}
+
+
+def part_graphs(cli, work, batch, policies):
+    """A functional Keras model with every merge layer: its .keras archive imports with the
+    parameter count and per-layer shapes Keras has, predicts what Keras predicts, and trains
+    as Keras does (the `train` checks)."""
+    spec = GRAPH_SPEC
+    name = spec["name"]
+    path = work / f"{name}.keras"
+    with attempt(f"graph {name} export"):
+        own = work / f"{name}.json"
+        own.write_text(json.dumps(spec))
+        exported = work / f"{name}.keras.json"
+        cli.run("export", own, "--to", "keras-json", "--precision", "mixed_float16", "-o", exported)
+        model = keras.models.model_from_json(exported.read_text())
+        info = cli.json("inspect", own, "--json")
+        check(model.count_params() == info["params_total"],
+              f"graph {name}: the exported functional JSON builds in Keras with {model.count_params()} "
+              f"parameters (MixLab {info['params_total']})")
+        back_keras = work / f"{name}.keras-own.json"
+        back_keras.write_text(model.to_json())
+        ours = cli.run("export", exported, "--to", "mixlab")
+        theirs = cli.run("export", back_keras, "--to", "mixlab")
+        check(ours == theirs, f"graph {name}: Keras's to_json() of the exported model imports as the "
+              f"export does" + ("" if ours == theirs else f"\n  export: {ours}\n  Keras:  {theirs}"))
+    with attempt(f"graph {name}"):
+        model = save_keras(spec, path, seed=5)
+        info = cli.json("inspect", path, "--json")
+        check(model.count_params() == info["params_total"],
+              f"graph {name}: Keras counts {model.count_params()} parameters, MixLab {info['params_total']}")
+        keras_shapes = {layer.name: list(layer.output.shape[1:]) for layer in model.layers[1:]}
+        mixlab_shapes = {layer["name"]: layer["output_shape"] for layer in info["layers"]}
+        check(keras_shapes == mixlab_shapes,
+              f"graph {name}: per-layer output shapes {'agree' if keras_shapes == mixlab_shapes else f'differ: Keras {keras_shapes}, MixLab {mixlab_shapes}'}")
+        dataset, _, (x_test, _) = make_dataset(work, spec, batch, FORWARD_COUNT)
+        got = cli.json("predict", path, "--dataset", dataset, "--count", FORWARD_COUNT, "--json",
+                       "--precision", "float32", "--device", "cpu")
+        expected = model.predict(x_test[:FORWARD_COUNT], verbose=0)
+        record("forward float32", name, rel_diff(np.array(got["outputs"], np.float64), expected), FORWARD_RTOL)
+    train_checks(cli, work, spec, batch, policies)
 
 
 def part_tfkeras(cli, source, work):
@@ -629,7 +665,8 @@ def main():
                         help="train: the policies (comma-separated)")
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="scripts: Python with torch")
     parser.add_argument("parts", nargs="+",
-                        choices=["structure", "forward", "names", "train", "tfkeras", "torch", "scripts"])
+                        choices=["structure", "forward", "names", "train", "graphs", "tfkeras", "torch",
+                                 "scripts"])
     args = parser.parse_args()
     cli = Cli(os.path.abspath(args.cli))
     source = pathlib.Path(args.source)
@@ -641,6 +678,7 @@ def main():
         "forward": lambda: part_forward(cli, source, work, args.batch),
         "names": lambda: part_archive_names(cli, source, work, args.batch),
         "train": lambda: part_train(cli, source, work, args.batch, args.policies.split(",")),
+        "graphs": lambda: part_graphs(cli, work, args.batch, args.policies.split(",")),
         "tfkeras": lambda: part_tfkeras(cli, source, work),
         "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),
         "scripts": lambda: part_scripts(cli, source, work, args.torch_python),

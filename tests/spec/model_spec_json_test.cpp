@@ -242,7 +242,13 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           l.offset = pick(0, 1) == 0 ? 0.0 : real();
           break;
         case LayerType::Flatten:
-          break;
+        case LayerType::Add:
+        case LayerType::Subtract:
+        case LayerType::Multiply:
+        case LayerType::Average:
+        case LayerType::Maximum:
+        case LayerType::Concatenate:
+          break;  // pick(0, 7): the one-input types of a stack
       }
       if (pick(0, 2) == 0) l.name = random_name();
       l.force_float32 = pick(0, 3) == 0;

@@ -51,6 +51,13 @@ QColor type_colour(const BlockContent& content) {
       return {224, 138, 30};
     case LayerType::Rescaling:
       return {181, 101, 74};
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+    case LayerType::Concatenate:
+      return {196, 69, 128};
   }
   return {85, 85, 85};
 }

@@ -53,6 +53,19 @@ QString layer_description(LayerType type) {
           "final softmax in float32 under a mixed policy.");
     case LayerType::Rescaling:
       return tr("Multiplies the input by 'scale' and adds 'offset', e.g. 1/255 for pixels.");
+    case LayerType::Add:
+      return tr("Adds its inputs (two or more, of one shape), as a residual connection does.");
+    case LayerType::Subtract:
+      return tr("Subtracts its second input from its first (of one shape).");
+    case LayerType::Multiply:
+      return tr("Multiplies its inputs elementwise (two or more, of one shape).");
+    case LayerType::Average:
+      return tr("Averages its inputs elementwise (two or more, of one shape).");
+    case LayerType::Maximum:
+      return tr("Takes the elementwise maximum of its inputs (two or more, of one shape).");
+    case LayerType::Concatenate:
+      return tr(
+          "Joins its inputs along 'axis' (-1: the channels); they agree on every other axis.");
   }
   return {};
 }
@@ -86,6 +99,12 @@ LayerSpec default_layer(LayerType type) {
       layer.scale = 1.0 / 255.0;
       break;
     case LayerType::Flatten:
+    case LayerType::Add:
+    case LayerType::Subtract:
+    case LayerType::Multiply:
+    case LayerType::Average:
+    case LayerType::Maximum:
+    case LayerType::Concatenate:
       break;
   }
   return layer;

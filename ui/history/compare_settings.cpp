@@ -54,8 +54,16 @@ std::string describe_layers(const RunRecord& r) {
       case LayerType::Rescaling:
         args.push_back(number(l.scale));
         break;
+      case LayerType::Concatenate:
+        if (l.axis != -1) args.push_back("axis " + std::to_string(l.axis));
+        break;
       case LayerType::Flatten:
       case LayerType::Activation:
+      case LayerType::Add:
+      case LayerType::Subtract:
+      case LayerType::Multiply:
+      case LayerType::Average:
+      case LayerType::Maximum:
         break;
     }
     const bool has_activation = l.type == LayerType::Dense || l.type == LayerType::Conv2D ||

@@ -38,7 +38,7 @@ class CpuBackend final : public Backend {
     if (support.level == Support::unsupported) throw ConfigError(support.reason);
     const ExecutionPlan plan =
         build_plan(spec, table, options.policy, options.batch_size, options.optimizer,
-                   cpu::kCpuLowering);
+                   cpu::kCpuLowering, options.input_gradient);
     return std::make_unique<cpu::CpuExecutor>(spec, table, plan, options, threads_);
   }
 

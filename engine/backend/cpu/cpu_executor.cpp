@@ -13,6 +13,7 @@
 #include "engine/backend/cpu/dense.h"
 #include "engine/backend/cpu/dnnl_check.h"
 #include "engine/backend/cpu/elementwise.h"
+#include "engine/backend/cpu/merge.h"
 #include "engine/backend/cpu/optimizer_loops.h"
 #include "engine/backend/cpu/pooling.h"
 #include "engine/ops/dropout.h"
@@ -104,6 +105,9 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
         case PlanOp::dropout:
           made = std::make_unique<DropoutNode>(li, layer.rate, s);
           break;
+        case PlanOp::merge:
+          made = std::make_unique<MergeNode>(li, node, s);
+          break;
       }
     } catch (const BackendError& e) {
       throw BackendError(node.label + ": " + e.what());
@@ -122,7 +126,8 @@ void CpuExecutor::allocate() {
   // The plan's buffers but the parameter arrays, whose slots follow oneDNN's layouts (a
   // blocked layout may pad a slot), below.
   std::vector<Arena::Id> output_ids(nodes_.size(), 0);
-  Arena::Id input_id = 0, labels_id = 0, grad_ids[2] = {0, 0}, loss_id = 0;
+  std::vector<Arena::Id> grad_ids(static_cast<std::size_t>(plan_.gradient_buffers), 0);
+  Arena::Id input_id = 0, labels_id = 0, loss_id = 0;
   for (const PlanBuffer& b : plan_.buffers) {
     switch (b.role) {
       case BufferRole::input:
@@ -138,7 +143,7 @@ void CpuExecutor::allocate() {
         break;
       }
       case BufferRole::activation_gradient:
-        grad_ids[b.index] = arena_.reserve(b);
+        grad_ids[static_cast<std::size_t>(b.index)] = arena_.reserve(b);
         break;
       case BufferRole::loss_rows:
         loss_id = arena_.reserve(b);
@@ -186,7 +191,8 @@ void CpuExecutor::allocate() {
   input_.data = arena_.ptr(input_id);
   labels_ = arena_.as<std::int32_t>(labels_id);
   loss_rows_ = arena_.as<float>(loss_id);
-  for (int i = 0; i < 2; ++i) grad_buffers_[i] = arena_.ptr(grad_ids[i]);
+  grad_buffers_.clear();
+  for (const Arena::Id id : grad_ids) grad_buffers_.push_back(arena_.ptr(id));
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
     outputs_[k].data = plan_.nodes[k].aliases_input() ? node_input(static_cast<int>(k)).data
                                                       : arena_.ptr(output_ids[k]);
@@ -376,26 +382,32 @@ StepResult CpuExecutor::finish_step() {
 }
 
 void CpuExecutor::run_forward(Phase phase, std::uint64_t step, bool timed) {
+  std::vector<const Tensor*> xs;
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
     node_forward_ms_[k] = 0.0;
-    if (plan_.nodes[k].aliases_input()) continue;
+    const PlanNode& node = plan_.nodes[k];
+    if (node.aliases_input()) continue;
     const auto t = timed ? Clock::now() : Clock::time_point{};
-    nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k], phase, step);
+    if (node.op == PlanOp::merge) {
+      xs.clear();
+      for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
+      static_cast<const MergeNode&>(*nodes_[k]).forward_inputs(xs, outputs_[k]);
+    } else {
+      nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k], phase, step);
+    }
     if (timed) node_forward_ms_[k] = ms_since(t);
   }
 }
 
 BatchLoss CpuExecutor::compute_loss(bool compute_gradient, float loss_scale) {
-  const int last = static_cast<int>(nodes_.size()) - 1;
   // Fused heads read the logits: the final activation's input.
-  const bool fused = plan_.head == LossHead::softmax_crossentropy ||
-                     plan_.head == LossHead::sigmoid_binary;
-  const int seed = fused ? last - 1 : last;
-  const Tensor& src = outputs_[seed];
+  const int seed = plan_.loss_node;
+  const Tensor& src = outputs_[static_cast<std::size_t>(seed)];
   const std::int64_t k = plan_.classes;
-  // The rows in float32: in gradient buffer 1 (free until backward), the loss's gradient in
-  // the loss rows.
-  float* values = static_cast<float*>(grad_buffers_[1]);
+  // The rows in float32: in a gradient buffer the seed does not use (free until backward), the
+  // loss's gradient in the loss rows.
+  const int seed_grad = plan_.nodes[static_cast<std::size_t>(seed)].grad;
+  float* values = static_cast<float*>(grad_buffers_[seed_grad == 0 ? 1 : 0]);
   convert(src.data, src.storage, values, Storage::f32, batch_ * k);
   float* grads = compute_gradient ? loss_rows_ : nullptr;
   const std::int32_t* labels = labels_;
@@ -415,8 +427,11 @@ BatchLoss CpuExecutor::compute_loss(bool compute_gradient, float loss_scale) {
     correct += r.correct;
   }
   if (compute_gradient) {
-    const Tensor dst = grad_view(0, outputs_[seed]);
-    convert(grads, Storage::f32, dst.data, dst.storage, dst.elements());
+    // A model without parameters takes no gradient (its nodes run no backward).
+    if (seed_grad >= 0) {
+      const Tensor dst = grad_view(seed_grad, outputs_[static_cast<std::size_t>(seed)]);
+      convert(grads, Storage::f32, dst.data, dst.storage, dst.elements());
+    }
     backward_from_ = seed;
   }
   BatchLoss result;
@@ -428,29 +443,66 @@ BatchLoss CpuExecutor::compute_loss(bool compute_gradient, float loss_scale) {
 
 void CpuExecutor::run_backward(bool timed) {
   if (backward_from_ < 0) throw ConfigError("backward() without a seeded output gradient");
-  const int stop = options_.input_gradient ? 0 : plan_.first_param_node;
-  int buffer = 0;
-  Tensor dy = grad_view(0, outputs_[backward_from_]);
   for (std::size_t k = 0; k < nodes_.size(); ++k) node_backward_ms_[k] = 0.0;
-  for (int k = backward_from_; stop >= 0 && k >= stop; --k) {
-    const Tensor& x = node_input(k);
-    const bool need_dx = k > stop || options_.input_gradient;
-    if (plan_.nodes[static_cast<std::size_t>(k)].aliases_input()) {
-      dy.dims = x.dims;  // same buffer, seen with the input's shape
-      continue;
-    }
-    Tensor dx;
-    if (need_dx) dx = grad_view(1 - buffer, x);
+  std::vector<const Tensor*> xs;
+  for (int k = backward_from_; k >= 0; --k) {
+    const PlanNode& node = plan_.nodes[static_cast<std::size_t>(k)];
+    if (!node.backward) continue;
+    const Tensor dy = grad_view(node.grad, outputs_[static_cast<std::size_t>(k)]);
     const auto t = timed ? Clock::now() : Clock::time_point{};
-    nodes_[k]->backward(ctx_, x, outputs_[k], dy, need_dx ? &dx : nullptr);
-    if (timed) node_backward_ms_[static_cast<std::size_t>(k)] = ms_since(t);
-    if (need_dx) {
-      dy = dx;
-      buffer = 1 - buffer;
+    xs.clear();
+    for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
+    if (node.aliases_input()) {
+      // The same values seen with the input's shape: nothing to compute unless the input's
+      // gradient buffer is another one (copied) or holds an earlier reader's (added).
+      const PlanInput& in = node.inputs.front();
+      const int target = in.node == kPlanInput ? plan_.input_grad : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+      if (in.grad && (in.accumulate || target != node.grad)) {
+        Tensor src = dy;
+        src.dims = xs.front()->dims;
+        const Tensor dst = grad_view(target, *xs.front());
+        if (in.accumulate) {
+          accumulate(src, dst);
+        } else {
+          convert(src.data, src.storage, dst.data, dst.storage, dst.elements());
+        }
+      }
+    } else if (node.op == PlanOp::merge) {
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i].grad) input_gradient(k, static_cast<int>(i), dy, xs.data(), static_cast<int>(xs.size()));
+      }
+    } else {
+      input_gradient(k, 0, dy, xs.data(), 1);
     }
+    if (timed) node_backward_ms_[static_cast<std::size_t>(k)] = ms_since(t);
   }
-  if (options_.input_gradient) input_gradient_ = dy;
+  if (options_.input_gradient && plan_.input_grad >= 0) {
+    input_gradient_ = grad_view(plan_.input_grad, input_);
+  }
   backward_from_ = -1;
+}
+
+void CpuExecutor::input_gradient(int k, int i, const Tensor& dy, const Tensor* const* xs,
+                                 int count) {
+  const PlanNode& node = plan_.nodes[static_cast<std::size_t>(k)];
+  const PlanInput& in = node.inputs[static_cast<std::size_t>(i)];
+  const Tensor& x = *xs[i];
+  const Tensor& y = outputs_[static_cast<std::size_t>(k)];
+  Tensor dx, target;
+  if (in.grad) {
+    const int buffer =
+        in.node == kPlanInput ? plan_.input_grad : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+    target = grad_view(buffer, x);
+    dx = in.accumulate ? grad_view(plan_.grad_scratch, x) : target;
+  }
+  if (node.op == PlanOp::merge) {
+    static_cast<const MergeNode&>(*nodes_[static_cast<std::size_t>(k)])
+        .backward_input(std::span<const Tensor* const>(xs, static_cast<std::size_t>(count)), y, dy,
+                        i, dx);
+  } else {
+    nodes_[static_cast<std::size_t>(k)]->backward(ctx_, x, y, dy, in.grad ? &dx : nullptr);
+  }
+  if (in.grad && in.accumulate) accumulate(dx, target);
 }
 
 bool CpuExecutor::gradients_finite() const {
@@ -493,9 +545,13 @@ void CpuExecutor::set_output_gradient(std::span<const float> dy) {
     throw ConfigError("output gradient has " + std::to_string(dy.size()) + " values, expected " +
                       std::to_string(out.elements()));
   }
-  const Tensor dst = grad_view(0, out);
+  if (plan_.nodes.back().grad < 0) {
+    throw ConfigError("set_output_gradient(): nothing in this model takes a gradient (no "
+                      "parameters, and ExecutorOptions::input_gradient is off)");
+  }
+  const Tensor dst = grad_view(plan_.nodes.back().grad, out);
   convert(dy.data(), Storage::f32, dst.data, dst.storage, dst.elements());
-  backward_from_ = static_cast<int>(nodes_.size()) - 1;
+  backward_from_ = plan_.output_node;
 }
 
 void CpuExecutor::backward() {

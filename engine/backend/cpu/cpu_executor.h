@@ -57,7 +57,11 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   void refresh_copy(ParamSlot& slot, bool forward_copy);
   ParamSlot& slot(int layer, ParamKind kind);
   void use_threads() const;
-  const Tensor& node_input(int k) const { return k == 0 ? input_ : outputs_[k - 1]; }
+  // A tensor a node reads: a node's output, or the batch (kPlanInput).
+  const Tensor& tensor(int node) const {
+    return node == kPlanInput ? input_ : outputs_[static_cast<std::size_t>(node)];
+  }
+  const Tensor& node_input(int k) const { return tensor(plan_.nodes[static_cast<std::size_t>(k)].input()); }
   Tensor grad_view(int buffer, const Tensor& like) const;
   std::vector<float> to_host(const Tensor& t) const;
   // A slot's master or gradient as float32 in Keras's layout.
@@ -68,6 +72,8 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   // The batch's loss; with compute_gradient, seeds backward with loss_scale * dLoss/dOutput.
   BatchLoss compute_loss(bool compute_gradient, float loss_scale);
   void run_backward(bool timed);
+  // The gradient of node k's input i: written, or added to an earlier reader's.
+  void input_gradient(int k, int i, const Tensor& dy, const Tensor* const* xs, int count);
   bool gradients_finite() const;
   // One optimizer update with gradients times grad_scale; returns whether every gradient was
   // finite (checked in the same pass).
@@ -84,7 +90,7 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   Tensor input_;                                 // (batch, input shape) float32
   std::int32_t* labels_ = nullptr;               // (batch)
   float* loss_rows_ = nullptr;                   // (batch, classes): dLoss/dOutput in float32
-  void* grad_buffers_[2] = {nullptr, nullptr};   // (max tensor elements) float32 each, in turn
+  std::vector<void*> grad_buffers_;              // the plan's activation-gradient buffers
   int real_samples_ = 0;                         // of the loaded batch
 
   // Parameters: flat float32 master and state arrays with every slot at its offset (oneDNN's
@@ -96,7 +102,7 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   int state_arrays_ = 0;
 
   // Backward bookkeeping.
-  int backward_from_ = -1;  // node whose output gradient is seeded in gradient buffer 0
+  int backward_from_ = -1;  // node whose output gradient is seeded (in its plan grad buffer)
   Tensor input_gradient_;   // after backward, with options_.input_gradient
 
   // The step protocol.

@@ -29,7 +29,7 @@ class CudaBackend final : public Backend {
     const PolicySupport support = policy_support(info_, options.policy);
     if (support.level == Support::unsupported) throw ConfigError(support.reason);
     const ExecutionPlan plan = build_plan(spec, table, options.policy, options.batch_size,
-                                          options.optimizer, kCudaLowering);
+                                          options.optimizer, kCudaLowering, options.input_gradient);
     return std::make_unique<CudaExecutor>(spec, table, plan, options, device_, info_);
   }
 

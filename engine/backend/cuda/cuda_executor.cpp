@@ -8,6 +8,7 @@
 #include "engine/backend/cuda/dense_node.h"
 #include "engine/backend/cuda/elementwise_nodes.h"
 #include "engine/backend/cuda/layouts.h"
+#include "engine/backend/cuda/merge_node.h"
 #include "engine/backend/cuda/pool_node.h"
 #include "engine/core/half.h"
 #include "engine/ops/initializers.h"
@@ -180,6 +181,9 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
         case PlanOp::dropout:
           made = std::make_unique<DropoutNode>(node.layer, layer.rate, dtype, node.label);
           break;
+        case PlanOp::merge:
+          made = std::make_unique<MergeNode>(node, dtype);
+          break;
       }
     } catch (const BackendError& e) {
       const std::string what = e.what();
@@ -198,7 +202,8 @@ void CudaExecutor::allocate() {
   // The plan's buffers, then the backend's own: the incoming batch, the step parameters and
   // state, the library workspaces and what nodes ask for.
   std::vector<DeviceArena::Id> output_ids(nodes_.size(), 0);
-  DeviceArena::Id input_id = 0, labels_id = 0, grad_ids[2] = {0, 0}, loss_id = 0;
+  std::vector<DeviceArena::Id> grad_ids(static_cast<std::size_t>(plan_.gradient_buffers), 0);
+  DeviceArena::Id input_id = 0, labels_id = 0, loss_id = 0;
   DeviceArena::Id master_id = 0, grads_id = 0, copies_id = 0, state_ids[2] = {0, 0};
   for (const PlanBuffer& b : plan_.buffers) {
     const DeviceArena::Id id = arena_.reserve(b);
@@ -213,7 +218,7 @@ void CudaExecutor::allocate() {
         output_ids[static_cast<std::size_t>(b.index)] = id;
         break;
       case BufferRole::activation_gradient:
-        grad_ids[b.index] = id;
+        grad_ids[static_cast<std::size_t>(b.index)] = id;
         break;
       case BufferRole::loss_rows:
         loss_id = id;
@@ -248,7 +253,8 @@ void CudaExecutor::allocate() {
   input_.data = arena_.ptr(input_id);
   labels_ = arena_.as<std::int32_t>(labels_id);
   loss_rows_ = arena_.as<float>(loss_id);
-  for (int i = 0; i < 2; ++i) grad_buffers_[i] = arena_.ptr(grad_ids[i]);
+  grad_buffers_.clear();
+  for (const DeviceArena::Id id : grad_ids) grad_buffers_.push_back(arena_.ptr(id));
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
     outputs_[k].data = nodes_[k]->aliases_input() ? node_input(static_cast<int>(k)).data
                                                   : arena_.ptr(output_ids[k]);
@@ -385,14 +391,19 @@ void CudaExecutor::set_output_gradient(std::span<const float> dy) {
     throw ConfigError("output gradient has " + std::to_string(dy.size()) + " values, expected " +
                       std::to_string(out.elements()));
   }
-  // Through the gradient buffer 1 as float32 staging (free until backward).
-  auto* staging = static_cast<float*>(grad_buffers_[1]);
+  const int seed = plan_.nodes.back().grad;
+  if (seed < 0) {
+    throw ConfigError("set_output_gradient(): nothing in this model takes a gradient (no "
+                      "parameters, and ExecutorOptions::input_gradient is off)");
+  }
+  // Through a gradient buffer the seed does not use as float32 staging (free until backward).
+  auto* staging = static_cast<float*>(grad_buffers_[seed == 0 ? 1 : 0]);
   CUDA_CHECK(
       cudaMemcpyAsync(staging, dy.data(), dy.size_bytes(), cudaMemcpyHostToDevice, ctx_.stream));
-  const DTensor dst = grad_view(0, out);
+  const DTensor dst = grad_view(seed, out);
   kernels::cast(staging, DType::f32, dst.data, dst.dtype, dst.elements(), ctx_.stream);
   CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // dy is the caller's (pageable) memory
-  backward_from_ = static_cast<int>(nodes_.size()) - 1;
+  backward_from_ = plan_.output_node;
 }
 
 void CudaExecutor::backward() {

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -70,7 +71,15 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   void initialise_parameters(std::uint64_t seed);
   void refresh_copy(const ParamSlot& slot);
   ParamSlot& slot(int layer, ParamKind kind);
-  const DTensor& node_input(int k) const { return k == 0 ? input_ : outputs_[k - 1]; }
+  // A tensor a node reads: a node's output, or the batch (kPlanInput).
+  const DTensor& tensor(int node) const {
+    return node == kPlanInput ? input_ : outputs_[static_cast<std::size_t>(node)];
+  }
+  const DTensor& node_input(int k) const {
+    return tensor(plan_.nodes[static_cast<std::size_t>(k)].input());
+  }
+  // The gradient of node k's input i: written, or added to an earlier reader's.
+  void input_gradient(int k, int i, const DTensor& dy, std::span<const DTensor* const> xs);
   DTensor grad_view(int buffer, const DTensor& like) const;
   std::vector<float> to_host(const DTensor& t);
   void no_step_in_flight(const char* call) const;
@@ -106,7 +115,7 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   DTensor input_;                                 // (batch, input shape) float32
   std::int32_t* labels_ = nullptr;                // (batch)
   float* loss_rows_ = nullptr;                    // (batch, classes) float32: the loss's staging
-  void* grad_buffers_[2] = {nullptr, nullptr};    // (max tensor elements) float32 each, in turn
+  std::vector<void*> grad_buffers_;               // the plan's activation-gradient buffers
   float* opt_state_[2] = {nullptr, nullptr};      // (param floats): SGD velocity, Adam m and v
   StepParams* params_ = nullptr;                  // device: this step's number, samples, phase
   DeviceState* state_ = nullptr;                  // device: loss sums, flags, the loss scale

@@ -3,10 +3,13 @@
 // the optimizer, all on the device) followed by one readback of the step's state; with
 // cuda_graphs the launch replays a captured graph. An evaluation step is forward and loss.
 #include <cmath>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_executor.h"
+#include "engine/backend/cuda/merge_node.h"
 
 namespace mixlab::cuda {
 
@@ -45,54 +48,105 @@ void CudaExecutor::prepare_step(std::uint64_t step, bool train) {
 }
 
 void CudaExecutor::run_forward(bool timed) {
+  std::vector<const DTensor*> xs;
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
     if (timed) CUDA_CHECK(cudaEventRecord(node_events_fwd_[k], ctx_.stream));
     if (nodes_[k]->aliases_input()) continue;
-    nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k]);
+    const PlanNode& node = plan_.nodes[k];
+    if (node.op == PlanOp::merge) {
+      xs.clear();
+      for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
+      static_cast<const MergeNode&>(*nodes_[k]).forward_inputs(ctx_, xs, outputs_[k]);
+    } else {
+      nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k]);
+    }
   }
   if (timed) CUDA_CHECK(cudaEventRecord(node_events_fwd_[nodes_.size()], ctx_.stream));
 }
 
 void CudaExecutor::run_loss(bool compute_gradient) {
-  const int last = static_cast<int>(nodes_.size()) - 1;
   // Fused heads read the logits: the final activation's input.
-  const bool fused = plan_.head == LossHead::softmax_crossentropy ||
-                     plan_.head == LossHead::sigmoid_binary;
-  const int seed = fused ? last - 1 : last;
+  const int seed = plan_.loss_node;
   const DTensor& src = outputs_[static_cast<std::size_t>(seed)];
-  DTensor dsrc = grad_view(0, src);
+  const int seed_grad = plan_.nodes[static_cast<std::size_t>(seed)].grad;
+  // A model without parameters takes no gradient (its nodes run no backward).
+  const bool seeded = compute_gradient && seed_grad >= 0;
+  DTensor dsrc = seeded ? grad_view(seed_grad, src) : DTensor{};
   kernels::loss(plan_.head, src.data, src.dtype, labels_, plan_.batch,
                 static_cast<int>(plan_.classes), params_, state_, loss_rows_,
-                compute_gradient ? dsrc.data : nullptr, ctx_.stream);
+                seeded ? dsrc.data : nullptr, ctx_.stream);
   if (compute_gradient) backward_from_ = seed;
 }
 
 void CudaExecutor::run_backward(bool timed) {
   if (backward_from_ < 0) throw ConfigError("backward() without a seeded output gradient");
-  const int stop = options_.input_gradient ? 0 : plan_.first_param_node;
-  int buffer = 0;
-  DTensor dy = grad_view(0, outputs_[static_cast<std::size_t>(backward_from_)]);
-  timed_backward_from_ = stop >= 0 ? backward_from_ : -1;  // -1: no backward events recorded
-  timed_backward_stop_ = std::max(stop, 0);
-  for (int k = backward_from_; stop >= 0 && k >= stop; --k) {
+  // Events before each node from backward_from_ down and after the last (index 0): a node that
+  // runs no backward gets two events together.
+  timed_backward_from_ = backward_from_;
+  timed_backward_stop_ = 0;
+  std::vector<const DTensor*> xs;
+  for (int k = backward_from_; k >= 0; --k) {
     if (timed) CUDA_CHECK(cudaEventRecord(node_events_bwd_[k + 1], ctx_.stream));
-    const DTensor& x = node_input(k);
-    const bool need_dx = k > stop || options_.input_gradient;
-    if (nodes_[k]->aliases_input()) {
-      dy.dims = x.dims;
-      continue;
-    }
-    DTensor dx;
-    if (need_dx) dx = grad_view(1 - buffer, x);
-    nodes_[k]->backward(ctx_, x, outputs_[k], dy, need_dx ? &dx : nullptr);
-    if (need_dx) {
-      dy = dx;
-      buffer = 1 - buffer;
+    const PlanNode& node = plan_.nodes[static_cast<std::size_t>(k)];
+    if (!node.backward) continue;
+    const DTensor dy = grad_view(node.grad, outputs_[static_cast<std::size_t>(k)]);
+    xs.clear();
+    for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
+    if (node.aliases_input()) {
+      // The same values seen with the input's shape: nothing to compute unless the input's
+      // gradient buffer is another one (copied) or holds an earlier reader's (added).
+      const PlanInput& in = node.inputs.front();
+      const int target = in.node == kPlanInput
+                             ? plan_.input_grad
+                             : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+      if (in.grad && (in.accumulate || target != node.grad)) {
+        const DTensor dst = grad_view(target, *xs.front());
+        if (in.accumulate) {
+          kernels::accumulate(dy.data, dst.data, dst.dtype, dst.elements(), ctx_.stream);
+        } else {
+          CUDA_CHECK(cudaMemcpyAsync(dst.data, dy.data, dst.bytes(), cudaMemcpyDeviceToDevice,
+                                     ctx_.stream));
+        }
+      }
+    } else {
+      const std::size_t count = node.op == PlanOp::merge ? node.inputs.size() : 1;
+      for (std::size_t i = 0; i < count; ++i) {
+        if (node.inputs[i].grad || node.op != PlanOp::merge) {
+          input_gradient(k, static_cast<int>(i), dy, xs);
+        }
+      }
     }
   }
-  if (timed) CUDA_CHECK(cudaEventRecord(node_events_bwd_[timed_backward_stop_], ctx_.stream));
-  if (options_.input_gradient) input_gradient_ = dy;
+  if (timed) CUDA_CHECK(cudaEventRecord(node_events_bwd_[0], ctx_.stream));
+  if (options_.input_gradient && plan_.input_grad >= 0) {
+    input_gradient_ = grad_view(plan_.input_grad, input_);
+  }
   backward_from_ = -1;
+}
+
+void CudaExecutor::input_gradient(int k, int i, const DTensor& dy,
+                                  std::span<const DTensor* const> xs) {
+  const PlanNode& node = plan_.nodes[static_cast<std::size_t>(k)];
+  const PlanInput& in = node.inputs[static_cast<std::size_t>(i)];
+  const DTensor& x = *xs[static_cast<std::size_t>(i)];
+  const DTensor& y = outputs_[static_cast<std::size_t>(k)];
+  DTensor dx, target;
+  if (in.grad) {
+    const int buffer = in.node == kPlanInput
+                           ? plan_.input_grad
+                           : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+    target = grad_view(buffer, x);
+    dx = in.accumulate ? grad_view(plan_.grad_scratch, x) : target;
+  }
+  if (node.op == PlanOp::merge) {
+    static_cast<const MergeNode&>(*nodes_[static_cast<std::size_t>(k)])
+        .backward_input(ctx_, xs, y, dy, i, dx);
+  } else {
+    nodes_[static_cast<std::size_t>(k)]->backward(ctx_, x, y, dy, in.grad ? &dx : nullptr);
+  }
+  if (in.grad && in.accumulate) {
+    kernels::accumulate(dx.data, target.data, target.dtype, target.elements(), ctx_.stream);
+  }
 }
 
 void CudaExecutor::read_state() {
@@ -248,7 +302,7 @@ void CudaExecutor::collect_layer_timings() {
     t.forward_ms += elapsed_ms(node_events_fwd_[k], node_events_fwd_[k + 1]);
     const int ki = static_cast<int>(k);
     if (ki >= timed_backward_stop_ && ki <= timed_backward_from_) {
-      // Backward runs from the last node down: node k's part lies between the events recorded
+      // Backward runs from backward_from_ down: node k's part lies between the events recorded
       // before it (k + 1) and before the next one below it (k).
       t.backward_ms += elapsed_ms(node_events_bwd_[k + 1], node_events_bwd_[k]);
     }

@@ -17,6 +17,7 @@
 #include "engine/ops/loss.h"
 #include "engine/ops/loss_scale.h"
 #include "engine/ops/optimizer.h"
+#include "engine/plan/execution_plan.h"
 #include "engine/spec/model_spec.h"
 
 namespace mixlab::cuda {
@@ -91,6 +92,17 @@ void add_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int cha
 // cuDNN adds the convolution to it in float32 (one rounding, as the CPU backend's fused bias).
 void fill_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
                cudaStream_t stream);
+// The elementwise merges (engine/ops/merge.h): y = merge of `count` inputs (1 to
+// kMaxMergeInputs), all of one dtype; backward writes input `which`'s gradient into dx (y and
+// the inputs are read by Multiply and Maximum only).
+inline constexpr int kMaxMergeInputs = 8;
+void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
+                   std::int64_t n, cudaStream_t stream);
+void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y,
+                    const void* dy, void* dx, int which, DType dtype, std::int64_t n,
+                    cudaStream_t stream);
+// dst += src: a gradient added to an earlier reader's (the tensor's dtype).
+void accumulate(const void* src, void* dst, DType dtype, std::int64_t n, cudaStream_t stream);
 // db[c] = sum over rows of dy[r, c], accumulated in float32 (overwrites db).
 void bias_gradient(const void* dy, DType dtype, std::int64_t rows, int channels, float* db,
                    cudaStream_t stream);

@@ -1,0 +1,114 @@
+// MixLab's CUDA kernels for the merge layers (kernels.h): Add, Subtract, Multiply, Average and
+// Maximum forward and backward with engine/ops/merge.h's math, and the gradient accumulation
+// of a tensor read by several layers. Concatenate is strided copies (cudaMemcpy2DAsync).
+#include "engine/backend/cuda/kernels.h"
+
+#include "engine/backend/cuda/kernels_common.cuh"
+#include "engine/ops/merge.h"
+
+namespace mixlab::cuda::kernels {
+
+namespace {
+
+using namespace detail;
+
+// The inputs of one launch, by value (a graph captures them with the launch).
+template <class T>
+struct Inputs {
+  const T* p[kMaxMergeInputs];
+  int count;
+};
+
+template <class T>
+Inputs<T> inputs_of(const void* const* inputs, int count) {
+  Inputs<T> in{};
+  for (int i = 0; i < count; ++i) in.p[i] = static_cast<const T*>(inputs[i]);
+  in.count = count;
+  return in;
+}
+
+template <class T>
+__global__ void merge_forward_kernel(MergeOp op, Inputs<T> in, T* y, std::int64_t n) {
+  for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
+    float acc = 0.0f;
+    for (int i = 0; i < in.count; ++i) acc = merge_step(op, acc, to_float(in.p[i][e]), i, in.count);
+    y[e] = from_float<T>(acc);
+  }
+}
+
+template <class T>
+__global__ void merge_backward_kernel(MergeOp op, Inputs<T> in, const T* y, const T* dy, T* dx,
+                                      int which, std::int64_t n) {
+  for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
+    const float g = to_float(dy[e]);
+    float v = 0.0f;
+    if (op == MergeOp::multiply) {
+      v = g;
+      for (int j = 0; j < in.count; ++j) {
+        if (j != which) v = multiply_grad_step(v, to_float(in.p[j][e]));
+      }
+    } else if (op == MergeOp::maximum) {
+      const float best = to_float(y[e]);
+      bool first = true;
+      for (int j = 0; j < which; ++j) first = first && to_float(in.p[j][e]) != best;
+      v = maximum_grad(g, to_float(in.p[which][e]), best, first);
+    } else {
+      v = merge_grad_linear(op, g, which, in.count);
+    }
+    dx[e] = from_float<T>(v);
+  }
+}
+
+template <class T>
+__global__ void accumulate_kernel(const T* src, T* dst, std::int64_t n) {
+  for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
+    dst[e] = from_float<T>(to_float(dst[e]) + to_float(src[e]));
+  }
+}
+
+void check_count(int count) {
+  if (count < 1 || count > kMaxMergeInputs) {
+    throw BackendError("CUDA merge kernels: " + std::to_string(count) + " inputs (1 to " +
+                       std::to_string(kMaxMergeInputs) + ")");
+  }
+}
+
+}  // namespace
+
+void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
+                   std::int64_t n, cudaStream_t stream) {
+  check_count(count);
+  if (n <= 0) return;
+  with_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    merge_forward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(op, inputs_of<T>(inputs, count),
+                                                                static_cast<T*>(y), n);
+  });
+  MIXLAB_CHECK_LAUNCH("merge_forward_kernel");
+}
+
+void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y,
+                    const void* dy, void* dx, int which, DType dtype, std::int64_t n,
+                    cudaStream_t stream) {
+  check_count(count);
+  if (n <= 0) return;
+  with_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    merge_backward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
+        op, inputs_of<T>(inputs, count), static_cast<const T*>(y), static_cast<const T*>(dy),
+        static_cast<T*>(dx), which, n);
+  });
+  MIXLAB_CHECK_LAUNCH("merge_backward_kernel");
+}
+
+void accumulate(const void* src, void* dst, DType dtype, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  with_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    accumulate_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(src),
+                                                             static_cast<T*>(dst), n);
+  });
+  MIXLAB_CHECK_LAUNCH("accumulate_kernel");
+}
+
+}  // namespace mixlab::cuda::kernels

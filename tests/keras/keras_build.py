@@ -1,0 +1,65 @@
+"""A Keras 3 model from a MixLab spec (its JSON as a dict): a Sequential model for a stack, a
+functional one for a graph (a spec whose layers name their "inputs"). The parity checks
+(parity.py) build the Keras side of every comparison with it."""
+import keras
+
+MERGES = ("Add", "Subtract", "Multiply", "Average", "Maximum", "Concatenate")
+
+
+def keras_layer(l, **kw):
+    """The Keras layer of one MixLab layer."""
+    t = l["type"]
+    if t == "Dense":
+        return keras.layers.Dense(l["units"], activation=l.get("activation", "linear"),
+                                  use_bias=l.get("use_bias", True), **kw)
+    if t == "Conv2D":
+        return keras.layers.Conv2D(l["filters"], l["kernel_size"], strides=l.get("strides", 1),
+                                   padding=l.get("padding", "valid"),
+                                   activation=l.get("activation", "linear"),
+                                   use_bias=l.get("use_bias", True), **kw)
+    if t in ("MaxPooling2D", "AveragePooling2D"):
+        return getattr(keras.layers, t)(pool_size=l.get("pool_size", 2), strides=l.get("strides"),
+                                        padding=l.get("padding", "valid"), **kw)
+    if t == "Flatten":
+        return keras.layers.Flatten(**kw)
+    if t == "Dropout":
+        return keras.layers.Dropout(l["rate"], **kw)
+    if t == "Activation":
+        return keras.layers.Activation(l["activation"], **kw)
+    if t == "Rescaling":
+        return keras.layers.Rescaling(l["scale"], offset=l.get("offset", 0.0), **kw)
+    if t == "Concatenate":
+        return keras.layers.Concatenate(axis=l.get("axis", -1), **kw)
+    if t in MERGES:
+        return getattr(keras.layers, t)(**kw)
+    raise ValueError(f"layer type {t} unknown to the harness")
+
+
+def build_keras(spec, policy="float32"):
+    """The Keras model of `spec` under `policy`. A graph's layers must come in an order where
+    each follows those it reads (MixLab's own files need not)."""
+    previous = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(policy)
+    try:
+        graph = any("inputs" in l for l in spec["layers"])
+        inputs = keras.Input(shape=tuple(spec["input"]["shape"]))
+        layers, tensors, last = [inputs], {"input": inputs}, inputs
+        for l in spec["layers"]:
+            kw = {}
+            if l.get("dtype") == "float32":
+                kw["dtype"] = "float32"
+            if "name" in l:
+                kw["name"] = l["name"]
+            layer = keras_layer(l, **kw)
+            if not graph:
+                layers.append(layer)
+                continue
+            sources = [tensors[name] for name in l.get("inputs", [])] or [last]
+            last = layer(sources if l["type"] in MERGES else sources[0])
+            if "name" in l:
+                tensors[l["name"]] = last
+        if graph:
+            return keras.Model(inputs, last, name=spec["name"])
+        return keras.Sequential(layers, name=spec["name"])
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous)
