@@ -1,6 +1,7 @@
 // Fuzzes Keras model JSON (what users import from files they did not write): import_keras_json,
 // then, on what imports, the export's round trip import(export(s, p)) == s under the imported
-// policy and shape inference. Bad input must end in a SpecError; any other exception, a crash,
+// policy (a graph whose shapes do not infer is refused by the export, and only such a one) and
+// shape inference. Bad input must end in a SpecError; any other exception, a crash,
 // a leak or a broken round trip is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(again.spec == model.spec) || again.policy != policy) {
       finding("import_keras_json(export_keras_json(s)) != s; export wrote:\n" + written);
     }
+  } catch (const mixlab::SpecError& e) {
+    // A graph's export writes each tensor's shape: it refuses a model whose shapes do not
+    // infer, with shape inference's error, and only such a model.
+    bool infers = true;
+    try {
+      (void)mixlab::infer_shapes(model.spec, policy);
+    } catch (const mixlab::SpecError&) {
+      infers = false;
+    }
+    if (infers) unexpected_exception("export_keras_json of a model whose shapes infer", e);
   } catch (const std::exception& e) {
     unexpected_exception("export_keras_json / import_keras_json of an imported spec", e);
   }

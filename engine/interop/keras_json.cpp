@@ -393,6 +393,12 @@ class Importer {
     } else if (cls == "AveragePooling2D" || cls == "AvgPool2D") {
       out["type"] = "AveragePooling2D";
       fields = {"pool_size", "strides", "padding"};
+    } else if (cls == "GlobalAveragePooling2D" || cls == "GlobalAvgPool2D") {
+      out["type"] = "GlobalAveragePooling2D";
+      fields = {"keepdims"};
+    } else if (cls == "GlobalMaxPooling2D" || cls == "GlobalMaxPool2D") {
+      out["type"] = "GlobalMaxPooling2D";
+      fields = {"keepdims"};
     } else if (cls == "Flatten") {
       out["type"] = "Flatten";
     } else if (cls == "Dropout") {
@@ -430,7 +436,7 @@ class Importer {
       fail_layer(index, layer,
                  "MixLab has no " + printable(cls) +
                      " layer (it imports InputLayer, Dense, Conv2D, MaxPooling2D, "
-                     "AveragePooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling, "
+                     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling, "
                      "Add, Subtract, Multiply, Average, Maximum, Concatenate)");
     }
     // Every config key must be known: a layer field, a Keras base key, or one checked above.
@@ -602,6 +608,13 @@ class Importer {
     out_.spec = parse_model_json(
         model.dump(), prefix_.empty() ? std::string_view()
                                       : std::string_view(prefix_).substr(0, prefix_.size() - 2));
+    // The graph's rules (a merge's input count, unique names) as Keras has them too: a model
+    // that breaks one is refused here, naming the layer, rather than wherever it is used.
+    try {
+      resolve_graph(out_.spec);
+    } catch (const SpecError& e) {
+      throw SpecError(prefix_ + e.what(), e.layer());
+    }
     check_build_shapes();
     out_.format = keras3_ ? "Keras 3 JSON" : "tf.keras 2 JSON";
   }

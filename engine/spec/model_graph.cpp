@@ -127,13 +127,13 @@ ModelGraph resolve_graph(const ModelSpec& spec) {
     const auto [least, most] = input_count(layer.type);
     const int count = static_cast<int>(in.size());
     if (count < least || count > most) {
-      std::string needs = least == most ? std::to_string(least) : std::to_string(least) + " or more";
-      throw SpecError(where(spec, i) + "reads " + needs + (least == 1 && most == 1 ? " layer" : " layers") +
-                          ", got " + std::to_string(count) +
-                          (is_merge(layer.type) && layer.inputs.empty()
-                               ? ": name them in \"inputs\""
-                               : ""),
-                      i);
+      const std::string needs =
+          least == most ? std::to_string(least) : std::to_string(least) + " or more";
+      const std::string noun = least == 1 && most == 1 ? " layer" : " layers";
+      const std::string hint =
+          is_merge(layer.type) && layer.inputs.empty() ? ": name them in \"inputs\"" : "";
+      throw SpecError(
+          where(spec, i) + "reads " + needs + noun + ", got " + std::to_string(count) + hint, i);
     }
     for (const int from : in) {
       if (from != kModelInput) g.readers[static_cast<std::size_t>(from)].push_back(i);

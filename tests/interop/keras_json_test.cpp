@@ -305,6 +305,14 @@ TEST(KerasJson, GraphsMixLabCannotImportAreNamed) {
             std::string::npos)
       << error;
 
+  error = error_of(functional(
+      kFnInput + "," + dense + "," +
+          fn_layer("Subtract", "sub", "", merge_node({"dense"})),
+      "sub"));
+  EXPECT_NE(error.find("m.json: layer 1 (Subtract) 'sub': reads 2 layers, got 1"),
+            std::string::npos)
+      << error;
+
   // Shapes are checked where the model is used, as for every import.
   const ImportedModel mismatched = import_keras_json(functional(
       kFnInput + "," + dense + "," +
