@@ -67,6 +67,11 @@ ordered_json layer_config(const LayerSpec& layer) {
     case LayerType::Concatenate:
       c["axis"] = layer.axis;
       break;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      c["data_format"] = "channels_last";
+      c["keepdims"] = layer.keepdims;
+      break;
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:

@@ -164,7 +164,14 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
       if (layer.offset != 0.0) {
         args += PyCode(", offset=") + layer_float(index, layer.offset, "offset");
       }
-      break;    case LayerType::Add:
+      break;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      type = layer.type == LayerType::GlobalMaxPooling2D ? PyCode("GlobalMaxPooling2D")
+                                                         : PyCode("GlobalAveragePooling2D");
+      if (layer.keepdims) args = "keepdims=True";
+      break;
+    case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:
     case LayerType::Average:
@@ -298,7 +305,19 @@ PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
         }
         add(PyCode("Rescaling(") + args + ")", true);
         break;
-      }      case LayerType::Add:
+      }
+      case LayerType::GlobalAveragePooling2D:
+      case LayerType::GlobalMaxPooling2D:
+        to_nchw();
+        add(layer.type == LayerType::GlobalMaxPooling2D ? PyCode("nn.AdaptiveMaxPool2d(1)")
+                                                        : PyCode("nn.AdaptiveAvgPool2d(1)"),
+            true);
+        if (!layer.keepdims) {
+          add("nn.Flatten()", false);
+          layout = Layout::flat;
+        }
+        break;
+      case LayerType::Add:
       case LayerType::Subtract:
       case LayerType::Multiply:
       case LayerType::Average:

@@ -212,6 +212,13 @@ class Lowering {
         cast_to(s, li, label);
         add(PlanOp::pooling, li, s, out, label);
         break;
+      case LayerType::GlobalAveragePooling2D:
+      case LayerType::GlobalMaxPooling2D:
+        // One window over the whole image, then (without keepdims) a view as C features.
+        cast_to(s, li, label);
+        add(PlanOp::pooling, li, s, {1, 1, info.input_shape[2]}, label);
+        if (!layer.keepdims) add(PlanOp::flatten, li, s, out, label);
+        break;
       case LayerType::Flatten:
         add(current_.dtype != s ? PlanOp::cast : PlanOp::flatten, li, s, out, label);
         break;

@@ -87,6 +87,8 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
       break;
     case LayerType::Flatten:
     case LayerType::Activation:
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:

@@ -70,6 +70,10 @@ std::string layer_summary(const LayerSpec& layer) {
     case LayerType::Concatenate:
       if (layer.axis != -1) parts.push_back("axis " + std::to_string(layer.axis));
       break;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      if (layer.keepdims) parts.emplace_back("keepdims");
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:

@@ -27,7 +27,8 @@ constexpr std::array kLayerTypes = {
     LayerType::Dense,    LayerType::Conv2D,   LayerType::MaxPooling2D, LayerType::AveragePooling2D,
     LayerType::Flatten,  LayerType::Dropout,  LayerType::Activation,   LayerType::Rescaling,
     LayerType::Add,      LayerType::Subtract, LayerType::Multiply,     LayerType::Average,
-    LayerType::Maximum,  LayerType::Concatenate,
+    LayerType::Maximum,  LayerType::Concatenate, LayerType::GlobalAveragePooling2D,
+    LayerType::GlobalMaxPooling2D,
 };
 constexpr std::array kActivations = {
     ActivationFn::relu, ActivationFn::sigmoid, ActivationFn::tanh,
@@ -53,6 +54,7 @@ std::span<const std::string_view> type_fields(LayerType type) {
   static constexpr std::array<std::string_view, 1> activation = {"activation"};
   static constexpr std::array<std::string_view, 2> rescaling = {"scale", "offset"};
   static constexpr std::array<std::string_view, 1> concatenate = {"axis"};
+  static constexpr std::array<std::string_view, 1> global_pool = {"keepdims"};
   switch (type) {
     case LayerType::Dense:
       return dense;
@@ -77,6 +79,9 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return {};
     case LayerType::Concatenate:
       return concatenate;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      return global_pool;
   }
   return {};
 }
@@ -329,6 +334,10 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
     case LayerType::Concatenate:
       if (const json* v = in.find("axis")) layer.axis = in.get_int("axis", *v);
       break;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      if (const json* v = in.find("keepdims")) layer.keepdims = in.get_bool("keepdims", *v);
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:
@@ -499,6 +508,10 @@ std::string_view to_string(LayerType type) {
       return "Maximum";
     case LayerType::Concatenate:
       return "Concatenate";
+    case LayerType::GlobalAveragePooling2D:
+      return "GlobalAveragePooling2D";
+    case LayerType::GlobalMaxPooling2D:
+      return "GlobalMaxPooling2D";
   }
   return "?";
 }

@@ -44,6 +44,10 @@ enum class LayerType : std::uint8_t {
   Average,
   Maximum,
   Concatenate,
+  // The mean or the maximum of each channel over height and width: HxWxC -> C (1x1xC with
+  // keepdims).
+  GlobalAveragePooling2D,
+  GlobalMaxPooling2D,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
@@ -90,6 +94,8 @@ struct LayerSpec {
   // Rescaling: y = x * scale + offset (scale required)
   double scale = 1.0;
   double offset = 0.0;
+  // GlobalAveragePooling2D, GlobalMaxPooling2D: keep the 1x1 spatial axes
+  bool keepdims = false;
   // Concatenate: the axis, as Keras counts it with the batch (-1 the last; 0, the batch, is not
   // allowed)
   int axis = -1;

@@ -80,6 +80,10 @@ ordered_json layer_json(const LayerSpec& layer) {
     case LayerType::Concatenate:
       if (layer.axis != -1) j["axis"] = layer.axis;
       break;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      if (layer.keepdims) j["keepdims"] = true;
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:

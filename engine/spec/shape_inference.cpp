@@ -264,6 +264,12 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       spatial(info, "pool_size", layer.pool_size, layer.strides, layer.padding, input[2], where);
       info.flops = c.mul(c.elements(info.output_shape), layer.pool_size.h, layer.pool_size.w);
       break;
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      require_image(info, spec, where);
+      info.output_shape = layer.keepdims ? Shape{1, 1, input[2]} : Shape{input[2]};
+      info.flops = in_elements;
+      break;
     case LayerType::Flatten:
       info.output_shape = {in_elements};
       break;
@@ -302,6 +308,22 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
 }
 
 }  // namespace
+
+PoolWindow pool_window(const LayerSpec& layer, const LayerInfo& info) {
+  PoolWindow w;
+  w.max = layer.type == LayerType::MaxPooling2D || layer.type == LayerType::GlobalMaxPooling2D;
+  if (layer.type == LayerType::GlobalAveragePooling2D ||
+      layer.type == LayerType::GlobalMaxPooling2D) {
+    w.size = {static_cast<int>(info.input_shape[0]), static_cast<int>(info.input_shape[1])};
+    w.strides = {1, 1};
+    return w;
+  }
+  w.size = layer.pool_size;
+  w.strides = layer.strides;
+  w.out_h = info.output_shape[0];
+  w.out_w = info.output_shape[1];
+  return w;
+}
 
 std::int64_t num_elements(const Shape& shape) {
   std::int64_t n = 1;

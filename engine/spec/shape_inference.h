@@ -57,6 +57,18 @@ struct ShapeTable {
   std::int64_t activation_bytes_total = 0;  // per sample
 };
 
+// The window a pooling layer slides over its [H, W, C] input: MaxPooling2D and AveragePooling2D
+// as given (with the table's padding); the global poolings the whole image once, to 1x1xC (a
+// Flatten after it when not keepdims). The backends' pooling kernels read this.
+struct PoolWindow {
+  bool max = false;
+  Size2 size;
+  Size2 strides;
+  std::int64_t out_h = 1;
+  std::int64_t out_w = 1;
+};
+PoolWindow pool_window(const LayerSpec& layer, const LayerInfo& info);
+
 // Validates the spec and its graph (model_graph.h) and computes its table. Throws SpecError
 // naming the layer (index and type) and the field or edge, e.g. "layer 4 (Conv2D): kernel_size
 // 5x5 does not fit input 4x4x32 with padding 'valid'" or "layer 9 (Add) 'add_3': adds 32x32x64

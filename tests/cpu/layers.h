@@ -43,6 +43,12 @@ inline LayerSpec pool(LayerType type, Size2 size, Size2 strides, Padding p) {
   return l;
 }
 
+inline LayerSpec global_pool(LayerType type, bool keepdims = false) {
+  LayerSpec l = simple(type);
+  l.keepdims = keepdims;
+  return l;
+}
+
 inline LayerSpec activation(ActivationFn fn, bool force_float32 = false) {
   LayerSpec l = simple(LayerType::Activation);
   l.activation = fn;
@@ -94,8 +100,10 @@ inline ModelSpec residual_convnet(Shape input_shape) {
 // Whether a layer's output keeps the spatial (or leading) axes that a Flatten must follow
 // before the loss, for a model of that one layer on `input`.
 inline bool needs_flatten(const LayerSpec& layer, std::size_t input_rank) {
+  const bool global = layer.type == LayerType::GlobalAveragePooling2D ||
+                      layer.type == LayerType::GlobalMaxPooling2D;
   return layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
-         layer.type == LayerType::AveragePooling2D ||
+         layer.type == LayerType::AveragePooling2D || (global && layer.keepdims) ||
          (layer.type == LayerType::Dense && input_rank == 3);
 }
 

@@ -57,6 +57,9 @@ std::vector<OpCase> cases() {
       {"AvgPool3SameStride2",
        {7, 5, 2},
        pool(LayerType::AveragePooling2D, {3, 3}, {2, 2}, Padding::same)},
+      {"GlobalAvgPool", {5, 4, 3}, global_pool(LayerType::GlobalAveragePooling2D)},
+      {"GlobalMaxPool", {4, 6, 2}, global_pool(LayerType::GlobalMaxPooling2D)},
+      {"GlobalAvgPoolKeepdims", {3, 3, 4}, global_pool(LayerType::GlobalAveragePooling2D, true)},
       {"ActivationRelu", {10}, activation(A::relu)},
       {"ActivationSigmoid", {10}, activation(A::sigmoid)},
       {"ActivationTanh", {10}, activation(A::tanh)},
@@ -107,6 +110,9 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
     case LayerType::MaxPooling2D:
     case LayerType::AveragePooling2D:
       return reference::pool(x, kBatch, l, info);
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
+      return reference::global_pool(x, kBatch, l, info);
     case LayerType::Activation:
       return reference::activate(l.activation, x, info.output_shape.back());
     case LayerType::Rescaling: {

@@ -116,6 +116,24 @@ inline Vec pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const Layer
   return y;
 }
 
+// GlobalAveragePooling2D / GlobalMaxPooling2D: each channel's mean or maximum over the image
+// (keepdims changes only the shape, not the values).
+inline Vec global_pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const LayerInfo& info) {
+  const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
+  const bool max = spec.type == LayerType::GlobalMaxPooling2D;
+  Vec y(static_cast<std::size_t>(n * c));
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t ci = 0; ci < c; ++ci) {
+      double acc = max ? -INFINITY : 0.0;
+      for (std::int64_t p = 0; p < h * w; ++p) {
+        const double v = x[(b * h * w + p) * c + ci];
+        acc = max ? std::max(acc, v) : acc + v;
+      }
+      y[b * c + ci] = max ? acc : acc / static_cast<double>(h * w);
+    }
+  return y;
+}
+
 inline Vec dropout(const Vec& x, double rate, std::uint64_t seed, int layer, std::uint64_t step) {
   const DropoutMask mask = make_dropout_mask(rate, seed, layer, step);
   Vec y(x.size());

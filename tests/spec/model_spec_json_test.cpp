@@ -210,7 +210,13 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
     spec.loss = static_cast<LossKind>(pick(0, 2));
     for (int i = pick(1, 8); i > 0; --i) {
       LayerSpec l;
-      l.type = static_cast<LayerType>(pick(0, 7));
+      // The one-input types of a stack.
+      constexpr LayerType kStackTypes[] = {
+          LayerType::Dense,      LayerType::Conv2D,    LayerType::MaxPooling2D,
+          LayerType::AveragePooling2D, LayerType::Flatten, LayerType::Dropout,
+          LayerType::Activation, LayerType::Rescaling, LayerType::GlobalAveragePooling2D,
+          LayerType::GlobalMaxPooling2D};
+      l.type = kStackTypes[pick(0, 9)];
       switch (l.type) {
         case LayerType::Dense:
           l.units = pick(1, 5000);
@@ -241,6 +247,10 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           l.scale = real();
           l.offset = pick(0, 1) == 0 ? 0.0 : real();
           break;
+        case LayerType::GlobalAveragePooling2D:
+        case LayerType::GlobalMaxPooling2D:
+          l.keepdims = pick(0, 1) == 1;
+          break;
         case LayerType::Flatten:
         case LayerType::Add:
         case LayerType::Subtract:
@@ -248,7 +258,7 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
         case LayerType::Average:
         case LayerType::Maximum:
         case LayerType::Concatenate:
-          break;  // pick(0, 7): the one-input types of a stack
+          break;  // not in kStackTypes
       }
       if (pick(0, 2) == 0) l.name = random_name();
       l.force_float32 = pick(0, 3) == 0;

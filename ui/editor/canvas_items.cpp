@@ -42,6 +42,8 @@ QColor type_colour(const BlockContent& content) {
       return {46, 158, 91};
     case LayerType::MaxPooling2D:
     case LayerType::AveragePooling2D:
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
       return {23, 162, 184};
     case LayerType::Flatten:
       return {138, 143, 152};

@@ -66,6 +66,10 @@ QString layer_description(LayerType type) {
     case LayerType::Concatenate:
       return tr(
           "Joins its inputs along 'axis' (-1: the channels); they agree on every other axis.");
+    case LayerType::GlobalAveragePooling2D:
+      return tr("Averages each channel of an image over its height and width: HxWxC to C.");
+    case LayerType::GlobalMaxPooling2D:
+      return tr("Keeps each channel's largest value over height and width: HxWxC to C.");
   }
   return {};
 }
@@ -105,6 +109,8 @@ LayerSpec default_layer(LayerType type) {
     case LayerType::Average:
     case LayerType::Maximum:
     case LayerType::Concatenate:
+    case LayerType::GlobalAveragePooling2D:
+    case LayerType::GlobalMaxPooling2D:
       break;
   }
   return layer;

@@ -57,6 +57,10 @@ std::string describe_layers(const RunRecord& r) {
       case LayerType::Concatenate:
         if (l.axis != -1) args.push_back("axis " + std::to_string(l.axis));
         break;
+      case LayerType::GlobalAveragePooling2D:
+      case LayerType::GlobalMaxPooling2D:
+        if (l.keepdims) args.emplace_back("keepdims");
+        break;
       case LayerType::Flatten:
       case LayerType::Activation:
       case LayerType::Add:

@@ -11,17 +11,17 @@ using dnnl::memory;
 
 PoolingNode::PoolingNode(CpuContext& ctx, const LayerSpec& spec, const LayerInfo& info,
                          std::int64_t batch, Storage storage)
-    : storage_(storage), max_(spec.type == LayerType::MaxPooling2D) {
+    : storage_(storage), max_(pool_window(spec, info).max) {
   layer = info.index;
-  label = max_ ? "MaxPooling2D" : "AveragePooling2D";
+  label = std::string(to_string(spec.type));
   out_storage = storage;
+  const PoolWindow window = pool_window(spec, info);
   const auto& in = info.input_shape;
-  const auto& out = info.output_shape;
   const auto type = dnnl_type(storage);
   const memory::desc src_md({batch, in[2], in[0], in[1]}, type, tag::nhwc);
-  const memory::desc dst_md({batch, out[2], out[0], out[1]}, type, tag::nhwc);
-  const memory::dims strides{spec.strides.h, spec.strides.w};
-  const memory::dims kernel{spec.pool_size.h, spec.pool_size.w};
+  const memory::desc dst_md({batch, in[2], window.out_h, window.out_w}, type, tag::nhwc);
+  const memory::dims strides{window.strides.h, window.strides.w};
+  const memory::dims kernel{window.size.h, window.size.w};
   const memory::dims pad_l{info.pad_top, info.pad_left};
   const memory::dims pad_r{info.pad_bottom, info.pad_right};
   const auto algo =

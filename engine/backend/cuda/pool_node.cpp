@@ -5,17 +5,18 @@ namespace mixlab::cuda {
 PoolNode::PoolNode(CudaContext& ctx, const ExecutionPlan& plan, const PlanNode& node,
                    const LayerSpec& spec, const LayerInfo& info)
     : CudaNode(node.layer, node.out_dtype, node.label),
-      max_(spec.type == LayerType::MaxPooling2D) {
+      max_(pool_window(spec, info).max) {
+  const PoolWindow window = pool_window(spec, info);
   shape_.n = plan.batch;
   shape_.h = static_cast<int>(info.input_shape[0]);
   shape_.w = static_cast<int>(info.input_shape[1]);
   shape_.c = static_cast<int>(info.input_shape[2]);
-  shape_.oh = static_cast<int>(info.output_shape[0]);
-  shape_.ow = static_cast<int>(info.output_shape[1]);
-  shape_.kh = spec.pool_size.h;
-  shape_.kw = spec.pool_size.w;
-  shape_.sh = spec.strides.h;
-  shape_.sw = spec.strides.w;
+  shape_.oh = static_cast<int>(window.out_h);
+  shape_.ow = static_cast<int>(window.out_w);
+  shape_.kh = window.size.h;
+  shape_.kw = window.size.w;
+  shape_.sh = window.strides.h;
+  shape_.sw = window.strides.w;
   shape_.pad_top = info.pad_top;
   shape_.pad_left = info.pad_left;
   if (info.pad_top == info.pad_bottom && info.pad_left == info.pad_right) {

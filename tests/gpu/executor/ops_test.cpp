@@ -75,6 +75,9 @@ std::vector<OpCase> cases() {
       {"AvgPool3SameStride2", {7, 5, 2}, {pool(LT::AveragePooling2D, {3, 3}, {2, 2}, same)}},
       {"AvgPool2SameStride1", {5, 4, 2}, {pool(LT::AveragePooling2D, {2, 2}, {1, 1}, same)}},
       {"AvgPool3SameStride1", {5, 5, 3}, {pool(LT::AveragePooling2D, {3, 3}, {1, 1}, same)}},
+      {"GlobalAvgPool", {5, 4, 3}, {global_pool(LT::GlobalAveragePooling2D)}},
+      {"GlobalMaxPool", {4, 6, 2}, {global_pool(LT::GlobalMaxPooling2D)}},
+      {"GlobalAvgPoolKeepdims", {3, 3, 4}, {global_pool(LT::GlobalAveragePooling2D, true)}},
       {"ActivationRelu", {10}, {activation(A::relu)}},
       {"ActivationSigmoid", {10}, {activation(A::sigmoid)}},
       {"ActivationTanh", {10}, {activation(A::tanh)}},
@@ -150,7 +153,10 @@ std::vector<float> distinct_values(std::size_t n, std::mt19937_64& rng) {
 
 bool has_max_pooling(const OpCase& c) {
   return std::any_of(c.layers.begin(), c.layers.end(),
-                     [](const LayerSpec& l) { return l.type == LayerType::MaxPooling2D; });
+                     [](const LayerSpec& l) {
+                       return l.type == LayerType::MaxPooling2D ||
+                              l.type == LayerType::GlobalMaxPooling2D;
+                     });
 }
 
 ExecutorOptions options_for(const PolicyCase& p) {
