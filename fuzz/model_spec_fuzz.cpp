@@ -1,7 +1,8 @@
 // Fuzzes a model file: parse_model_json, then (on what parses) the documented round trip
 // parse_model_json(to_json(s)) == s, the editor's layer titles, infer_shapes under every
-// policy, and the execution plan of what infers (a graph's order and backward schedule). Bad input must end in a SpecError; any other exception, a crash, a leak or a broken
-// invariant of the shape table is a finding.
+// policy, and the execution plan of what infers (a graph's order and backward schedule). Bad input
+// must end in a SpecError; any other exception, a crash, a leak or a broken invariant of the shape
+// table is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -103,9 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       unexpected_exception("infer_shapes", e);
     }
     try {
-      check_plan(mixlab::build_plan(spec, table, 2,
-                                    mixlab::default_optimizer(mixlab::OptimizerKind::sgd), {},
-                                    true));
+      check_plan(mixlab::build_plan(
+          spec, table, 2, mixlab::default_optimizer(mixlab::OptimizerKind::sgd), {}, true));
     } catch (const std::exception& e) {
       unexpected_exception("build_plan", e);
     }

@@ -93,9 +93,8 @@ int run_inspect(const std::vector<std::string>& argv) {
                                     {"activation_bytes", l.activation_bytes},
                                     {"dtype", std::string(to_string(l.compute))}};
       for (const int i : l.inputs) {
-        row["inputs"].push_back(i == kModelInput
-                                    ? std::string(kModelInputName)
-                                    : spec.layers[static_cast<std::size_t>(i)].name);
+        row["inputs"].push_back(i == kModelInput ? std::string(kModelInputName)
+                                                 : spec.layers[static_cast<std::size_t>(i)].name);
       }
       layers.push_back(std::move(row));
     }

@@ -35,7 +35,9 @@ std::string percent(double fraction) {
   return fixed(fraction * 100, fraction < 0.1 ? 1 : 0) + "%";
 }
 
-std::string ratio(double value) { return fixed(value, 2) + "x"; }
+std::string ratio(double value) {
+  return fixed(value, 2) + "x";
+}
 
 std::string with_gain(const std::string& suggestion, double gain) {
   if (gain <= 0.0 || suggestion.empty()) return suggestion;

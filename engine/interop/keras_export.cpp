@@ -180,9 +180,8 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
         args.push_back(keras_tensor(input_name, spec.input_shape, DType::f32));
       } else {
         const LayerInfo& source = table.layers[static_cast<std::size_t>(from)];
-        args.push_back(
-            keras_tensor(names[static_cast<std::size_t>(from)], source.output_shape,
-                         source.compute));
+        args.push_back(keras_tensor(names[static_cast<std::size_t>(from)], source.output_shape,
+                                    source.compute));
       }
     }
     // A merge takes the list of its inputs as its one argument.
@@ -201,10 +200,9 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
     model_config["output_layers"] = ordered_json::array(
         {ordered_json::array({names[static_cast<std::size_t>(graph.output)], 0, 0})});
   }
-  ordered_json root = functional
-                          ? serialized("keras.src.models.functional", "Functional",
-                                       std::move(model_config))
-                          : serialized("keras", "Sequential", std::move(model_config));
+  ordered_json root =
+      functional ? serialized("keras.src.models.functional", "Functional", std::move(model_config))
+                 : serialized("keras", "Sequential", std::move(model_config));
   if (functional) root["registered_name"] = "Functional";
   // The loss is the model's in MixLab; Keras keeps it in the compile config, which
   // model_from_json() applies (the optimizer is a run setting: Keras's default here).

@@ -144,8 +144,7 @@ std::vector<KerasNode> functional_graph(const json& config, const std::vector<Ke
            "): MixLab imports models with one input and one output");
     }
     if (layer.name != input && nodes[i].inputs.empty()) {
-      fail(where(-1, layer) + " reads nothing: it is not on a path from the input " +
-           quote(input));
+      fail(where(-1, layer) + " reads nothing: it is not on a path from the input " + quote(input));
     }
     for (const std::string& source : nodes[i].inputs) {
       if (!index.contains(source)) {
@@ -173,8 +172,8 @@ std::vector<KerasNode> functional_graph(const json& config, const std::vector<Ke
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (waiting[i] != 0) {
-      fail(where(-1, *nodes[i].layer) + " is on a cycle: it reads " +
-           quoted_list(nodes[i].inputs) + ", which wait on its own output");
+      fail(where(-1, *nodes[i].layer) + " is on a cycle: it reads " + quoted_list(nodes[i].inputs) +
+           ", which wait on its own output");
     }
   }
   // Every layer reaches the output; then the output is the last of the order.

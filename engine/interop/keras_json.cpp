@@ -89,8 +89,7 @@ class Importer {
     } else if (cls == "Functional" || cls == "Model") {
       read_functional(*config);
     } else {
-      fail("a Keras " + quote(cls) +
-           " model: MixLab imports Sequential and functional models");
+      fail("a Keras " + quote(cls) + " model: MixLab imports Sequential and functional models");
     }
     if (root.contains("build_config") && root["build_config"].is_object() &&
         root["build_config"].contains("input_shape")) {
@@ -436,8 +435,9 @@ class Importer {
       fail_layer(index, layer,
                  "MixLab has no " + printable(cls) +
                      " layer (it imports InputLayer, Dense, Conv2D, MaxPooling2D, "
-                     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, Flatten, Dropout, Activation, ReLU, Softmax, Rescaling, "
-                     "Add, Subtract, Multiply, Average, Maximum, Concatenate)");
+                     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, Flatten, "
+                     "Dropout, Activation, ReLU, Softmax, Rescaling, Add, Subtract, Multiply, "
+                     "Average, Maximum, Concatenate)");
     }
     // Every config key must be known: a layer field, a Keras base key, or one checked above.
     for (const auto& [key, value] : config.items()) {

@@ -323,8 +323,9 @@ PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
       case LayerType::Average:
       case LayerType::Maximum:
       case LayerType::Concatenate:
-        throw ConfigError("a script: merge layers belong to graphs, which require_stack() "
-                          "refuses");
+        throw ConfigError(
+            "a script: merge layers belong to graphs, which require_stack() "
+            "refuses");
     }
   }
   to_nhwc();

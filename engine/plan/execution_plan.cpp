@@ -361,7 +361,8 @@ void schedule_backward(ExecutionPlan& plan, bool input_gradient) {
   // Backward starts at the output (OpAccess seeds its gradient) or, with a fused loss head, at
   // the final activation's input (the loss seeds that; the activation's backward is skipped):
   // the schedule is the output's, which serves both.
-  if (n > 0 && needs[static_cast<std::size_t>(n - 1)]) grad[static_cast<std::size_t>(n - 1)] = take();
+  if (n > 0 && needs[static_cast<std::size_t>(n - 1)])
+    grad[static_cast<std::size_t>(n - 1)] = take();
   bool any_accumulate = false;
   for (int k = n - 1; k >= 0; --k) {
     PlanNode& node = plan.nodes[static_cast<std::size_t>(k)];
@@ -427,8 +428,8 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
   for (const int layer : table.order) lowering.layer(layer);
   plan.head = head_of(plan, spec.loss);
   plan.output_node = static_cast<int>(plan.nodes.size()) - 1;
-  const bool fused_head = plan.head == LossHead::softmax_crossentropy ||
-                          plan.head == LossHead::sigmoid_binary;
+  const bool fused_head =
+      plan.head == LossHead::softmax_crossentropy || plan.head == LossHead::sigmoid_binary;
   plan.loss_node = fused_head ? plan.nodes.back().input() : plan.output_node;
   schedule_backward(plan, input_gradient);
   for (std::size_t k = 0; k < plan.nodes.size(); ++k) {

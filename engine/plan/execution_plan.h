@@ -77,7 +77,7 @@ struct PlanInput {
 struct PlanNode {
   PlanOp op = PlanOp::cast;
   int layer = 0;  // the Keras layer it belongs to
-  DType in_dtype = DType::f32;   // the first input's (all inputs of a merge share it)
+  DType in_dtype = DType::f32;  // the first input's (all inputs of a merge share it)
   DType out_dtype = DType::f32;
   Shape in_shape;   // per sample, the first input's
   Shape out_shape;  // per sample
@@ -165,7 +165,7 @@ struct ExecutionPlan {
   std::vector<int> layer_last_node;  // Keras layer -> its last node
   int first_param_node = -1;         // the first node with parameters; -1: none
   int output_node = -1;              // the model's output (the last node)
-  int loss_node = -1;  // the node whose output the loss reads: a fused head's logits
+  int loss_node = -1;                // the node whose output the loss reads: a fused head's logits
   // The backward schedule's float32 activation-gradient buffers (each max_tensor_elements, at
   // least 2): a node's gradient buffer lives from its first reader's backward to its own, and
   // is reused after (a chain needs 2); grad_scratch is the one a node writes into when its

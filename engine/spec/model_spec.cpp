@@ -24,10 +24,21 @@ using spec_detail::kMaxFieldValue;
 using spec_detail::kDefaultModelName;
 
 constexpr std::array kLayerTypes = {
-    LayerType::Dense,    LayerType::Conv2D,   LayerType::MaxPooling2D, LayerType::AveragePooling2D,
-    LayerType::Flatten,  LayerType::Dropout,  LayerType::Activation,   LayerType::Rescaling,
-    LayerType::Add,      LayerType::Subtract, LayerType::Multiply,     LayerType::Average,
-    LayerType::Maximum,  LayerType::Concatenate, LayerType::GlobalAveragePooling2D,
+    LayerType::Dense,
+    LayerType::Conv2D,
+    LayerType::MaxPooling2D,
+    LayerType::AveragePooling2D,
+    LayerType::Flatten,
+    LayerType::Dropout,
+    LayerType::Activation,
+    LayerType::Rescaling,
+    LayerType::Add,
+    LayerType::Subtract,
+    LayerType::Multiply,
+    LayerType::Average,
+    LayerType::Maximum,
+    LayerType::Concatenate,
+    LayerType::GlobalAveragePooling2D,
     LayerType::GlobalMaxPooling2D,
 };
 constexpr std::array kActivations = {
@@ -213,8 +224,9 @@ class ObjectReader {
 
   // A whole number of either sign that fits an int (Concatenate's axis).
   int get_int(std::string_view key, const json& value) const {
-    const bool whole = value.is_number_integer() ||
-                       (value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>());
+    const bool whole =
+        value.is_number_integer() ||
+        (value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>());
     if (!whole) fail_type(key, "an integer", value);
     const double d = value.get<double>();
     if (d < -1e6 || d > 1e6) fail(std::string(key) + " " + value.dump() + " is out of range");

@@ -32,8 +32,7 @@ ModelSpec merge_model(LayerType type) {
   spec.name = "merge";
   spec.input_shape = {kFeatures};
   spec.layers = {named(rescaling(0.5, 1.0), "a", {"input"}),
-                 named(rescaling(-2.0, 0.25), "b", {"input"}),
-                 named(merge(type, {"a", "b"}), "m")};
+                 named(rescaling(-2.0, 0.25), "b", {"input"}), named(merge(type, {"a", "b"}), "m")};
   return spec;
 }
 
@@ -75,9 +74,9 @@ std::vector<double> reference_forward(LayerType type, const std::vector<double>&
 }
 
 // Central differences of L(v) = sum(dy * f(v)).
-std::vector<double> finite_difference(std::vector<double> v, const std::vector<double>& dy,
-                                      const std::function<std::vector<double>(
-                                          const std::vector<double>&)>& f, double h) {
+std::vector<double> finite_difference(
+    std::vector<double> v, const std::vector<double>& dy,
+    const std::function<std::vector<double>(const std::vector<double>&)>& f, double h) {
   std::vector<double> g(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double keep = v[i];
@@ -134,15 +133,15 @@ TEST_P(CpuMerge, Float32MatchesFloat64AndFiniteDifferences) {
   ops.backward();
   // Both branches read the batch: its gradient is the sum of both, through the merge.
   expect_close(ops.read_input_gradient(),
-               finite_difference(x, dy, [&](const auto& v) { return reference_forward(type, v); },
-                                 1e-4),
+               finite_difference(
+                   x, dy, [&](const auto& v) { return reference_forward(type, v); }, 1e-4),
                1e-4, "input gradient");
 }
 
 INSTANTIATE_TEST_SUITE_P(Merges, CpuMerge,
-                         ::testing::Values(LayerType::Add, LayerType::Subtract,
-                                           LayerType::Multiply, LayerType::Average,
-                                           LayerType::Maximum, LayerType::Concatenate),
+                         ::testing::Values(LayerType::Add, LayerType::Subtract, LayerType::Multiply,
+                                           LayerType::Average, LayerType::Maximum,
+                                           LayerType::Concatenate),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 // input 6 -> h1 (8, tanh) -> h2 (8, tanh) -> add(h1, h2) -> out (3): h1 is read by h2 and by

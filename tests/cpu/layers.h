@@ -92,8 +92,7 @@ inline ModelSpec residual_convnet(Shape input_shape) {
   spec.layers = {named(conv(4, {3, 3}, {1, 1}, Padding::same, ActivationFn::relu), "conv_a"),
                  named(conv(4, {3, 3}, {1, 1}, Padding::same), "conv_b"),
                  named(merge(LayerType::Add, {"conv_a", "conv_b"}), "add"),
-                 simple(LayerType::Flatten),
-                 dense(3)};
+                 simple(LayerType::Flatten), dense(3)};
   return spec;
 }
 

@@ -34,7 +34,9 @@ void expect_figures() {
             "train at batch 64 (mixed 1.30x; predicted gain 1.59x)");
 }
 
-TEST(DoctorText, FiguresRoundAsWritten) { expect_figures(); }
+TEST(DoctorText, FiguresRoundAsWritten) {
+  expect_figures();
+}
 
 TEST(DoctorText, FiguresKeepTheirPointUnderADecimalCommaLocale) {
   const std::filesystem::path dir =

@@ -191,8 +191,9 @@ std::string merge_node(const std::vector<std::string>& from) {
 TEST(KerasJson, BranchingFunctionalImportsAsAGraph) {
   const std::string text = functional(
       kFnInput + "," + fn_layer("Dense", "dense", R"("units": 8)", node("input_layer")) + "," +
-          fn_layer("Add", "add", "", merge_node({"dense", "dense_1"})) + "," + fn_layer("Dense", "dense_1", R"("units": 8, "activation": "relu")", node("dense")) +
-          "," + fn_layer("Dense", "out", R"("units": 3)", node("add")),
+          fn_layer("Add", "add", "", merge_node({"dense", "dense_1"})) + "," +
+          fn_layer("Dense", "dense_1", R"("units": 8, "activation": "relu")", node("dense")) + "," +
+          fn_layer("Dense", "out", R"("units": 3)", node("add")),
       "out");
   const ImportedModel model = import_keras_json(text);
   ASSERT_EQ(model.spec.layers.size(), 4U);
@@ -226,8 +227,8 @@ TEST(KerasJson, AGraphExportsAsFunctionalAndImportsBack) {
   ASSERT_EQ(layers.size(), 7U);
   std::vector<std::string> order;
   for (const auto& l : layers) order.push_back(l["name"]);
-  EXPECT_EQ(order, (std::vector<std::string>{"input_layer", "a", "b", "skip", "cat", "flatten",
-                                             "dense"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"input_layer", "a", "b", "skip", "cat", "flatten", "dense"}));
   EXPECT_EQ(layers[3]["inbound_nodes"][0]["args"][0][1]["config"]["keras_history"][0], "b");
   EXPECT_EQ(layers[3]["inbound_nodes"][0]["args"][0][1]["config"]["dtype"], "bfloat16");
   EXPECT_EQ(root["config"]["output_layers"][0][0], "dense");
@@ -259,8 +260,7 @@ TEST(KerasJson, TfKeras2ConcatenateGraph) {
   EXPECT_EQ(model.spec.layers[1].axis, 1);
   EXPECT_EQ(infer_shapes(model.spec).output_shape, (Shape{7}));
   ASSERT_EQ(model.warnings.size(), 1U);
-  EXPECT_NE(model.warnings[0].find("'input' (Dense) is renamed 'input_layer_1'"),
-            std::string::npos)
+  EXPECT_NE(model.warnings[0].find("'input' (Dense) is renamed 'input_layer_1'"), std::string::npos)
       << model.warnings[0];
 }
 
@@ -291,34 +291,32 @@ TEST(KerasJson, GraphsMixLabCannotImportAreNamed) {
   EXPECT_NE(error.find("'dense' (Dense) is called 2 times (a shared layer)"), std::string::npos)
       << error;
 
-  error = error_of(functional(
-      kFnInput + "," + fn_layer("Dense", "dense", R"("units": 8)", node("dense_1")) + "," +
-      fn_layer("Dense", "dense_1", R"("units": 8)", node("dense"))));
+  error = error_of(functional(kFnInput + "," +
+                              fn_layer("Dense", "dense", R"("units": 8)", node("dense_1")) + "," +
+                              fn_layer("Dense", "dense_1", R"("units": 8)", node("dense"))));
   EXPECT_NE(error.find("'dense' (Dense) is on a cycle"), std::string::npos) << error;
 
-  error = error_of(functional(
-      kFnInput + "," + dense + "," +
-      fn_layer("Dense", "side", R"("units": 8)", node("input_layer")) + "," +
-      fn_layer("Dense", "dense_1", R"("units": 8)", node("dense"))));
+  error = error_of(functional(kFnInput + "," + dense + "," +
+                              fn_layer("Dense", "side", R"("units": 8)", node("input_layer")) +
+                              "," + fn_layer("Dense", "dense_1", R"("units": 8)", node("dense"))));
   EXPECT_NE(error.find("'side' (Dense) is not on a path from the input 'input_layer' to the "
                        "output 'dense_1'"),
             std::string::npos)
       << error;
 
   error = error_of(functional(
-      kFnInput + "," + dense + "," +
-          fn_layer("Subtract", "sub", "", merge_node({"dense"})),
+      kFnInput + "," + dense + "," + fn_layer("Subtract", "sub", "", merge_node({"dense"})),
       "sub"));
   EXPECT_NE(error.find("m.json: layer 1 (Subtract) 'sub': reads 2 layers, got 1"),
             std::string::npos)
       << error;
 
   // Shapes are checked where the model is used, as for every import.
-  const ImportedModel mismatched = import_keras_json(functional(
-      kFnInput + "," + dense + "," +
-      fn_layer("Dense", "dense_1", R"("units": 4)", node("input_layer")) + "," +
-      fn_layer("Add", "add", "", merge_node({"dense", "dense_1"})),
-      "add"));
+  const ImportedModel mismatched = import_keras_json(
+      functional(kFnInput + "," + dense + "," +
+                     fn_layer("Dense", "dense_1", R"("units": 4)", node("input_layer")) + "," +
+                     fn_layer("Add", "add", "", merge_node({"dense", "dense_1"})),
+                 "add"));
   try {
     infer_shapes(mismatched.spec);
     ADD_FAILURE() << "an Add of 8 and 4 features has no shape";

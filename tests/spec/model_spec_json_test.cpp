@@ -211,11 +211,16 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
     for (int i = pick(1, 8); i > 0; --i) {
       LayerSpec l;
       // The one-input types of a stack.
-      constexpr LayerType kStackTypes[] = {
-          LayerType::Dense,      LayerType::Conv2D,    LayerType::MaxPooling2D,
-          LayerType::AveragePooling2D, LayerType::Flatten, LayerType::Dropout,
-          LayerType::Activation, LayerType::Rescaling, LayerType::GlobalAveragePooling2D,
-          LayerType::GlobalMaxPooling2D};
+      constexpr LayerType kStackTypes[] = {LayerType::Dense,
+                                           LayerType::Conv2D,
+                                           LayerType::MaxPooling2D,
+                                           LayerType::AveragePooling2D,
+                                           LayerType::Flatten,
+                                           LayerType::Dropout,
+                                           LayerType::Activation,
+                                           LayerType::Rescaling,
+                                           LayerType::GlobalAveragePooling2D,
+                                           LayerType::GlobalMaxPooling2D};
       l.type = kStackTypes[pick(0, 9)];
       switch (l.type) {
         case LayerType::Dense:

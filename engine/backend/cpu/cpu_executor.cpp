@@ -456,7 +456,9 @@ void CpuExecutor::run_backward(bool timed) {
       // The same values seen with the input's shape: nothing to compute unless the input's
       // gradient buffer is another one (copied) or holds an earlier reader's (added).
       const PlanInput& in = node.inputs.front();
-      const int target = in.node == kPlanInput ? plan_.input_grad : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+      const int target = in.node == kPlanInput
+                             ? plan_.input_grad
+                             : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
       if (in.grad && (in.accumulate || target != node.grad)) {
         Tensor src = dy;
         src.dims = xs.front()->dims;
@@ -469,7 +471,8 @@ void CpuExecutor::run_backward(bool timed) {
       }
     } else if (node.op == PlanOp::merge) {
       for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-        if (node.inputs[i].grad) input_gradient(k, static_cast<int>(i), dy, xs.data(), static_cast<int>(xs.size()));
+        if (node.inputs[i].grad)
+          input_gradient(k, static_cast<int>(i), dy, xs.data(), static_cast<int>(xs.size()));
       }
     } else {
       input_gradient(k, 0, dy, xs.data(), 1);
@@ -490,8 +493,8 @@ void CpuExecutor::input_gradient(int k, int i, const Tensor& dy, const Tensor* c
   const Tensor& y = outputs_[static_cast<std::size_t>(k)];
   Tensor dx, target;
   if (in.grad) {
-    const int buffer =
-        in.node == kPlanInput ? plan_.input_grad : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+    const int buffer = in.node == kPlanInput ? plan_.input_grad
+                                             : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
     target = grad_view(buffer, x);
     dx = in.accumulate ? grad_view(plan_.grad_scratch, x) : target;
   }
@@ -546,8 +549,9 @@ void CpuExecutor::set_output_gradient(std::span<const float> dy) {
                       std::to_string(out.elements()));
   }
   if (plan_.nodes.back().grad < 0) {
-    throw ConfigError("set_output_gradient(): nothing in this model takes a gradient (no "
-                      "parameters, and ExecutorOptions::input_gradient is off)");
+    throw ConfigError(
+        "set_output_gradient(): nothing in this model takes a gradient (no "
+        "parameters, and ExecutorOptions::input_gradient is off)");
   }
   const Tensor dst = grad_view(plan_.nodes.back().grad, out);
   convert(dy.data(), Storage::f32, dst.data, dst.storage, dst.elements());

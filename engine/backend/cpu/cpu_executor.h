@@ -61,7 +61,9 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   const Tensor& tensor(int node) const {
     return node == kPlanInput ? input_ : outputs_[static_cast<std::size_t>(node)];
   }
-  const Tensor& node_input(int k) const { return tensor(plan_.nodes[static_cast<std::size_t>(k)].input()); }
+  const Tensor& node_input(int k) const {
+    return tensor(plan_.nodes[static_cast<std::size_t>(k)].input());
+  }
   Tensor grad_view(int buffer, const Tensor& like) const;
   std::vector<float> to_host(const Tensor& t) const;
   // A slot's master or gradient as float32 in Keras's layout.

@@ -37,8 +37,7 @@ void MergeNode::forward(CpuContext&, const Tensor&, const Tensor&, Phase, std::u
   throw std::logic_error("MergeNode::forward: the executor calls forward_inputs()");
 }
 
-void MergeNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor&,
-                         const Tensor*) {
+void MergeNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor&, const Tensor*) {
   throw std::logic_error("MergeNode::backward: the executor calls backward_input()");
 }
 
@@ -81,14 +80,15 @@ void MergeNode::forward_inputs(std::span<const Tensor* const> xs, const Tensor& 
   });
 }
 
-void MergeNode::backward_input(std::span<const Tensor* const> xs, const Tensor& y,
-                               const Tensor& dy, int i, const Tensor& dx) const {
+void MergeNode::backward_input(std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
+                               int i, const Tensor& dx) const {
   const int count = static_cast<int>(xs.size());
   if (op_ == MergeOp::concatenate) {
     const std::int64_t batch = y.dims.front();
     const ConcatLayout l = concat_layout(out_shape_, axis_, batch);
     std::int64_t offset = 0;
-    for (int j = 0; j < i; ++j) offset += xs[static_cast<std::size_t>(j)]->dims[static_cast<std::size_t>(axis_) + 1];
+    for (int j = 0; j < i; ++j)
+      offset += xs[static_cast<std::size_t>(j)]->dims[static_cast<std::size_t>(axis_) + 1];
     const std::int64_t extent = dx.dims[static_cast<std::size_t>(axis_) + 1];
     const std::int64_t run = extent * l.inner;
     with_storage(dy.storage, [&](auto si) {
@@ -115,7 +115,8 @@ void MergeNode::backward_input(std::span<const Tensor* const> xs, const Tensor& 
           if (op_ == MergeOp::multiply) {
             v = g;
             for (int j = 0; j < count; ++j) {
-              if (j != i) v = multiply_grad_step(v, load<s()>(xs[static_cast<std::size_t>(j)]->data, e));
+              if (j != i)
+                v = multiply_grad_step(v, load<s()>(xs[static_cast<std::size_t>(j)]->data, e));
             }
           } else if (op_ == MergeOp::maximum) {
             const float best = load<s()>(y.data, e);

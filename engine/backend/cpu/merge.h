@@ -21,13 +21,13 @@ class MergeNode : public CpuNode {
 
   void forward_inputs(std::span<const Tensor* const> xs, const Tensor& y) const;
   // Writes input i's gradient into dx (in dx's storage).
-  void backward_input(std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
-                      int i, const Tensor& dx) const;
+  void backward_input(std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy, int i,
+                      const Tensor& dx) const;
 
  private:
   MergeOp op_;
-  int axis_;           // concatenate: of the per-sample shape
-  Shape out_shape_;    // per sample; a concatenate's inputs' extents come with the tensors
+  int axis_;         // concatenate: of the per-sample shape
+  Shape out_shape_;  // per sample; a concatenate's inputs' extents come with the tensors
 };
 
 // dst += src, elementwise in dst's storage (a gradient added to an earlier reader's).

@@ -393,8 +393,9 @@ void CudaExecutor::set_output_gradient(std::span<const float> dy) {
   }
   const int seed = plan_.nodes.back().grad;
   if (seed < 0) {
-    throw ConfigError("set_output_gradient(): nothing in this model takes a gradient (no "
-                      "parameters, and ExecutorOptions::input_gradient is off)");
+    throw ConfigError(
+        "set_output_gradient(): nothing in this model takes a gradient (no "
+        "parameters, and ExecutorOptions::input_gradient is off)");
   }
   // Through a gradient buffer the seed does not use as float32 staging (free until backward).
   auto* staging = static_cast<float*>(grad_buffers_[seed == 0 ? 1 : 0]);

@@ -11,8 +11,8 @@
 #include <cudnn.h>
 
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"

@@ -132,9 +132,8 @@ void CudaExecutor::input_gradient(int k, int i, const DTensor& dy,
   const DTensor& y = outputs_[static_cast<std::size_t>(k)];
   DTensor dx, target;
   if (in.grad) {
-    const int buffer = in.node == kPlanInput
-                           ? plan_.input_grad
-                           : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
+    const int buffer = in.node == kPlanInput ? plan_.input_grad
+                                             : plan_.nodes[static_cast<std::size_t>(in.node)].grad;
     target = grad_view(buffer, x);
     dx = in.accumulate ? grad_view(plan_.grad_scratch, x) : target;
   }

@@ -98,9 +98,8 @@ void fill_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int ch
 inline constexpr int kMaxMergeInputs = 8;
 void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
                    std::int64_t n, cudaStream_t stream);
-void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y,
-                    const void* dy, void* dx, int which, DType dtype, std::int64_t n,
-                    cudaStream_t stream);
+void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y, const void* dy,
+                    void* dx, int which, DType dtype, std::int64_t n, cudaStream_t stream);
 // dst += src: a gradient added to an earlier reader's (the tensor's dtype).
 void accumulate(const void* src, void* dst, DType dtype, std::int64_t n, cudaStream_t stream);
 // db[c] = sum over rows of dy[r, c], accumulated in float32 (overwrites db).

@@ -24,7 +24,8 @@ ConcatCopy concat_copy(const DTensor& y, std::span<const DTensor* const> xs, int
   for (std::size_t k = 0; k < d; ++k) rows *= static_cast<std::size_t>(y.dims[k]);
   for (std::size_t k = d + 1; k < y.dims.size(); ++k) inner *= static_cast<std::size_t>(y.dims[k]);
   std::size_t before = 0;
-  for (int j = 0; j < i; ++j) before += static_cast<std::size_t>(xs[static_cast<std::size_t>(j)]->dims[d]);
+  for (int j = 0; j < i; ++j)
+    before += static_cast<std::size_t>(xs[static_cast<std::size_t>(j)]->dims[d]);
   const auto extent = static_cast<std::size_t>(xs[static_cast<std::size_t>(i)]->dims[d]);
   ConcatCopy c;
   c.rows = rows;
@@ -73,8 +74,8 @@ void MergeNode::forward_inputs(CudaContext& ctx, std::span<const DTensor* const>
     return;
   }
   const std::vector<const void*> in = pointers(xs);
-  kernels::merge_forward(op_, in.data(), static_cast<int>(in.size()), y.data, y.dtype,
-                         y.elements(), ctx.stream);
+  kernels::merge_forward(op_, in.data(), static_cast<int>(in.size()), y.data, y.dtype, y.elements(),
+                         ctx.stream);
 }
 
 void MergeNode::backward_input(CudaContext& ctx, std::span<const DTensor* const> xs,
@@ -82,8 +83,9 @@ void MergeNode::backward_input(CudaContext& ctx, std::span<const DTensor* const>
                                const DTensor& dx) const {
   if (op_ == MergeOp::concatenate) {
     const ConcatCopy c = concat_copy(y, xs, axis_, i);
-    CUDA_CHECK(cudaMemcpy2DAsync(dx.data, c.width, static_cast<const std::byte*>(dy.data) + c.offset,
-                                 c.pitch, c.width, c.rows, cudaMemcpyDeviceToDevice, ctx.stream));
+    CUDA_CHECK(cudaMemcpy2DAsync(dx.data, c.width,
+                                 static_cast<const std::byte*>(dy.data) + c.offset, c.pitch,
+                                 c.width, c.rows, cudaMemcpyDeviceToDevice, ctx.stream));
     return;
   }
   const std::vector<const void*> in = pointers(xs);

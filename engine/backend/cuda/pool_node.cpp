@@ -4,8 +4,7 @@ namespace mixlab::cuda {
 
 PoolNode::PoolNode(CudaContext& ctx, const ExecutionPlan& plan, const PlanNode& node,
                    const LayerSpec& spec, const LayerInfo& info)
-    : CudaNode(node.layer, node.out_dtype, node.label),
-      max_(pool_window(spec, info).max) {
+    : CudaNode(node.layer, node.out_dtype, node.label), max_(pool_window(spec, info).max) {
   const PoolWindow window = pool_window(spec, info);
   shape_.n = plan.batch;
   shape_.h = static_cast<int>(info.input_shape[0]);

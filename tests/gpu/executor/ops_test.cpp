@@ -93,16 +93,25 @@ std::vector<OpCase> cases() {
       // batch, and a channel Concatenate.
       {"ResidualAdd",
        {6, 6, 3},
-       {named(conv(4, {3, 3}, {1, 1}, same, A::relu), "a"), named(conv(4, {3, 3}, {1, 1}, same), "b"),
-        merge(LT::Add, {"a", "b"}), simple(LT::Flatten), dense(5)}},
-      {"MergeSubtract", {6}, {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
-                              merge(LT::Subtract, {"a", "b"})}},
-      {"MergeMultiply", {6}, {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
-                              merge(LT::Multiply, {"a", "b"})}},
-      {"MergeAverage", {6}, {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
-                             merge(LT::Average, {"a", "b"})}},
-      {"MergeMaximum", {6}, {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
-                             merge(LT::Maximum, {"a", "b"})}},
+       {named(conv(4, {3, 3}, {1, 1}, same, A::relu), "a"),
+        named(conv(4, {3, 3}, {1, 1}, same), "b"), merge(LT::Add, {"a", "b"}), simple(LT::Flatten),
+        dense(5)}},
+      {"MergeSubtract",
+       {6},
+       {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
+        merge(LT::Subtract, {"a", "b"})}},
+      {"MergeMultiply",
+       {6},
+       {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
+        merge(LT::Multiply, {"a", "b"})}},
+      {"MergeAverage",
+       {6},
+       {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
+        merge(LT::Average, {"a", "b"})}},
+      {"MergeMaximum",
+       {6},
+       {named(dense(4), "a", {"input"}), named(dense(4), "b", {"input"}),
+        merge(LT::Maximum, {"a", "b"})}},
       {"ConcatChannels",
        {5, 5, 2},
        {named(conv(3, {1, 1}, {1, 1}, valid), "a", {"input"}),
@@ -152,11 +161,9 @@ std::vector<float> distinct_values(std::size_t n, std::mt19937_64& rng) {
 }
 
 bool has_max_pooling(const OpCase& c) {
-  return std::any_of(c.layers.begin(), c.layers.end(),
-                     [](const LayerSpec& l) {
-                       return l.type == LayerType::MaxPooling2D ||
-                              l.type == LayerType::GlobalMaxPooling2D;
-                     });
+  return std::any_of(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) {
+    return l.type == LayerType::MaxPooling2D || l.type == LayerType::GlobalMaxPooling2D;
+  });
 }
 
 ExecutorOptions options_for(const PolicyCase& p) {
