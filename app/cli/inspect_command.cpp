@@ -70,6 +70,9 @@ int run_inspect(const std::vector<std::string>& argv) {
     out["output_shape"] = table.output_shape;
     out["precision"] = std::string(to_string(policy));
     out["params_total"] = table.params_total;
+    // As Keras's summary splits them: BatchNormalization's moving statistics are not trained.
+    out["trainable_params"] = table.params_total - table.non_trainable_total;
+    out["non_trainable_params"] = table.non_trainable_total;
     out["flops_total"] = table.flops_total;
     out["activation_bytes_total"] = table.activation_bytes_total;
     nlohmann::ordered_json& m = out["training_memory"];
@@ -120,8 +123,14 @@ int run_inspect(const std::vector<std::string>& argv) {
                 group_digits(l.param_count).c_str(), group_digits(l.flops).c_str(),
                 group_digits(l.activation_bytes).c_str(), dtype.c_str());
   }
-  std::printf("total: %s parameters, %s forward FLOPs and %s of activations per sample\n",
-              group_digits(table.params_total).c_str(), group_digits(table.flops_total).c_str(),
+  const std::string params =
+      table.non_trainable_total == 0
+          ? group_digits(table.params_total) + " parameters"
+          : group_digits(table.params_total) + " parameters (" +
+                group_digits(table.params_total - table.non_trainable_total) + " trainable, " +
+                group_digits(table.non_trainable_total) + " non-trainable)";
+  std::printf("total: %s, %s forward FLOPs and %s of activations per sample\n", params.c_str(),
+              group_digits(table.flops_total).c_str(),
               format_bytes(table.activation_bytes_total).c_str());
   std::printf("memory for training at batch %d under %s (%s): %s\n", config.batch_size,
               std::string(to_string(policy)).c_str(), optimizer.c_str(),

@@ -269,6 +269,42 @@ class Model {
       }
       case PlanOp::flatten:
         break;
+      case PlanOp::zero_padding: {
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d, label + " padding");
+        move(f, node.in_dtype, in);
+        move(f, d, out);
+        time(f, 0);
+        if (backward) {
+          CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                            label + " padding backward");
+          b.bytes_f32 = 4 * out + 4 * in;
+          time(b, 0);
+        }
+        break;
+      }
+      case PlanOp::batch_norm: {
+        // Memory-bound, in float32 whatever the tensors' dtype: training reads the input twice
+        // (the statistics, then the normalization) and writes the output; backward reads the
+        // input and the gradient twice (the sums, then the input's gradient).
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d,
+                          label + " batch_norm (float32 statistics)");
+        move(f, node.in_dtype, 2 * in);
+        move(f, d, out);
+        f.flops = 5 * out;
+        f.launches = gpu() ? 2 : 0;
+        time(f, 0);
+        rounding(n, CostPhase::forward, d, out, label);
+        if (node.backward) {
+          CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                            label + " batch_norm backward");
+          move(b, node.in_dtype, 2 * in);
+          b.bytes_f32 = 4 * 2 * out + (backward ? 4 * in : 0);
+          b.flops = 8 * out;
+          b.launches = gpu() ? 2 : 0;
+          time(b, 0);
+        }
+        break;
+      }
       case PlanOp::merge: {
         // Memory-bound: every input read once and the output written; backward writes each
         // input's gradient (a product also reads the other inputs).
@@ -312,8 +348,12 @@ class Model {
         if (node.op == PlanOp::activation) {
           if (node.activation == ActivationFn::softmax) flops_per = 3.0;
           if (node.activation == ActivationFn::gelu) flops_per = 8.0;
-          if (node.activation == ActivationFn::sigmoid || node.activation == ActivationFn::tanh)
+          if (node.activation == ActivationFn::sigmoid || node.activation == ActivationFn::tanh ||
+              node.activation == ActivationFn::silu || node.activation == ActivationFn::elu)
             flops_per = 4.0;
+          if (node.activation == ActivationFn::hard_sigmoid ||
+              node.activation == ActivationFn::hard_silu)
+            flops_per = 2.0;
         }
         if (node.op == PlanOp::dropout) flops_per = 6.0;  // the counter hash and the select
         CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d, label + " " +
@@ -425,21 +465,26 @@ class Model {
     const std::int64_t r = kernel.keras_shape[0], s = kernel.keras_shape[1];
     const bool bias = node.params.size() > 1;
     const DType d = node.out_dtype;
+    // A grouped (depthwise) convolution: each output reads c / groups channels. No GEMM for
+    // the tensor cores: it is memory-bound, timed against the float32 roof and the bandwidth.
+    const double groups = static_cast<double>(node.groups);
+    const bool grouped = node.groups > 1;
     const double in = static_cast<double>(b * h * w * c), out = static_cast<double>(b * p * q * f),
-                 weights = static_cast<double>(r * s * c * f);
+                 weights = static_cast<double>(r * s * c * f) / groups;
     const double macs = static_cast<double>(b * p * q) * static_cast<double>(c * r * s) *
-                        static_cast<double>(f);
+                        static_cast<double>(f) / groups;
     const std::string& label = node.label;
+    const auto peak = [&](CostItem& item) { return grouped ? 0.0 : gemm_peak(item, d); };
     {
       CostItem& fw = add(n, CostPhase::forward, TimeKind::convolution, d, label + " forward");
-      fw.gemm = true;
+      fw.gemm = !grouped;
       fw.shape = {b * p * q, f, c * r * s};
-      check_alignment(fw, d, {{"input channels", c}, {"filters", f}});
+      if (!grouped) check_alignment(fw, d, {{"input channels", c}, {"filters", f}});
       fw.flops = 2 * macs + (bias ? out : 0);
       move(fw, d, in);
       move(fw, d, weights);
       move(fw, d, out);
-      time(fw, gemm_peak(fw, d));
+      time(fw, peak(fw));
       rounding(n, CostPhase::forward, d, out, label);
     }
     const double grad = elem(d);
@@ -454,28 +499,28 @@ class Model {
     {
       CostItem& wg = add(n, CostPhase::backward_weights, TimeKind::convolution, d,
                          label + " backward weights");
-      wg.gemm = true;
+      wg.gemm = !grouped;
       wg.shape = {f, c * r * s, b * p * q};
-      check_alignment(wg, d, {{"input channels", c}, {"filters", f}});
+      if (!grouped) check_alignment(wg, d, {{"input channels", c}, {"filters", f}});
       wg.flops = 2 * macs + (bias ? out : 0);
       move(wg, d, in);
       if (grad == 2) wg.bytes_16 += 2 * out; else wg.bytes_f32 += 4 * out;
       wg.bytes_f32 += 4 * weights + (bias ? 4.0 * static_cast<double>(f) : 0.0);
       wg.launches = gpu() && bias ? 2 : 1;
-      time(wg, gemm_peak(wg, d));
+      time(wg, peak(wg));
       rounding(n, CostPhase::backward_weights, d, weights + (bias ? f : 0), label + " gradient");
     }
     if (backward) {
       CostItem& dg = add(n, CostPhase::backward_data, TimeKind::convolution, d,
                          label + " backward data");
-      dg.gemm = true;
+      dg.gemm = !grouped;
       dg.shape = {b * h * w, c, f * r * s};
-      check_alignment(dg, d, {{"input channels", c}, {"filters", f}});
+      if (!grouped) check_alignment(dg, d, {{"input channels", c}, {"filters", f}});
       dg.flops = 2 * macs;
       move(dg, d, weights);
       if (grad == 2) dg.bytes_16 += 2 * out; else dg.bytes_f32 += 4 * out;
       dg.bytes_f32 += 4 * in;
-      time(dg, gemm_peak(dg, d));
+      time(dg, peak(dg));
       rounding(n, CostPhase::backward_data, d, in, label + " input gradient");
     }
   }

@@ -292,7 +292,7 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
                         info.index);
       }
       std::vector<float> values = file.read(dataset, info.params[i].shape, part);
-      (info.params[i].kind == ParamKind::kernel ? layer.kernel : layer.bias) = std::move(values);
+      layer.values(info.params[i].kind) = std::move(values);
     }
     if (file.exists(group + "/" + std::to_string(info.params.size()))) {
       throw SpecError(name + " (model.weights.h5): " + what + " has more variables than its " +

@@ -1,6 +1,7 @@
 // Keras 3 JSON out, as keras.models.model_from_json() reads it: a stack as a Sequential model, a
 // graph as a functional one (each layer's inbound node names the layers it reads). Configs give
 // the fields MixLab models and leave the rest to Keras's defaults, which are MixLab's.
+#include <cmath>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -71,6 +72,38 @@ ordered_json layer_config(const LayerSpec& layer) {
     case LayerType::GlobalMaxPooling2D:
       c["data_format"] = "channels_last";
       c["keepdims"] = layer.keepdims;
+      break;
+    case LayerType::ReLU:
+      if (std::isfinite(layer.max_value)) {
+        c["max_value"] = layer.max_value;
+      } else {
+        c["max_value"] = nullptr;
+      }
+      c["negative_slope"] = layer.negative_slope;
+      c["threshold"] = layer.threshold;
+      break;
+    case LayerType::BatchNormalization:
+      c["axis"] = layer.axis;
+      c["momentum"] = layer.momentum;
+      c["epsilon"] = layer.epsilon;
+      c["center"] = layer.center;
+      c["scale"] = layer.scale_gamma;
+      break;
+    case LayerType::ZeroPadding2D: {
+      const Pad2D& p = layer.zero_padding;
+      c["padding"] = ordered_json::array(
+          {ordered_json::array({p.top, p.bottom}), ordered_json::array({p.left, p.right})});
+      c["data_format"] = "channels_last";
+      break;
+    }
+    case LayerType::DepthwiseConv2D:
+      c["kernel_size"] = size2(layer.kernel_size);
+      c["strides"] = size2(layer.strides);
+      c["padding"] = to_string(layer.padding);
+      c["depth_multiplier"] = layer.depth_multiplier;
+      c["data_format"] = "channels_last";
+      c["activation"] = to_string(layer.activation);
+      c["use_bias"] = layer.use_bias;
       break;
     case LayerType::Add:
     case LayerType::Subtract:

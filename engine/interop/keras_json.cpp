@@ -39,10 +39,42 @@ constexpr auto kLayerBaseKeys =
     std::to_array<std::string_view>({"name", "trainable", "dtype", "autocast", "batch_input_shape",
                                      "input_shape", "batch_size", "input_dim"});
 // Keras fields MixLab does not model, read as warnings when not at their defaults.
-constexpr auto kKernelKeys = std::to_array<std::string_view>(
-    {"kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer",
-     "activity_regularizer", "kernel_constraint", "bias_constraint", "lora_rank", "lora_alpha",
-     "quantization_config"});
+constexpr auto kKernelKeys = std::to_array<std::string_view>({"kernel_initializer",
+                                                              "bias_initializer",
+                                                              "kernel_regularizer",
+                                                              "bias_regularizer",
+                                                              "activity_regularizer",
+                                                              "kernel_constraint",
+                                                              "bias_constraint",
+                                                              "lora_rank",
+                                                              "lora_alpha",
+                                                              "quantization_config",
+                                                              "depthwise_initializer",
+                                                              "depthwise_regularizer",
+                                                              "depthwise_constraint",
+                                                              "gamma_initializer",
+                                                              "beta_initializer",
+                                                              "moving_mean_initializer",
+                                                              "moving_variance_initializer",
+                                                              "gamma_regularizer",
+                                                              "beta_regularizer",
+                                                              "gamma_constraint",
+                                                              "beta_constraint"});
+
+// An initialiser at MixLab's own start for that variable: glorot_uniform kernels, zero biases,
+// BatchNormalization's ones and zeros.
+bool default_initializer(std::string_view key, const nlohmann::json& v) {
+  const std::string cls = v.is_object() ? v.value("class_name", std::string()) : "";
+  const auto is = [&](const char* c, const char* name) { return cls == c || v == name; };
+  if (key == "kernel_initializer" || key == "depthwise_initializer") {
+    return is("GlorotUniform", "glorot_uniform");
+  }
+  if (key == "bias_initializer" || key == "beta_initializer" || key == "moving_mean_initializer") {
+    return is("Zeros", "zeros");
+  }
+  if (key == "gamma_initializer" || key == "moving_variance_initializer") return is("Ones", "ones");
+  return false;
+}
 
 bool contains(Keys keys, std::string_view key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -314,12 +346,13 @@ class Importer {
       fail_layer(index, layer, "\"activation\" " + value.dump() + " is not an activation");
     }
     if (name == "softmax_v2") name = "softmax";
-    if (!parse_activation(name)) {
+    const std::optional<ActivationFn> fn = parse_activation(name);
+    if (!fn) {
       fail_layer(
           index, layer,
           "activation " + quote(name) + " is not one MixLab has (" + activation_list() + ")");
     }
-    return name;
+    return std::string(to_string(*fn));  // Keras's aliases (swish, hard_swish) by their names
   }
 
   static std::string activation_list() {
@@ -337,17 +370,18 @@ class Importer {
       const json& v = config[std::string(key)];
       if (v.is_null()) continue;
       const std::string cls = v.is_object() ? v.value("class_name", std::string()) : "";
-      if (key == "kernel_initializer" && (cls == "GlorotUniform" || v == "glorot_uniform")) {
-        continue;
-      }
-      if (key == "bias_initializer" && (cls == "Zeros" || v == "zeros")) continue;
+      if (default_initializer(key, v)) continue;
+      const bool initializer = key.ends_with("_initializer");
       const std::string shown = v.is_object() && !cls.empty() ? printable(cls) : v.dump();
-      out_.warnings.push_back(where(index, layer) + ": " + std::string(key) + " " + shown +
-                              " is not modelled (MixLab " +
-                              (key == "kernel_initializer" ? "starts kernels from glorot_uniform"
-                               : key == "bias_initializer" ? "starts biases at zero"
-                                                           : "trains without it") +
-                              ")");
+      out_.warnings.push_back(
+          where(index, layer) + ": " + std::string(key) + " " + shown +
+          " is not modelled (MixLab " +
+          (key == "kernel_initializer" || key == "depthwise_initializer"
+               ? "starts kernels from glorot_uniform"
+           : initializer ? "starts biases, beta and moving means at zero, gamma and moving "
+                           "variances at one"
+                         : "trains without it") +
+          ")");
     }
   }
 
@@ -412,11 +446,51 @@ class Importer {
     } else if (cls == "Activation") {
       out["type"] = "Activation";
     } else if (cls == "ReLU") {
-      out["type"] = "Activation";
-      out["activation"] = "relu";
-      expect_default(config, "max_value", {json()}, index, layer);
-      expect_default(config, "negative_slope", {json(0), json(0.0)}, index, layer);
-      expect_default(config, "threshold", {json(0), json(0.0)}, index, layer);
+      // At its defaults, an Activation("relu"), as before MixLab had the layer.
+      const auto at_default = [&](const char* key, const json& value) {
+        return !config.contains(key) || config[key] == value ||
+               (value.is_number() && config[key].is_number() && config[key] == 0.0);
+      };
+      if (at_default("max_value", json()) && at_default("negative_slope", json(0)) &&
+          at_default("threshold", json(0))) {
+        out["type"] = "Activation";
+        out["activation"] = "relu";
+        for (const char* key : {"max_value", "negative_slope", "threshold"}) checked_.insert(key);
+      } else {
+        out["type"] = "ReLU";
+        fields = {"max_value", "negative_slope", "threshold"};
+      }
+    } else if (cls == "LeakyReLU") {
+      // Keras 3's negative_slope, tf.keras 2's alpha; 0.3 by default in both.
+      out["type"] = "ReLU";
+      out["negative_slope"] = 0.3;
+      for (const char* key : {"negative_slope", "alpha"}) {
+        checked_.insert(key);
+        if (config.contains(key)) out["negative_slope"] = config[key];
+      }
+    } else if (cls == "BatchNormalization") {
+      out["type"] = "BatchNormalization";
+      fields = {"momentum", "epsilon", "center", "scale"};
+      kernel_keys = true;
+      checked_.insert("axis");
+      if (config.contains("axis")) {
+        // tf.keras 2 writes a list of one axis.
+        const json& axis = config["axis"];
+        out["axis"] = axis.is_array() && axis.size() == 1 ? axis[0] : axis;
+      }
+      expect_default(config, "synchronized", {json(false)}, index, layer);
+      expect_default(config, "renorm", {json(false)}, index, layer);
+      expect_default(config, "virtual_batch_size", {json()}, index, layer);
+      expect_default(config, "adjustment", {json()}, index, layer);
+      for (const char* key : {"renorm_clipping", "renorm_momentum", "fused"}) checked_.insert(key);
+    } else if (cls == "DepthwiseConv2D") {
+      out["type"] = "DepthwiseConv2D";
+      fields = {"kernel_size", "strides", "padding", "depth_multiplier", "use_bias"};
+      kernel_keys = true;
+      expect_default(config, "dilation_rate", {json(1), json({1, 1})}, index, layer);
+    } else if (cls == "ZeroPadding2D") {
+      out["type"] = "ZeroPadding2D";
+      fields = {"padding"};
     } else if (cls == "Softmax") {
       out["type"] = "Activation";
       out["activation"] = "softmax";
@@ -434,9 +508,10 @@ class Importer {
     } else {
       fail_layer(index, layer,
                  "MixLab has no " + printable(cls) +
-                     " layer (it imports InputLayer, Dense, Conv2D, MaxPooling2D, "
-                     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, Flatten, "
-                     "Dropout, Activation, ReLU, Softmax, Rescaling, Add, Subtract, Multiply, "
+                     " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, "
+                     "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
+                     "GlobalMaxPooling2D, ZeroPadding2D, BatchNormalization, Flatten, Dropout, "
+                     "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Add, Subtract, Multiply, "
                      "Average, Maximum, Concatenate)");
     }
     // Every config key must be known: a layer field, a Keras base key, or one checked above.

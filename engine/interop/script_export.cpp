@@ -6,6 +6,8 @@
 // calls, every value through python_code.h, so that no name or path becomes code.
 #include "engine/interop/script_export.h"
 
+#include <cmath>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,6 +122,15 @@ PyCode layer_float(std::size_t index, double value, std::string_view field) {
   return py_float(value, "layer " + std::to_string(index) + "'s " + std::string(field));
 }
 
+// ReLU's keyword arguments, the same in Keras's layer and the PyTorch script's KerasReLU.
+PyCode relu_arguments(const LayerSpec& layer, std::size_t index) {
+  return PyCode("max_value=") +
+         (std::isfinite(layer.max_value) ? layer_float(index, layer.max_value, "max_value")
+                                         : PyCode("None")) +
+         ", negative_slope=" + layer_float(index, layer.negative_slope, "negative_slope") +
+         ", threshold=" + layer_float(index, layer.threshold, "threshold");
+}
+
 // --- Keras ----------------------------------------------------------------------------------
 
 PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
@@ -171,6 +182,30 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
                                                          : PyCode("GlobalAveragePooling2D");
       if (layer.keepdims) args = "keepdims=True";
       break;
+    case LayerType::ReLU:
+      type = "ReLU";
+      args = relu_arguments(layer, index);
+      break;
+    case LayerType::BatchNormalization:
+      type = "BatchNormalization";
+      args = PyCode("axis=") + py_int(layer.axis) +
+             ", momentum=" + layer_float(index, layer.momentum, "momentum") +
+             ", epsilon=" + layer_float(index, layer.epsilon, "epsilon") +
+             ", center=" + py_bool(layer.center) + ", scale=" + py_bool(layer.scale_gamma);
+      break;
+    case LayerType::ZeroPadding2D: {
+      const Pad2D& p = layer.zero_padding;
+      type = "ZeroPadding2D";
+      args = PyCode("((") + py_int(p.top) + ", " + py_int(p.bottom) + "), (" + py_int(p.left) +
+             ", " + py_int(p.right) + "))";
+      break;
+    }
+    case LayerType::DepthwiseConv2D:
+      type = "DepthwiseConv2D";
+      args = py_pair(layer.kernel_size) + ", strides=" + py_pair(layer.strides) +
+             ", padding=" + py_str(to_string(layer.padding)) +
+             ", depth_multiplier=" + py_int(layer.depth_multiplier) + activation + bias;
+      break;
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:
@@ -214,6 +249,18 @@ PyCode torch_activation(ActivationFn fn, bool channels_first) {
       return "nn.GELU()";  // exact, as Keras's gelu(approximate=False)
     case ActivationFn::softmax:
       return channels_first ? PyCode("nn.Softmax(dim=1)") : PyCode("nn.Softmax(dim=-1)");
+    case ActivationFn::silu:
+      return "nn.SiLU()";
+    case ActivationFn::hard_sigmoid:
+      return "nn.Hardsigmoid()";  // relu6(x + 3) / 6, as Keras 3's
+    case ActivationFn::hard_silu:
+      return "nn.Hardswish()";
+    case ActivationFn::elu:
+      return "nn.ELU()";
+    case ActivationFn::relu6:
+      return "nn.ReLU6()";
+    case ActivationFn::leaky_relu:
+      return "nn.LeakyReLU(0.2)";  // Keras 3's default slope
   }
   return {};
 }
@@ -316,6 +363,34 @@ PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
           add("nn.Flatten()", false);
           layout = Layout::flat;
         }
+        break;
+      case LayerType::ReLU:
+        add(PyCode("KerasReLU(") + relu_arguments(layer, i) + ")", true);
+        break;
+      case LayerType::BatchNormalization:
+        // PyTorch's momentum is Keras's 1 - momentum; its running variance is unbiased where
+        // Keras's moving variance is not (the trained weights agree, the statistics differ by
+        // m / (m - 1)).
+        if (layout != Layout::flat) to_nchw();
+        add((layout == Layout::flat ? PyCode("nn.BatchNorm1d(") : PyCode("nn.BatchNorm2d(")) +
+                py_int(info.input_shape.back()) +
+                ", eps=" + layer_float(i, layer.epsilon, "epsilon") +
+                ", momentum=" + layer_float(i, 1.0 - layer.momentum, "momentum") +
+                ", affine=" + py_bool(layer.center || layer.scale_gamma) + ")",
+            true);
+        break;
+      case LayerType::ZeroPadding2D:
+        to_nchw();
+        add(PyCode("nn.ZeroPad2d(") + pads + ")", true);
+        break;
+      case LayerType::DepthwiseConv2D:
+        to_nchw();
+        if (padded) add(PyCode("nn.ZeroPad2d(") + pads + ")", false);
+        add(PyCode("nn.Conv2d(") + py_int(info.input_shape[2]) + ", " +
+                py_int(info.output_shape[2]) + ", " + py_pair(layer.kernel_size) + ", stride=" +
+                py_pair(layer.strides) + ", groups=" + py_int(info.input_shape[2]) + bias + ")",
+            true);
+        add(torch_activation(layer.activation, true), false);
         break;
       case LayerType::Add:
       case LayerType::Subtract:

@@ -1,6 +1,7 @@
 // Elementwise activations, forward and backward, written once for the CPU and CUDA.
 // Backward takes the layer's input x, its output y and the incoming gradient dy; each function
-// uses what it needs (relu, sigmoid and tanh use y; gelu uses x).
+// uses what it needs (activation_backward_needs_input: gelu, silu and hard_silu use x, the
+// others y). Keras 3's definitions (keras/src/activations, keras/src/layers/activations/relu.py).
 #pragma once
 
 #include <cmath>
@@ -25,11 +26,58 @@ MIXLAB_HD float sigmoid_forward(float x) {
   return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
 }
 
-// Elementwise activations only (softmax works on rows: see softmax.h).
-MIXLAB_HD float activation_forward(ActivationFn fn, float x) {
+MIXLAB_HD float silu_backward(float x, float dy) {
+  const float s = sigmoid_forward(x);
+  return dy * s * (1.0f + x * (1.0f - s));
+}
+
+// Keras's ReLU layer (and the relu activation at its defaults): x above the threshold, clipped
+// at max_value; negative_slope * (x - threshold) at or below it. Keras requires max_value,
+// negative_slope and threshold >= 0, so the output is positive exactly where the gradient is 1
+// (below max_value) and negative exactly where it is negative_slope: backward reads only y.
+struct ReluArgs {
+  float negative_slope = 0.0f;
+  float max_value = INFINITY;  // none
+  float threshold = 0.0f;
+  friend bool operator==(const ReluArgs&, const ReluArgs&) = default;
+};
+
+MIXLAB_HD float relu_forward(float x, const ReluArgs& a) {
+  if (x > a.threshold) return x < a.max_value ? x : a.max_value;
+  if (x != x) return x;  // NaN stays NaN, as in TensorFlow
+  return a.negative_slope * (x - a.threshold);
+}
+
+MIXLAB_HD float relu_backward(float y, float dy, const ReluArgs& a) {
+  if (y > 0.0f) return y < a.max_value ? dy : 0.0f;
+  return y < 0.0f ? dy * a.negative_slope : 0.0f;
+}
+
+// The ReluArgs of the named relu-family activations.
+MIXLAB_HD ReluArgs relu_args_of(ActivationFn fn) {
+  ReluArgs a;
+  if (fn == ActivationFn::relu6) a.max_value = 6.0f;
+  if (fn == ActivationFn::leaky_relu) a.negative_slope = 0.2f;  // Keras 3's default
+  return a;
+}
+
+// Elementwise activations only (softmax works on rows: see softmax.h). `relu` (an activation
+// node of Keras's ReLU layer) applies its arguments; the named functions their own.
+MIXLAB_HD float activation_forward(ActivationFn fn, float x, const ReluArgs& relu = {}) {
   switch (fn) {
     case ActivationFn::relu:
-      return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as in TensorFlow
+      return relu_forward(x, relu);
+    case ActivationFn::relu6:
+    case ActivationFn::leaky_relu:
+      return relu_forward(x, relu_args_of(fn));
+    case ActivationFn::silu:
+      return x * sigmoid_forward(x);
+    case ActivationFn::hard_sigmoid:  // relu6(x + 3) / 6
+      return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+    case ActivationFn::hard_silu:
+      return x * (fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f));
+    case ActivationFn::elu:  // alpha = 1
+      return x > 0.0f ? x : expm1f(x);
     case ActivationFn::sigmoid:
       return sigmoid_forward(x);
     case ActivationFn::tanh:
@@ -43,10 +91,22 @@ MIXLAB_HD float activation_forward(ActivationFn fn, float x) {
   return x;
 }
 
-MIXLAB_HD float activation_backward(ActivationFn fn, float x, float y, float dy) {
+MIXLAB_HD float activation_backward(ActivationFn fn, float x, float y, float dy,
+                                    const ReluArgs& relu = {}) {
   switch (fn) {
     case ActivationFn::relu:
-      return y > 0.0f ? dy : 0.0f;
+      return relu_backward(y, dy, relu);
+    case ActivationFn::relu6:
+    case ActivationFn::leaky_relu:
+      return relu_backward(y, dy, relu_args_of(fn));
+    case ActivationFn::silu:
+      return silu_backward(x, dy);
+    case ActivationFn::hard_sigmoid:
+      return y > 0.0f && y < 1.0f ? dy * (1.0f / 6.0f) : 0.0f;
+    case ActivationFn::hard_silu:
+      return x < -3.0f ? 0.0f : (x > 3.0f ? dy : dy * (2.0f * x + 3.0f) * (1.0f / 6.0f));
+    case ActivationFn::elu:
+      return y > 0.0f ? dy : dy * (y + 1.0f);
     case ActivationFn::sigmoid:
       return dy * y * (1.0f - y);
     case ActivationFn::tanh:
@@ -61,8 +121,8 @@ MIXLAB_HD float activation_backward(ActivationFn fn, float x, float y, float dy)
 }
 
 // True when backward needs the layer's input (else the output suffices).
-MIXLAB_HD bool activation_backward_needs_input(ActivationFn fn) {
-  return fn == ActivationFn::gelu;
+MIXLAB_HD constexpr bool activation_backward_needs_input(ActivationFn fn) {
+  return fn == ActivationFn::gelu || fn == ActivationFn::silu || fn == ActivationFn::hard_silu;
 }
 
 // Host-side dispatch for the CPU loops and the CUDA launchers: calls
@@ -84,6 +144,24 @@ void with_elementwise_activation(ActivationFn fn, F&& f) {
       return;
     case A::gelu:
       f(std::integral_constant<A, A::gelu>{});
+      return;
+    case A::silu:
+      f(std::integral_constant<A, A::silu>{});
+      return;
+    case A::hard_sigmoid:
+      f(std::integral_constant<A, A::hard_sigmoid>{});
+      return;
+    case A::hard_silu:
+      f(std::integral_constant<A, A::hard_silu>{});
+      return;
+    case A::elu:
+      f(std::integral_constant<A, A::elu>{});
+      return;
+    case A::relu6:
+      f(std::integral_constant<A, A::relu6>{});
+      return;
+    case A::leaky_relu:
+      f(std::integral_constant<A, A::leaky_relu>{});
       return;
     case A::linear:
     case A::softmax:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/core/half.h"
 #include "engine/spec/model_graph.h"
 
 namespace mixlab {
@@ -86,6 +87,10 @@ std::string_view to_string(PlanOp op) {
       return "dropout";
     case PlanOp::merge:
       return "merge";
+    case PlanOp::batch_norm:
+      return "batch_norm";
+    case PlanOp::zero_padding:
+      return "zero_padding";
   }
   return "?";
 }
@@ -154,6 +159,19 @@ std::string layer_label(const ModelSpec& spec, int layer) {
          std::string(to_string(spec.layers.at(static_cast<std::size_t>(layer)).type)) + ")";
 }
 
+// A value as the dtype holds it (Keras's cast of a layer's constants to its compute dtype).
+float round_to_dtype(DType dtype, float v) {
+  switch (dtype) {
+    case DType::bf16:
+      return round_to_bf16(v);
+    case DType::f16:
+      return round_to_f16(v);
+    case DType::f32:
+      break;
+  }
+  return v;
+}
+
 MergeOp merge_op(LayerType type) {
   switch (type) {
     case LayerType::Subtract:
@@ -200,8 +218,10 @@ class Lowering {
         break;
       }
       case LayerType::Conv2D:
+      case LayerType::DepthwiseConv2D:
         cast_to(s, li, label);
-        add(PlanOp::conv2d, li, s, out, label);
+        add(PlanOp::conv2d, li, s, out, label).groups =
+            layer.type == LayerType::DepthwiseConv2D ? static_cast<int>(info.input_shape[2]) : 1;
         add_slots(info, li);
         if (layer.activation != ActivationFn::linear) {
           add(PlanOp::activation, li, s, out, label).activation = layer.activation;
@@ -241,6 +261,26 @@ class Lowering {
       case LayerType::Maximum:
       case LayerType::Concatenate:
         merge(layer, info, li, label);
+        break;
+      case LayerType::ReLU: {
+        if (elementwise_cast) cast_to(s, li, label);
+        PlanNode& node = add(PlanOp::activation, li, s, out, label);
+        node.activation = ActivationFn::relu;
+        // Keras casts max_value and threshold to the layer's dtype (its slope multiplies in it).
+        node.relu = {static_cast<float>(layer.negative_slope),
+                     round_to_dtype(s, static_cast<float>(layer.max_value)),
+                     round_to_dtype(s, static_cast<float>(layer.threshold))};
+        break;
+      }
+      case LayerType::BatchNormalization:
+        // Keras casts the input to the layer's dtype, then computes in float32.
+        cast_to(s, li, label);
+        add(PlanOp::batch_norm, li, s, out, label);
+        add_slots(info, li);
+        break;
+      case LayerType::ZeroPadding2D:
+        cast_to(s, li, label);
+        add(PlanOp::zero_padding, li, s, out, label);
         break;
     }
     plan_.layer_last_node[static_cast<std::size_t>(li)] = static_cast<int>(plan_.nodes.size()) - 1;
@@ -311,7 +351,7 @@ class Lowering {
       slot.kind = group.kind;
       slot.keras_shape = group.shape;
       slot.count = group.count();
-      slot.compute = info.compute;
+      slot.compute = info.type == LayerType::BatchNormalization ? DType::f32 : info.compute;
       if (group.kind == ParamKind::kernel) {
         const Shape& k = group.shape;
         std::int64_t receptive = 1;

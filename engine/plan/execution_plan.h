@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/precision.h"
+#include "engine/ops/activation.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/optimizer.h"
 #include "engine/spec/model_spec.h"
@@ -48,7 +49,7 @@ struct MemoryPlan {
 
 enum class PlanOp : std::uint8_t {
   dense,
-  conv2d,
+  conv2d,      // Conv2D, and DepthwiseConv2D (a grouped convolution: the layer says which)
   pooling,     // MaxPooling2D / AveragePooling2D (the layer says which)
   flatten,     // the output is the input's buffer seen with another shape
   cast,        // into out_dtype (a Flatten whose dtype changes is one too)
@@ -56,6 +57,11 @@ enum class PlanOp : std::uint8_t {
   rescaling,
   dropout,
   merge,  // Add, Subtract, Multiply, Average, Maximum, Concatenate: two or more inputs
+  // BatchNormalization: float32 statistics and affine transform whatever the tensors' dtype;
+  // training normalizes by the batch's statistics and updates the moving ones (the node's
+  // moving_mean / moving_variance slots, which the optimizer leaves alone).
+  batch_norm,
+  zero_padding,  // ZeroPadding2D (LayerInfo's pad_* fields)
 };
 std::string_view to_string(PlanOp op);
 
@@ -84,8 +90,10 @@ struct PlanNode {
   std::vector<PlanInput> inputs;  // in the layer's order; one but for a merge
   // activation: the function; dense: relu when fused into the matmul (LoweringRules).
   ActivationFn activation = ActivationFn::linear;
+  ReluArgs relu;  // activation relu: Keras's ReLU layer's max_value, negative_slope, threshold
   MergeOp merge = MergeOp::add;  // merge: which
   int axis = 0;                  // merge concatenate: the axis of the per-sample shape (0-based)
+  int groups = 1;  // conv2d: the convolution's groups (DepthwiseConv2D: the input channels)
   std::vector<int> params;  // dense / conv2d: its kernel (then bias) in ExecutionPlan::params
   std::string label;       // "layer 3 (Dense)", "layer 3 (Dense) cast"
   // Backward: the node runs when a gradient reaches it that something needs (its own
@@ -102,10 +110,13 @@ struct PlanSlot {
   int layer = 0;
   int node = 0;
   ParamKind kind = ParamKind::kernel;
-  Shape keras_shape;  // Dense (in, units); Conv2D (kh, kw, in, filters); bias (n)
+  // Dense (in, units); Conv2D (kh, kw, in, filters); DepthwiseConv2D (kh, kw, in, multiplier);
+  // bias and BatchNormalization's (n)
+  Shape keras_shape;
   std::int64_t count = 0;
   std::int64_t fan_in = 0, fan_out = 0;  // glorot_uniform's (kernels)
-  DType compute = DType::f32;            // the layer's: f32 reads the master, 16 bits its copy
+  // The layer's: f32 reads the master, 16 bits its copy (BatchNormalization's are f32).
+  DType compute = DType::f32;
   std::int64_t offset = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "engine/spec/layer_checks.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -83,6 +84,50 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
     case LayerType::Concatenate:
       if (layer.axis == 0) {
         throw SpecError(where + "axis 0 is the batch: concatenate along another axis", index);
+      }
+      break;
+    case LayerType::DepthwiseConv2D:
+      check_count(layer.depth_multiplier, "depth_multiplier", where, index);
+      check_size(layer.kernel_size, "kernel_size", where, index);
+      check_size(layer.strides, "strides", where, index);
+      break;
+    case LayerType::ReLU:
+      // Keras's own checks; written so that NaN fails too. max_value may be infinity (none).
+      if (!(layer.max_value >= 0.0)) {
+        throw SpecError(where + "max_value " + format_number(layer.max_value) + " must be >= 0",
+                        index);
+      }
+      check_finite(layer.negative_slope, "negative_slope", where, index);
+      check_finite(layer.threshold, "threshold", where, index);
+      if (layer.negative_slope < 0.0 || layer.threshold < 0.0) {
+        throw SpecError(where + (layer.negative_slope < 0.0 ? "negative_slope " : "threshold ") +
+                            format_number(std::min(layer.negative_slope, layer.threshold)) +
+                            " must be >= 0",
+                        index);
+      }
+      break;
+    case LayerType::BatchNormalization:
+      if (!(layer.momentum >= 0.0 && layer.momentum <= 1.0)) {
+        throw SpecError(
+            where + "momentum " + format_number(layer.momentum) + " is out of range [0, 1]", index);
+      }
+      if (!(layer.epsilon > 0.0 && std::isfinite(layer.epsilon))) {
+        throw SpecError(
+            where + "epsilon " + format_number(layer.epsilon) + " must be a finite number above 0",
+            index);
+      }
+      if (layer.axis == 0) {
+        throw SpecError(where + "axis 0 is the batch: normalize the last axis (-1)", index);
+      }
+      break;
+    case LayerType::ZeroPadding2D:
+      for (const int p : {layer.zero_padding.top, layer.zero_padding.bottom,
+                          layer.zero_padding.left, layer.zero_padding.right}) {
+        if (p < 0 || p > kMaxFieldValue) {
+          throw SpecError(where + "padding " + std::to_string(p) + " is out of range [0, " +
+                              std::to_string(kMaxFieldValue) + "]",
+                          index);
+        }
       }
       break;
     case LayerType::Flatten:

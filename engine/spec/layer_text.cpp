@@ -74,6 +74,36 @@ std::string layer_summary(const LayerSpec& layer) {
     case LayerType::GlobalMaxPooling2D:
       if (layer.keepdims) parts.emplace_back("keepdims");
       break;
+    case LayerType::ReLU:
+      if (std::isfinite(layer.max_value)) parts.push_back("max " + number(layer.max_value));
+      if (layer.negative_slope != 0.0) parts.push_back("slope " + number(layer.negative_slope));
+      if (layer.threshold != 0.0) parts.push_back("threshold " + number(layer.threshold));
+      break;
+    case LayerType::BatchNormalization:
+      if (layer.momentum != LayerSpec{}.momentum) {
+        parts.push_back("momentum " + number(layer.momentum));
+      }
+      if (layer.epsilon != LayerSpec{}.epsilon) parts.push_back("epsilon " + number(layer.epsilon));
+      if (!layer.center) parts.emplace_back("no beta");
+      if (!layer.scale_gamma) parts.emplace_back("no gamma");
+      break;
+    case LayerType::ZeroPadding2D: {
+      const Pad2D& p = layer.zero_padding;
+      if (p.top == p.bottom && p.left == p.right) {
+        parts.push_back(p.top == p.left ? std::to_string(p.top)
+                                        : std::to_string(p.top) + "x" + std::to_string(p.left));
+      } else {
+        parts.push_back(std::to_string(p.top) + "/" + std::to_string(p.bottom) + " × " +
+                        std::to_string(p.left) + "/" + std::to_string(p.right));
+      }
+      break;
+    }
+    case LayerType::DepthwiseConv2D:
+      parts.push_back(format_size2(layer.kernel_size));
+      if (layer.depth_multiplier != 1)
+        parts.push_back("× " + std::to_string(layer.depth_multiplier));
+      if (layer.strides != Size2{1, 1}) parts.push_back("stride " + strides_text(layer.strides));
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:
@@ -83,9 +113,11 @@ std::string layer_summary(const LayerSpec& layer) {
       break;
   }
   const bool spatial = layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
-                       layer.type == LayerType::AveragePooling2D;
+                       layer.type == LayerType::AveragePooling2D ||
+                       layer.type == LayerType::DepthwiseConv2D;
   if (spatial && layer.padding == Padding::same) parts.emplace_back("same");
-  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
+  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D ||
+      layer.type == LayerType::DepthwiseConv2D) {
     if (layer.activation != ActivationFn::linear) parts.emplace_back(to_string(layer.activation));
     if (!layer.use_bias) parts.emplace_back("no bias");
   }

@@ -40,10 +40,15 @@ constexpr std::array kLayerTypes = {
     LayerType::Concatenate,
     LayerType::GlobalAveragePooling2D,
     LayerType::GlobalMaxPooling2D,
+    LayerType::ReLU,
+    LayerType::BatchNormalization,
+    LayerType::ZeroPadding2D,
+    LayerType::DepthwiseConv2D,
 };
 constexpr std::array kActivations = {
-    ActivationFn::relu, ActivationFn::sigmoid, ActivationFn::tanh,
-    ActivationFn::gelu, ActivationFn::softmax, ActivationFn::linear,
+    ActivationFn::relu,      ActivationFn::sigmoid, ActivationFn::tanh,  ActivationFn::gelu,
+    ActivationFn::softmax,   ActivationFn::linear,  ActivationFn::silu,  ActivationFn::hard_sigmoid,
+    ActivationFn::hard_silu, ActivationFn::elu,     ActivationFn::relu6, ActivationFn::leaky_relu,
 };
 constexpr std::array kPaddings = {Padding::valid, Padding::same};
 constexpr std::array kLosses = {
@@ -66,6 +71,13 @@ std::span<const std::string_view> type_fields(LayerType type) {
   static constexpr std::array<std::string_view, 2> rescaling = {"scale", "offset"};
   static constexpr std::array<std::string_view, 1> concatenate = {"axis"};
   static constexpr std::array<std::string_view, 1> global_pool = {"keepdims"};
+  static constexpr std::array<std::string_view, 3> relu = {"max_value", "negative_slope",
+                                                           "threshold"};
+  static constexpr std::array<std::string_view, 5> batch_norm = {"axis", "momentum", "epsilon",
+                                                                 "center", "scale"};
+  static constexpr std::array<std::string_view, 1> zero_padding = {"padding"};
+  static constexpr std::array<std::string_view, 6> depthwise = {
+      "kernel_size", "strides", "padding", "depth_multiplier", "activation", "use_bias"};
   switch (type) {
     case LayerType::Dense:
       return dense;
@@ -93,6 +105,14 @@ std::span<const std::string_view> type_fields(LayerType type) {
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
       return global_pool;
+    case LayerType::ReLU:
+      return relu;
+    case LayerType::BatchNormalization:
+      return batch_norm;
+    case LayerType::ZeroPadding2D:
+      return zero_padding;
+    case LayerType::DepthwiseConv2D:
+      return depthwise;
   }
   return {};
 }
@@ -254,6 +274,32 @@ class ObjectReader {
     return value.get<bool>();
   }
 
+  // ZeroPadding2D's padding: n (all four), [h, w] (top and bottom h, left and right w) or
+  // [[top, bottom], [left, right]], each >= 0.
+  Pad2D get_pad2d(std::string_view key, const json& value) const {
+    const char* expected = "an integer, [h, w] or [[top, bottom], [left, right]]";
+    const auto count = [&](const json& v) {
+      if (!v.is_number()) fail_type(key, expected, value);
+      const int n = get_int(key, v);
+      if (n < 0 || n > kMaxFieldValue) {
+        fail(std::string(key) + " " + value.dump() + " is out of range [0, " +
+             std::to_string(kMaxFieldValue) + "]");
+      }
+      return n;
+    };
+    if (value.is_number()) {
+      const int n = count(value);
+      return {n, n, n, n};
+    }
+    if (!value.is_array() || value.size() != 2) fail_type(key, expected, value);
+    if (value[0].is_array() && value[1].is_array()) {
+      if (value[0].size() != 2 || value[1].size() != 2) fail_type(key, expected, value);
+      return {count(value[0][0]), count(value[0][1]), count(value[1][0]), count(value[1][1])};
+    }
+    const int h = count(value[0]), w = count(value[1]);
+    return {h, h, w, w};
+  }
+
   // An integer n (meaning n x n) or [h, w].
   Size2 get_size2(std::string_view key, const json& value) const {
     if (value.is_array()) {
@@ -350,6 +396,32 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
     case LayerType::GlobalMaxPooling2D:
       if (const json* v = in.find("keepdims")) layer.keepdims = in.get_bool("keepdims", *v);
       break;
+    case LayerType::ReLU:
+      if (const json* v = in.find("max_value"); v != nullptr && !v->is_null()) {
+        layer.max_value = in.get_number("max_value", *v);
+      }
+      if (const json* v = in.find("negative_slope")) {
+        layer.negative_slope = in.get_number("negative_slope", *v);
+      }
+      if (const json* v = in.find("threshold")) layer.threshold = in.get_number("threshold", *v);
+      break;
+    case LayerType::BatchNormalization:
+      if (const json* v = in.find("axis")) layer.axis = in.get_int("axis", *v);
+      if (const json* v = in.find("momentum")) layer.momentum = in.get_number("momentum", *v);
+      if (const json* v = in.find("epsilon")) layer.epsilon = in.get_number("epsilon", *v);
+      if (const json* v = in.find("center")) layer.center = in.get_bool("center", *v);
+      if (const json* v = in.find("scale")) layer.scale_gamma = in.get_bool("scale", *v);
+      break;
+    case LayerType::ZeroPadding2D:
+      if (const json* v = in.find("padding")) layer.zero_padding = in.get_pad2d("padding", *v);
+      break;
+    case LayerType::DepthwiseConv2D:
+      layer.kernel_size = in.get_size2("kernel_size", in.require("kernel_size"));
+      if (const json* v = in.find("strides")) layer.strides = in.get_size2("strides", *v);
+      if (const json* v = in.find("depth_multiplier")) {
+        layer.depth_multiplier = in.get_positive_int("depth_multiplier", *v);
+      }
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:
@@ -358,14 +430,15 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
     case LayerType::Maximum:
       break;
   }
-  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D) {
+  if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D ||
+      layer.type == LayerType::DepthwiseConv2D) {
     if (const json* v = in.find("activation")) {
       layer.activation = in.get_enum("activation", *v, kActivations);
     }
     if (const json* v = in.find("use_bias")) layer.use_bias = in.get_bool("use_bias", *v);
   }
-  if (layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
-      layer.type == LayerType::AveragePooling2D) {
+  if (layer.type == LayerType::Conv2D || layer.type == LayerType::DepthwiseConv2D ||
+      layer.type == LayerType::MaxPooling2D || layer.type == LayerType::AveragePooling2D) {
     if (const json* v = in.find("padding")) layer.padding = in.get_enum("padding", *v, kPaddings);
   }
   spec_detail::check_layer_values(layer, index, origin_prefix);
@@ -524,6 +597,14 @@ std::string_view to_string(LayerType type) {
       return "GlobalAveragePooling2D";
     case LayerType::GlobalMaxPooling2D:
       return "GlobalMaxPooling2D";
+    case LayerType::ReLU:
+      return "ReLU";
+    case LayerType::BatchNormalization:
+      return "BatchNormalization";
+    case LayerType::ZeroPadding2D:
+      return "ZeroPadding2D";
+    case LayerType::DepthwiseConv2D:
+      return "DepthwiseConv2D";
   }
   return "?";
 }
@@ -542,6 +623,18 @@ std::string_view to_string(ActivationFn fn) {
       return "gelu";
     case ActivationFn::softmax:
       return "softmax";
+    case ActivationFn::silu:
+      return "silu";
+    case ActivationFn::hard_sigmoid:
+      return "hard_sigmoid";
+    case ActivationFn::hard_silu:
+      return "hard_silu";
+    case ActivationFn::elu:
+      return "elu";
+    case ActivationFn::relu6:
+      return "relu6";
+    case ActivationFn::leaky_relu:
+      return "leaky_relu";
   }
   return "?";
 }
@@ -585,6 +678,8 @@ std::optional<LayerType> parse_layer_type(std::string_view name) {
   return parse_enum(name, kLayerTypes);
 }
 std::optional<ActivationFn> parse_activation(std::string_view name) {
+  if (name == "swish") return ActivationFn::silu;  // Keras's aliases
+  if (name == "hard_swish") return ActivationFn::hard_silu;
   return parse_enum(name, kActivations);
 }
 std::optional<LossKind> parse_loss(std::string_view name) {

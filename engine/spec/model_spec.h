@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -48,11 +49,36 @@ enum class LayerType : std::uint8_t {
   // keepdims).
   GlobalAveragePooling2D,
   GlobalMaxPooling2D,
+  // Keras's ReLU layer: relu with max_value, negative_slope and threshold (ReLU6, leaky ReLU).
+  ReLU,
+  // Normalizes each channel (the last axis) by the batch's statistics while training and by
+  // moving averages of them otherwise, then scales by gamma and shifts by beta.
+  BatchNormalization,
+  // Adds rows of zeros above and below, and columns left and right: HxWxC -> H'xW'xC.
+  ZeroPadding2D,
+  // A convolution of each channel on its own, depth_multiplier filters per channel:
+  // HxWxC -> H'xW'x(C*depth_multiplier).
+  DepthwiseConv2D,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
 
-enum class ActivationFn : std::uint8_t { linear, relu, sigmoid, tanh, gelu, softmax };
+// Keras 3's activation functions by their serialized names ("swish" and "hard_swish" are read
+// as their aliases silu and hard_silu; leaky_relu's slope is Keras 3's default 0.2).
+enum class ActivationFn : std::uint8_t {
+  linear,
+  relu,
+  sigmoid,
+  tanh,
+  gelu,
+  softmax,
+  silu,
+  hard_sigmoid,
+  hard_silu,
+  elu,
+  relu6,
+  leaky_relu,
+};
 enum class Padding : std::uint8_t { valid, same };
 enum class LossKind : std::uint8_t {
   sparse_categorical_crossentropy,
@@ -67,6 +93,15 @@ struct Size2 {
   friend bool operator==(const Size2&, const Size2&) = default;
 };
 
+// ZeroPadding2D's ((top, bottom), (left, right)).
+struct Pad2D {
+  int top = 1;
+  int bottom = 1;
+  int left = 1;
+  int right = 1;
+  friend bool operator==(const Pad2D&, const Pad2D&) = default;
+};
+
 // One layer. A flat record: each type reads the fields that Keras gives it and ignores none of
 // the others silently (the parser rejects fields a type does not have).
 struct LayerSpec {
@@ -79,16 +114,34 @@ struct LayerSpec {
   int units = 0;
   // Conv2D
   int filters = 0;
+  // Conv2D, DepthwiseConv2D
   Size2 kernel_size;
-  // Conv2D, MaxPooling2D, AveragePooling2D
+  // Conv2D, DepthwiseConv2D, MaxPooling2D, AveragePooling2D
   Size2 strides{1, 1};  // pooling: defaults to pool_size (Keras strides=None)
   Padding padding = Padding::valid;
   // MaxPooling2D, AveragePooling2D
   Size2 pool_size{2, 2};
-  // Dense, Conv2D (field "activation", default linear) and Activation (required)
+  // Dense, Conv2D, DepthwiseConv2D (field "activation", default linear) and Activation
+  // (required)
   ActivationFn activation = ActivationFn::linear;
-  // Dense, Conv2D
+  // Dense, Conv2D, DepthwiseConv2D
   bool use_bias = true;
+  // DepthwiseConv2D: filters per input channel
+  int depth_multiplier = 1;
+  // ReLU: x above threshold, clipped at max_value (infinity: none, Keras's None); at or below
+  // it negative_slope * (x - threshold). Each >= 0, as Keras requires.
+  double max_value = std::numeric_limits<double>::infinity();
+  double negative_slope = 0.0;
+  double threshold = 0.0;
+  // BatchNormalization over the last axis ("axis" -1): moving = moving * momentum + batch *
+  // (1 - momentum); y = (x - mean) / sqrt(variance + epsilon) * gamma + beta. "center" gives it
+  // beta and "scale" gamma (the field scale_gamma here: `scale` is Rescaling's).
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale_gamma = true;
+  // ZeroPadding2D: "padding", 1, [h, w] or [[top, bottom], [left, right]]
+  Pad2D zero_padding;
   // Dropout (required; 0 <= rate < 1)
   double rate = 0.0;
   // Rescaling: y = x * scale + offset (scale required)
@@ -96,8 +149,8 @@ struct LayerSpec {
   double offset = 0.0;
   // GlobalAveragePooling2D, GlobalMaxPooling2D: keep the 1x1 spatial axes
   bool keepdims = false;
-  // Concatenate: the axis, as Keras counts it with the batch (-1 the last; 0, the batch, is not
-  // allowed)
+  // Concatenate and BatchNormalization: the axis, as Keras counts it with the batch (-1 the
+  // last; 0, the batch, is not allowed; BatchNormalization takes the last only)
   int axis = -1;
   // "dtype": "float32" keeps this layer in float32 under a mixed policy (Keras's idiom for the
   // final softmax).

@@ -1,4 +1,5 @@
 // Writing a spec as JSON (model_spec.h's file format), fields at their defaults left out.
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -50,7 +51,8 @@ ordered_json layer_json(const LayerSpec& layer) {
   j["type"] = to_string(layer.type);
   if (!layer.name.empty()) j["name"] = layer.name;
   if (!layer.inputs.empty()) j["inputs"] = layer.inputs;
-  const bool fused = layer.type == LayerType::Dense || layer.type == LayerType::Conv2D;
+  const bool fused = layer.type == LayerType::Dense || layer.type == LayerType::Conv2D ||
+                     layer.type == LayerType::DepthwiseConv2D;
   switch (layer.type) {
     case LayerType::Dense:
       j["units"] = layer.units;
@@ -83,6 +85,31 @@ ordered_json layer_json(const LayerSpec& layer) {
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
       if (layer.keepdims) j["keepdims"] = true;
+      break;
+    case LayerType::ReLU:
+      if (std::isfinite(layer.max_value)) j["max_value"] = layer.max_value;
+      if (layer.negative_slope != 0.0) j["negative_slope"] = layer.negative_slope;
+      if (layer.threshold != 0.0) j["threshold"] = layer.threshold;
+      break;
+    case LayerType::BatchNormalization:
+      if (layer.axis != -1) j["axis"] = layer.axis;
+      if (layer.momentum != LayerSpec{}.momentum) j["momentum"] = layer.momentum;
+      if (layer.epsilon != LayerSpec{}.epsilon) j["epsilon"] = layer.epsilon;
+      if (!layer.center) j["center"] = false;
+      if (!layer.scale_gamma) j["scale"] = false;
+      break;
+    case LayerType::ZeroPadding2D:
+      if (layer.zero_padding != Pad2D{}) {
+        const Pad2D& p = layer.zero_padding;
+        j["padding"] = ordered_json::array(
+            {ordered_json::array({p.top, p.bottom}), ordered_json::array({p.left, p.right})});
+      }
+      break;
+    case LayerType::DepthwiseConv2D:
+      j["kernel_size"] = size2_json(layer.kernel_size);
+      if (layer.strides != kDefaultStrides) j["strides"] = size2_json(layer.strides);
+      if (layer.padding != Padding::valid) j["padding"] = to_string(layer.padding);
+      if (layer.depth_multiplier != 1) j["depth_multiplier"] = layer.depth_multiplier;
       break;
     case LayerType::Flatten:
     case LayerType::Add:

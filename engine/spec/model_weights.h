@@ -1,5 +1,6 @@
 // A model's starting weights from outside MixLab (a Keras .keras archive), per layer and in
-// Keras's layouts: Dense kernel (in, units), Conv2D kernel (kh, kw, in, filters), bias (n).
+// Keras's layouts: Dense kernel (in, units), Conv2D kernel (kh, kw, in, filters), bias (n),
+// BatchNormalization's gamma, beta and moving statistics (n).
 // A backend writes them over its glorot_uniform initialisation; a layer without an entry keeps
 // that. Checked against the shape table when imported (interop/keras_archive) and again by the
 // executor (value counts).
@@ -19,6 +20,11 @@ struct LayerWeights {
   int layer = 0;              // index in ModelSpec::layers
   std::vector<float> kernel;  // Keras layout; empty: the initialiser's
   std::vector<float> bias;    // empty: zeros (or the layer has no bias)
+  // BatchNormalization's; empty: Keras's initial ones, zeros and ones
+  std::vector<float> gamma, beta, moving_mean, moving_variance;
+
+  std::vector<float>& values(ParamKind kind);
+  const std::vector<float>& values(ParamKind kind) const;
 };
 
 struct ModelWeights {

@@ -18,10 +18,17 @@ std::int64_t activation_flops(ActivationFn fn) {
     case ActivationFn::linear:
       return 0;
     case ActivationFn::relu:
+    case ActivationFn::relu6:
+    case ActivationFn::leaky_relu:
     case ActivationFn::sigmoid:
     case ActivationFn::tanh:
       return 1;
+    case ActivationFn::hard_sigmoid:
+    case ActivationFn::hard_silu:
+    case ActivationFn::elu:
+      return 2;
     case ActivationFn::softmax:
+    case ActivationFn::silu:
       return 3;
     case ActivationFn::gelu:
       return 8;
@@ -293,6 +300,57 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
     case LayerType::Concatenate:
       infer_merge(spec, layer, info, c, where);
       break;
+    case LayerType::ReLU:
+      info.output_shape = input;
+      info.flops = in_elements;
+      break;
+    case LayerType::BatchNormalization: {
+      const auto rank = static_cast<int>(input.size());
+      if (layer.axis != -1 && layer.axis != rank) {
+        throw SpecError(where + "axis " + std::to_string(layer.axis) + " of input " +
+                            format_shape(input) +
+                            ": MixLab normalizes the last axis (-1) only, Keras's default",
+                        index);
+      }
+      const std::int64_t channels = input.back();
+      info.output_shape = input;
+      if (layer.scale_gamma) info.params.push_back({ParamKind::gamma, {channels}});
+      if (layer.center) info.params.push_back({ParamKind::beta, {channels}});
+      info.params.push_back({ParamKind::moving_mean, {channels}});
+      info.params.push_back({ParamKind::moving_variance, {channels}});
+      info.flops = c.mul(2, in_elements);  // inference: one multiply-add per element
+      break;
+    }
+    case LayerType::ZeroPadding2D: {
+      require_image(info, spec, where);
+      const Pad2D& p = layer.zero_padding;
+      info.output_shape = {c.add(input[0], c.add(p.top, p.bottom)),
+                           c.add(input[1], c.add(p.left, p.right)), input[2]};
+      info.pad_top = p.top;
+      info.pad_bottom = p.bottom;
+      info.pad_left = p.left;
+      info.pad_right = p.right;
+      info.flops = 0;  // a copy
+      break;
+    }
+    case LayerType::DepthwiseConv2D: {
+      require_image(info, spec, where);
+      const std::int64_t in_channels = input[2];
+      const std::int64_t out_channels = c.mul(in_channels, layer.depth_multiplier);
+      spatial(info, "kernel_size", layer.kernel_size, layer.strides, layer.padding, out_channels,
+              where);
+      info.params.push_back(
+          {ParamKind::kernel,
+           {layer.kernel_size.h, layer.kernel_size.w, in_channels, layer.depth_multiplier}});
+      const std::int64_t out = c.elements(info.output_shape);
+      info.flops = c.mul(2, c.mul(out, layer.kernel_size.h, layer.kernel_size.w));
+      if (layer.use_bias) {
+        info.params.push_back({ParamKind::bias, {out_channels}});
+        info.flops = c.add(info.flops, out);
+      }
+      info.flops = c.add(info.flops, c.mul(out, activation_flops(layer.activation)));
+      break;
+    }
   }
 
   for (const ParamGroup& group : info.params)
@@ -347,6 +405,14 @@ std::string_view to_string(ParamKind kind) {
       return "kernel";
     case ParamKind::bias:
       return "bias";
+    case ParamKind::gamma:
+      return "gamma";
+    case ParamKind::beta:
+      return "beta";
+    case ParamKind::moving_mean:
+      return "moving_mean";
+    case ParamKind::moving_variance:
+      return "moving_variance";
   }
   return "?";
 }
@@ -372,6 +438,11 @@ ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
     }
     LayerInfo info = infer_layer(spec, i, inputs, input_shapes, policy);
     table.params_total = total.add(table.params_total, info.param_count);
+    for (const ParamGroup& group : info.params) {
+      if (!is_trainable(group.kind)) {
+        table.non_trainable_total = total.add(table.non_trainable_total, group.count());
+      }
+    }
     table.flops_total = total.add(table.flops_total, info.flops);
     table.activation_bytes_total = total.add(table.activation_bytes_total, info.activation_bytes);
     table.layers[static_cast<std::size_t>(i)] = std::move(info);

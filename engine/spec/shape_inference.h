@@ -17,12 +17,21 @@ std::int64_t num_elements(const Shape& shape);
 std::string format_shape(const Shape& shape);  // "28x28x1"
 
 // A named group of a layer's trainable parameters, in Keras's layout and order.
-enum class ParamKind : std::uint8_t { kernel, bias };
+// A layer's variables, in Keras's order within the layer (kernel, bias; BatchNormalization's
+// gamma, beta, moving_mean, moving_variance). The moving statistics are state, not trained:
+// the optimizer leaves them alone and the layer updates them while training (Keras's
+// non-trainable weights).
+enum class ParamKind : std::uint8_t { kernel, bias, gamma, beta, moving_mean, moving_variance };
 std::string_view to_string(ParamKind kind);
+constexpr bool is_trainable(ParamKind kind) {
+  return kind != ParamKind::moving_mean && kind != ParamKind::moving_variance;
+}
 
 struct ParamGroup {
   ParamKind kind = ParamKind::kernel;
-  Shape shape;  // Dense kernel: (in, units); Conv2D kernel: (kh, kw, in, filters); bias: (n)
+  // Dense kernel: (in, units); Conv2D kernel: (kh, kw, in, filters); DepthwiseConv2D kernel:
+  // (kh, kw, in, depth_multiplier); bias and BatchNormalization's: (n)
+  Shape shape;
   std::int64_t count() const { return num_elements(shape); }
 };
 
@@ -42,7 +51,7 @@ struct LayerInfo {
   // Bytes of this layer's output per sample, in the dtype it is stored in under the policy.
   std::int64_t activation_bytes = 0;
   DType compute = DType::f32;  // the dtype the layer computes and stores its output in
-  // Keras's padding for 'same' (top/left, bottom/right); zero for 'valid'.
+  // Keras's padding for 'same' (top/left, bottom/right), zero for 'valid'; ZeroPadding2D's.
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
 };
 
@@ -53,6 +62,7 @@ struct ShapeTable {
   std::vector<LayerInfo> layers;  // by index in ModelSpec::layers
   std::vector<int> order;         // the layers in the order they run (model_graph.h)
   std::int64_t params_total = 0;
+  std::int64_t non_trainable_total = 0;  // of params_total: BatchNormalization's moving statistics
   std::int64_t flops_total = 0;             // forward, per sample
   std::int64_t activation_bytes_total = 0;  // per sample
 };

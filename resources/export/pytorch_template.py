@@ -55,6 +55,18 @@ class AvgPool2dSame(nn.Module):
                 / F.avg_pool2d(F.pad(ones, self.pads), self.pool_size, self.strides))
 
 
+class KerasReLU(nn.Module):
+    """Keras's ReLU layer: x above threshold (clipped at max_value), else negative_slope * (x - threshold)."""
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0):
+        super().__init__()
+        self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
+
+    def forward(self, x):
+        y = torch.where(x > self.threshold, x, self.negative_slope * (x - self.threshold))
+        return y if self.max_value is None else torch.clamp(y, max=self.max_value)
+
+
 class Float32(nn.Module):
     """A layer kept in float32 under a mixed policy (Keras's per-layer dtype="float32")."""
 

@@ -70,6 +70,44 @@ inline LayerSpec dropout(double rate) {
 }
 
 // A layer named `name` (graph models), reading `inputs` when given (else what it read).
+inline LayerSpec relu(double max_value, double negative_slope = 0.0, double threshold = 0.0) {
+  LayerSpec l;
+  l.type = LayerType::ReLU;
+  l.max_value = max_value;
+  l.negative_slope = negative_slope;
+  l.threshold = threshold;
+  return l;
+}
+
+inline LayerSpec batch_norm(bool center = true, bool scale = true, double momentum = 0.99) {
+  LayerSpec l;
+  l.type = LayerType::BatchNormalization;
+  l.center = center;
+  l.scale_gamma = scale;
+  l.momentum = momentum;
+  return l;
+}
+
+inline LayerSpec zero_padding(Pad2D p) {
+  LayerSpec l;
+  l.type = LayerType::ZeroPadding2D;
+  l.zero_padding = p;
+  return l;
+}
+
+inline LayerSpec depthwise(Size2 k, Size2 s, Padding p, int multiplier = 1,
+                           ActivationFn fn = ActivationFn::linear, bool bias = true) {
+  LayerSpec l;
+  l.type = LayerType::DepthwiseConv2D;
+  l.kernel_size = k;
+  l.strides = s;
+  l.padding = p;
+  l.depth_multiplier = multiplier;
+  l.activation = fn;
+  l.use_bias = bias;
+  return l;
+}
+
 inline LayerSpec named(LayerSpec l, std::string name, std::vector<std::string> inputs = {}) {
   l.name = std::move(name);
   if (!inputs.empty()) l.inputs = std::move(inputs);
@@ -101,9 +139,8 @@ inline ModelSpec residual_convnet(Shape input_shape) {
 inline bool needs_flatten(const LayerSpec& layer, std::size_t input_rank) {
   const bool global = layer.type == LayerType::GlobalAveragePooling2D ||
                       layer.type == LayerType::GlobalMaxPooling2D;
-  return layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
-         layer.type == LayerType::AveragePooling2D || (global && layer.keepdims) ||
-         (layer.type == LayerType::Dense && input_rank == 3);
+  if (layer.type == LayerType::Flatten || (global && !layer.keepdims)) return false;
+  return input_rank == 3;
 }
 
 }  // namespace mixlab::test_layers

@@ -66,6 +66,26 @@ std::vector<OpCase> cases() {
       {"ActivationGelu", {10}, activation(A::gelu)},
       {"ActivationSoftmax", {7}, activation(A::softmax)},
       {"ActivationLinear", {10}, activation(A::linear)},
+      {"ActivationSilu", {10}, activation(A::silu)},
+      {"ActivationHardSigmoid", {10}, activation(A::hard_sigmoid)},
+      {"ActivationHardSilu", {10}, activation(A::hard_silu)},
+      {"ActivationElu", {10}, activation(A::elu)},
+      {"ActivationRelu6", {10}, activation(A::relu6)},
+      {"ActivationLeakyRelu", {10}, activation(A::leaky_relu)},
+      {"DenseSilu", {6}, dense(4, A::silu)},
+      // Kinks away from the inputs (bfloat16 values): 1.3 and 0.3 are none.
+      {"ReLUMaxValue", {4, 3, 2}, relu(1.3)},
+      {"ReLULeakyThreshold", {12}, relu(INFINITY, 0.1, 0.3)},
+      {"ReLUAllArguments", {12}, relu(1.3, 0.2, 0.3)},
+      {"ZeroPadding", {3, 4, 2}, zero_padding({1, 2, 0, 1})},
+      {"DepthwiseValid", {5, 6, 3}, depthwise({3, 3}, {1, 1}, Padding::valid)},
+      {"DepthwiseSameStride2Multiplier2",
+       {7, 6, 2},
+       depthwise({3, 3}, {2, 2}, Padding::same, 2, A::relu)},
+      {"DepthwiseNoBias", {4, 5, 3}, depthwise({2, 3}, {1, 1}, Padding::same, 1, A::linear, false)},
+      {"BatchNorm", {3, 2, 4}, batch_norm()},
+      {"BatchNormOnFeatures", {5}, batch_norm()},
+      {"BatchNormNoScaleNoCenter", {2, 2, 3}, batch_norm(false, false)},
       {"Rescaling", {9}, rescale},
       {"Dropout", {40}, drop},
       {"Flatten", {2, 3, 4}, simple(LayerType::Flatten)},
@@ -124,6 +144,20 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
       return reference::dropout(x, l.rate, kSeed, 0, kStep);
     case LayerType::Flatten:
       return x;
+    case LayerType::ReLU: {
+      std::vector<double> y(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        y[i] = reference::relu(x[i], l.max_value, l.negative_slope, l.threshold);
+      }
+      return y;
+    }
+    case LayerType::ZeroPadding2D:
+      return reference::zero_padding(x, kBatch, info);
+    case LayerType::DepthwiseConv2D:
+      return reference::depthwise_conv2d(x, kernel, bias, kBatch, l, info);
+    case LayerType::BatchNormalization:
+      // kernel: gamma, bias: beta (OpInputs).
+      return reference::batch_norm_train(x, info.input_shape.back(), kernel, bias, l.epsilon);
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:
@@ -178,6 +212,14 @@ std::vector<double> finite_difference(
   return g;
 }
 
+// The op's parameters as OpInputs::kernel and ::bias: BatchNormalization's gamma and beta.
+ParamKind kernel_kind(const OpCase& c) {
+  return c.layer.type == LayerType::BatchNormalization ? ParamKind::gamma : ParamKind::kernel;
+}
+ParamKind bias_kind(const OpCase& c) {
+  return c.layer.type == LayerType::BatchNormalization ? ParamKind::beta : ParamKind::bias;
+}
+
 struct OpResult {
   std::vector<double> y, dx, dkernel, dbias;
 };
@@ -199,8 +241,12 @@ OpInputs make_inputs(const OpCase& c, const ShapeTable& table) {
     std::shuffle(in.x.begin(), in.x.end(), rng);
   }
   for (const auto& p : table.layers[0].params) {
-    auto& dst = p.kind == ParamKind::kernel ? in.kernel : in.bias;
+    if (!is_trainable(p.kind)) continue;  // moving statistics: not used while training
+    auto& dst = p.kind == kernel_kind(c) ? in.kernel : in.bias;
     dst = random_values(static_cast<std::size_t>(p.count()), rng, 0.7);
+    if (p.kind == ParamKind::gamma) {
+      for (auto& v : dst) v += 1.0;  // around 1, as trained gammas are
+    }
   }
   in.dy = random_values(static_cast<std::size_t>(kBatch * num_elements(table.output_shape)), rng);
   (void)c;
@@ -218,8 +264,8 @@ OpResult run_backend(const OpCase& c, Policy policy, const OpInputs& in) {
   options.input_gradient = true;
   auto exec = backend->compile(spec, table, options);
   OpAccess& ops = exec->ops();
-  if (!in.kernel.empty()) ops.write_parameter(0, ParamKind::kernel, to_float(in.kernel));
-  if (!in.bias.empty()) ops.write_parameter(0, ParamKind::bias, to_float(in.bias));
+  if (!in.kernel.empty()) ops.write_parameter(0, kernel_kind(c), to_float(in.kernel));
+  if (!in.bias.empty()) ops.write_parameter(0, bias_kind(c), to_float(in.bias));
   const std::vector<std::int32_t> labels(kBatch, 0);
   exec->load_batch(to_float(in.x), labels, kBatch);
   ops.forward(Phase::train, kStep);
@@ -228,8 +274,8 @@ OpResult run_backend(const OpCase& c, Policy policy, const OpInputs& in) {
   ops.set_output_gradient(to_float(in.dy));
   ops.backward();
   r.dx = to_double(ops.read_input_gradient());
-  if (!in.kernel.empty()) r.dkernel = to_double(ops.read_gradient(0, ParamKind::kernel));
-  if (!in.bias.empty()) r.dbias = to_double(ops.read_gradient(0, ParamKind::bias));
+  if (!in.kernel.empty()) r.dkernel = to_double(ops.read_gradient(0, kernel_kind(c)));
+  if (!in.bias.empty()) r.dbias = to_double(ops.read_gradient(0, bias_kind(c)));
   return r;
 }
 

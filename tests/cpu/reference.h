@@ -15,10 +15,29 @@ namespace mixlab::reference {
 
 using Vec = std::vector<double>;
 
+// Keras's ReLU layer (keras/src/activations/activations.py, ReLU.static_call).
+inline double relu(double x, double max_value, double negative_slope, double threshold) {
+  if (x > threshold) return std::min(x, max_value);
+  return negative_slope * (x - threshold);
+}
+
 inline double activation(ActivationFn fn, double x) {
+  const auto relu6 = [](double v) { return std::min(std::max(v, 0.0), 6.0); };
   switch (fn) {
     case ActivationFn::relu:
       return x > 0 ? x : 0;
+    case ActivationFn::relu6:
+      return relu6(x);
+    case ActivationFn::leaky_relu:
+      return x > 0 ? x : 0.2 * x;
+    case ActivationFn::silu:
+      return x / (1.0 + std::exp(-x));
+    case ActivationFn::hard_sigmoid:
+      return relu6(x + 3.0) / 6.0;
+    case ActivationFn::hard_silu:
+      return x * relu6(x + 3.0) / 6.0;
+    case ActivationFn::elu:
+      return x > 0 ? x : std::expm1(x);
     case ActivationFn::sigmoid:
       return 1.0 / (1.0 + std::exp(-x));
     case ActivationFn::tanh:
@@ -89,6 +108,73 @@ inline Vec conv2d(const Vec& x, const Vec& kernel, const Vec& bias, std::int64_t
           z[((b * oh + oy) * ow + ox) * f + o] = s;
         }
   return activate(spec.activation, z, f);
+}
+
+// DepthwiseConv2D: x (n, h, w, c) -> (n, oh, ow, c * multiplier); kernel (kh, kw, c, multiplier).
+inline Vec depthwise_conv2d(const Vec& x, const Vec& kernel, const Vec& bias, std::int64_t n,
+                            const LayerSpec& spec, const LayerInfo& info) {
+  const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
+  const auto oh = info.output_shape[0], ow = info.output_shape[1], f = info.output_shape[2];
+  const int kh = spec.kernel_size.h, kw = spec.kernel_size.w, dm = spec.depth_multiplier;
+  Vec z(static_cast<std::size_t>(n * oh * ow * f));
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox)
+        for (std::int64_t ci = 0; ci < c; ++ci)
+          for (int m = 0; m < dm; ++m) {
+            const std::int64_t o = ci * dm + m;
+            double s = bias.empty() ? 0.0 : bias[o];
+            for (int ky = 0; ky < kh; ++ky)
+              for (int kx = 0; kx < kw; ++kx) {
+                const std::int64_t iy = oy * spec.strides.h + ky - info.pad_top;
+                const std::int64_t ix = ox * spec.strides.w + kx - info.pad_left;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                s += x[((b * h + iy) * w + ix) * c + ci] *
+                     kernel[((ky * kw + kx) * c + ci) * dm + m];
+              }
+            z[((b * oh + oy) * ow + ox) * f + o] = s;
+          }
+  return activate(spec.activation, z, f);
+}
+
+// ZeroPadding2D: x (n, h, w, c) in the middle of zeros (n, h', w', c).
+inline Vec zero_padding(const Vec& x, std::int64_t n, const LayerInfo& info) {
+  const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
+  const auto oh = info.output_shape[0], ow = info.output_shape[1];
+  Vec y(static_cast<std::size_t>(n * oh * ow * c), 0.0);
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t i = 0; i < h; ++i)
+      for (std::int64_t j = 0; j < w; ++j)
+        for (std::int64_t k = 0; k < c; ++k)
+          y[((b * oh + i + info.pad_top) * ow + j + info.pad_left) * c + k] =
+              x[((b * h + i) * w + j) * c + k];
+  return y;
+}
+
+// BatchNormalization while training: each channel (the last axis) normalized by the batch's
+// biased moments; gamma and beta empty when the layer has none. `mean` and `variance` (when
+// given) receive the batch's statistics.
+inline Vec batch_norm_train(const Vec& x, std::int64_t channels, const Vec& gamma, const Vec& beta,
+                            double epsilon, Vec* mean = nullptr, Vec* variance = nullptr) {
+  const auto rows = static_cast<std::int64_t>(x.size()) / channels;
+  Vec mu(static_cast<std::size_t>(channels), 0.0), var(static_cast<std::size_t>(channels), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t k = 0; k < channels; ++k) mu[k] += x[r * channels + k] / rows;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t k = 0; k < channels; ++k) {
+      const double d = x[r * channels + k] - mu[k];
+      var[k] += d * d / rows;
+    }
+  Vec y(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t k = 0; k < channels; ++k) {
+      const double g = gamma.empty() ? 1.0 : gamma[k];
+      const double b = beta.empty() ? 0.0 : beta[k];
+      y[r * channels + k] = (x[r * channels + k] - mu[k]) / std::sqrt(var[k] + epsilon) * g + b;
+    }
+  if (mean) *mean = mu;
+  if (variance) *variance = var;
+  return y;
 }
 
 inline Vec pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const LayerInfo& info) {

@@ -98,7 +98,9 @@ TEST(KerasArchive, WeightsOfTheWrongCountAreRefusedByTheExecutorNamingTheOrigin)
   const ModelSpec spec = import_keras_json(kConfig).spec;
   auto weights = std::make_shared<ModelWeights>();
   weights->origin = "w.keras";
-  weights->layers.push_back({0, iota(5, 0.0f), {}});
+  LayerWeights layer;
+  layer.kernel = iota(5, 0.0f);
+  weights->layers.push_back(layer);
   ExecutorOptions options;
   options.initial_weights = weights;
   try {

@@ -349,8 +349,17 @@ TEST(KerasJson, UnsupportedLayerAndUnknownFieldAreNamed) {
   error = error_of(R"({"module": "keras", "class_name": "Sequential", "config": {"layers": []},
                        "quantum": 1})");
   EXPECT_NE(error.find("the model has the field 'quantum'"), std::string::npos) << error;
-  error = error_of(keras3_sequential({input("4"), dense("d", 4, "swish")}));
-  EXPECT_NE(error.find("activation 'swish' is not one MixLab has"), std::string::npos) << error;
+  error = error_of(keras3_sequential({input("4"), dense("d", 4, "selu")}));
+  EXPECT_NE(error.find("activation 'selu' is not one MixLab has"), std::string::npos) << error;
+  // Keras's aliases come in under their names.
+  EXPECT_EQ(import_keras_json(keras3_sequential({input("4"), dense("d", 4, "swish")}))
+                .spec.layers[0]
+                .activation,
+            ActivationFn::silu);
+  EXPECT_EQ(import_keras_json(keras3_sequential({input("4"), dense("d", 4, "hard_swish")}))
+                .spec.layers[0]
+                .activation,
+            ActivationFn::hard_silu);
   error = error_of(keras3_sequential({dense("d", 4, "relu")}));
   EXPECT_NE(error.find("no input shape"), std::string::npos) << error;
   error = error_of(keras3_sequential({input("4"), dense("d", 0, "relu")}));
@@ -397,9 +406,20 @@ TEST(KerasJson, KerasSpellingsOfActivations) {
   EXPECT_EQ(model.spec.layers[0].type, LayerType::Activation);
   EXPECT_EQ(model.spec.layers[1].activation, ActivationFn::tanh);
   EXPECT_EQ(model.spec.layers[2].activation, ActivationFn::softmax);
-  const std::string error = error_of(
-      keras3_sequential({input("4"), keras3_layer("ReLU", R"("name": "r6", "max_value": 6.0)")}));
-  EXPECT_NE(error.find("'r6' (ReLU): max_value 6.0 is not supported"), std::string::npos) << error;
+  // With arguments, Keras's ReLU layer; LeakyReLU is one too (Keras 3's default slope 0.3).
+  const ImportedModel relu6 = import_keras_json(
+      keras3_sequential({input("4"), keras3_layer("ReLU", R"("name": "r6", "max_value": 6.0)"),
+                         keras3_layer("LeakyReLU", R"("name": "leaky")"),
+                         keras3_layer("LeakyReLU", R"("name": "leaky2", "negative_slope": 0.1)")}));
+  ASSERT_EQ(relu6.spec.layers.size(), 3U);
+  EXPECT_EQ(relu6.spec.layers[0].type, LayerType::ReLU);
+  EXPECT_EQ(relu6.spec.layers[0].max_value, 6.0);
+  EXPECT_EQ(relu6.spec.layers[1].type, LayerType::ReLU);
+  EXPECT_EQ(relu6.spec.layers[1].negative_slope, 0.3);
+  EXPECT_EQ(relu6.spec.layers[2].negative_slope, 0.1);
+  const std::string error = error_of(keras3_sequential(
+      {input("4"), keras3_layer("ReLU", R"("name": "r", "negative_slope": -1.0)")}));
+  EXPECT_NE(error.find("negative_slope -1 must be >= 0"), std::string::npos) << error;
 }
 
 TEST(KerasJson, ExportImportsBackToTheSameSpecForEveryBuiltin) {

@@ -30,6 +30,21 @@ def keras_layer(l, **kw):
         return keras.layers.Activation(l["activation"], **kw)
     if t == "Rescaling":
         return keras.layers.Rescaling(l["scale"], offset=l.get("offset", 0.0), **kw)
+    if t == "ReLU":
+        return keras.layers.ReLU(max_value=l.get("max_value"), negative_slope=l.get("negative_slope", 0.0),
+                                 threshold=l.get("threshold", 0.0), **kw)
+    if t == "BatchNormalization":
+        return keras.layers.BatchNormalization(axis=l.get("axis", -1), momentum=l.get("momentum", 0.99),
+                                               epsilon=l.get("epsilon", 0.001), center=l.get("center", True),
+                                               scale=l.get("scale", True), **kw)
+    if t == "ZeroPadding2D":
+        return keras.layers.ZeroPadding2D(padding=l.get("padding", 1), **kw)
+    if t == "DepthwiseConv2D":
+        return keras.layers.DepthwiseConv2D(l["kernel_size"], strides=l.get("strides", 1),
+                                            padding=l.get("padding", "valid"),
+                                            depth_multiplier=l.get("depth_multiplier", 1),
+                                            activation=l.get("activation", "linear"),
+                                            use_bias=l.get("use_bias", True), **kw)
     if t == "Concatenate":
         return keras.layers.Concatenate(axis=l.get("axis", -1), **kw)
     if t in MERGES:

@@ -358,6 +358,21 @@ def save_keras(spec, path, seed):
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     model = build_keras(spec)
+    # BatchNormalization starts at gamma 1, beta 0, mean 0, variance 1, under which inference
+    # would not show whether the moving statistics are read right: other values, seeded.
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            values = []
+            for w in layer.weights:
+                n = w.shape
+                if w.name == "gamma":
+                    values.append(rng.uniform(0.5, 1.5, n))
+                elif w.name in ("beta", "moving_mean"):
+                    values.append(rng.uniform(-0.3, 0.3, n))
+                else:  # moving_variance
+                    values.append(rng.uniform(0.5, 2.0, n))
+            layer.set_weights([v.astype(np.float32) for v in values])
     model.save(path)
     return model
 
@@ -459,8 +474,9 @@ def part_torch_forward(cli, source, work, torch_python):
                    rel_diff(np.load(out), model.predict(x, verbose=0)), FORWARD_RTOL)
 
 
-def keras_losses(spec, weights, x, y, optimizer, policy, steps):
-    """Keras's loss before each of `steps` updates on the one batch (x, y)."""
+def keras_losses(spec, weights, x, y, optimizer, policy, steps, test=None):
+    """Keras's loss before each of `steps` updates on the one batch (x, y); with `test`
+    ((x, y)), (losses, the inference-mode loss on it after the last update)."""
     model = build_keras(spec, policy)
     model.set_weights(weights)
     # mixed_float16: Keras's dynamic LossScaleOptimizer (MixLab's --loss-scale dynamic); else none.
@@ -470,23 +486,30 @@ def keras_losses(spec, weights, x, y, optimizer, policy, steps):
     for _ in range(steps):
         model.reset_metrics()  # train_on_batch reports a running mean otherwise
         losses.append(float(model.train_on_batch(x, y)))
-    return np.array(losses)
+    if test is None:
+        return np.array(losses)
+    return np.array(losses), float(model.evaluate(test[0], test[1], batch_size=len(x), verbose=0))
 
 
-def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps, tag):
+def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps, tag, evaluate=False):
+    """MixLab's loss of each step; with `evaluate`, (losses, the test loss after the last)."""
     db = work / f"{tag}.sqlite"
     if db.exists():
         db.unlink()
     result = cli.json("train", "--model", path, "--dataset", dataset, "--steps", steps,
                       "--batch-size", batch, "--optimizer", optimizer, "--lr", lr,
                       "--precision", policy, "--loss-scale", "dynamic" if policy == "mixed_float16" else "none",
-                      "--no-eval", "--device", "cpu",
+                      *([] if evaluate else ["--no-eval"]), "--device", "cpu",
                       "--db", db, "--json", "--quiet")
     if result.get("status") != "finished":
         raise RuntimeError(f"mixlab-cli train {tag}: {result.get('status')}: {result.get('message')}")
     text = cli.run("runs", "export", result["run_id"], "--steps", "--db", db)
     rows = sorted(csv.DictReader(io.StringIO(text)), key=lambda r: int(r["step"]))
-    return np.array([float(r["loss"]) for r in rows])
+    losses = np.array([float(r["loss"]) for r in rows])
+    if not evaluate:
+        return losses
+    shown = cli.json("runs", "show", result["run_id"], "--db", db, "--json")
+    return losses, float(shown["summary"]["test_loss"])
 
 
 def part_train(cli, source, work, batch, policies):
@@ -502,7 +525,9 @@ def train_checks(cli, work, spec, batch, policies):
     weights = model.get_weights()
     # A training split of exactly one batch: every step sees all of it, so MixLab's
     # shuffling cannot change the (order-invariant) mean loss.
-    dataset, (x, y), _ = make_dataset(work, spec, batch, FORWARD_COUNT, seed=99)
+    dataset, (x, y), (x_test, y_test) = make_dataset(work, spec, batch, FORWARD_COUNT, seed=99)
+    # BatchNormalization: the test loss after the steps reads the moving statistics they updated.
+    has_bn = any(l["type"] == "BatchNormalization" for l in spec["layers"])
     sgd_lr = SGD_LR.get(name, 0.01)
     runs = []
     if "float32" in policies:
@@ -515,10 +540,19 @@ def train_checks(cli, work, spec, batch, policies):
     for optimizer, lr, policy, tol in runs:
         tag = f"{name}-{optimizer}-{policy}"
         with attempt(f"train {tag}"):
-            mixlab = mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, TRAIN_STEPS, tag)
+            evaluate = has_bn and policy == "float32" and optimizer == "sgd"
+            mixlab = mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, TRAIN_STEPS, tag,
+                                   evaluate=evaluate)
             opt = (keras.optimizers.SGD(learning_rate=lr) if optimizer == "sgd"
                    else keras.optimizers.Adam(learning_rate=lr))
-            expected = keras_losses(spec, weights, x, y, opt, policy, TRAIN_STEPS)
+            expected = keras_losses(spec, weights, x, y, opt, policy, TRAIN_STEPS,
+                                    test=(x_test, y_test) if evaluate else None)
+            if evaluate:
+                (mixlab, mixlab_test), (expected, keras_test) = mixlab, expected
+                log(f"  {tag}: test loss after the steps (moving statistics) Keras {keras_test:.6f}, "
+                    f"MixLab {mixlab_test:.6f}")
+                record(f"test loss after {TRAIN_STEPS} {optimizer} steps {policy} (moving statistics)",
+                       name, abs(mixlab_test - keras_test) / abs(keras_test), F32_LOSS_RTOL)
             if not check(len(mixlab) == TRAIN_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
                 continue
             diffs = np.abs(mixlab - expected) / np.abs(expected)
@@ -579,9 +613,41 @@ TOY_RESNET_SPEC = {
 }
 
 
+# The layers of ResNets and MobileNets (issue 27) in one small functional model: Conv-BN-ReLU,
+# a residual basic block, ReLU6, MobileNetV2's ZeroPadding2D + strided DepthwiseConv2D, silu,
+# hard_silu, BatchNormalization with other momentum, epsilon and no beta.
+BN_NET_SPEC = {
+    "name": "bn-net", "input": {"shape": [32, 32, 3]}, "loss": "sparse_categorical_crossentropy",
+    "layers": [
+        {"type": "Rescaling", "scale": 0.00392156862745098, "name": "scale"},
+        {"type": "Conv2D", "filters": 16, "kernel_size": 3, "padding": "same", "use_bias": False, "name": "stem"},
+        {"type": "BatchNormalization", "name": "stem_bn"},
+        {"type": "ReLU", "name": "stem_relu"},
+        {"type": "Conv2D", "filters": 16, "kernel_size": 3, "padding": "same", "use_bias": False, "name": "b1c1"},
+        {"type": "BatchNormalization", "momentum": 0.9, "name": "b1bn1"},
+        {"type": "Activation", "activation": "relu", "name": "b1r1"},
+        {"type": "Conv2D", "filters": 16, "kernel_size": 3, "padding": "same", "use_bias": False, "name": "b1c2"},
+        {"type": "BatchNormalization", "name": "b1bn2"},
+        {"type": "Add", "name": "b1add", "inputs": ["b1bn2", "stem_relu"]},
+        {"type": "ReLU", "max_value": 6.0, "name": "b1out"},
+        {"type": "ZeroPadding2D", "padding": [[0, 1], [0, 1]], "name": "pad"},
+        {"type": "DepthwiseConv2D", "kernel_size": 3, "strides": 2, "use_bias": False, "name": "dw"},
+        {"type": "BatchNormalization", "epsilon": 1e-5, "name": "dw_bn"},
+        {"type": "Activation", "activation": "silu", "name": "dw_act"},
+        {"type": "Conv2D", "filters": 24, "kernel_size": 1, "name": "pw"},
+        {"type": "BatchNormalization", "center": False, "name": "pw_bn"},
+        {"type": "Activation", "activation": "hard_silu", "name": "pw_act"},
+        {"type": "GlobalAveragePooling2D", "name": "gap"},
+        {"type": "Dense", "units": 10, "name": "logits"},
+        {"type": "Activation", "activation": "softmax", "dtype": "float32", "name": "probs"},
+    ],
+}
+
+
 def part_graphs(cli, work, batch, policies):
     for spec, train_spec in ((GRAPH_SPEC, GRAPH_SPEC),
-                             (TOY_RESNET_SPEC, reduced(TOY_RESNET_SPEC, "toy-resnet-nodrop", drop_dropout=True))):
+                             (TOY_RESNET_SPEC, reduced(TOY_RESNET_SPEC, "toy-resnet-nodrop", drop_dropout=True)),
+                             (BN_NET_SPEC, BN_NET_SPEC)):
         graph_checks(cli, work, spec, train_spec, batch, policies)
 
 
@@ -612,6 +678,10 @@ def graph_checks(cli, work, spec, train_spec, batch, policies):
         info = cli.json("inspect", path, "--json")
         check(model.count_params() == info["params_total"],
               f"graph {name}: Keras counts {model.count_params()} parameters, MixLab {info['params_total']}")
+        non_trainable = sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
+        check(non_trainable == info["non_trainable_params"],
+              f"graph {name}: Keras counts {non_trainable} non-trainable parameters, MixLab "
+              f"{info['non_trainable_params']}")
         keras_shapes = {layer.name: list(layer.output.shape[1:]) for layer in model.layers[1:]}
         mixlab_shapes = {layer["name"]: layer["output_shape"] for layer in info["layers"]}
         check(keras_shapes == mixlab_shapes,

@@ -2,6 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <span>
+
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -197,8 +201,10 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
     }
     return name;
   };
-  const ActivationFn fns[] = {ActivationFn::linear, ActivationFn::relu, ActivationFn::sigmoid,
-                              ActivationFn::tanh,   ActivationFn::gelu, ActivationFn::softmax};
+  const std::span<const ActivationFn> all_fns = all_activations();
+  const auto fn = [&] {
+    return all_fns[static_cast<std::size_t>(pick(0, static_cast<int>(all_fns.size()) - 1))];
+  };
   for (int n = 0; n < 300; ++n) {
     ModelSpec spec;
     spec.name = pick(0, 3) == 0 ? "model" : random_name();
@@ -220,12 +226,16 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
                                            LayerType::Activation,
                                            LayerType::Rescaling,
                                            LayerType::GlobalAveragePooling2D,
-                                           LayerType::GlobalMaxPooling2D};
-      l.type = kStackTypes[pick(0, 9)];
+                                           LayerType::GlobalMaxPooling2D,
+                                           LayerType::ReLU,
+                                           LayerType::BatchNormalization,
+                                           LayerType::ZeroPadding2D,
+                                           LayerType::DepthwiseConv2D};
+      l.type = kStackTypes[pick(0, static_cast<int>(std::size(kStackTypes)) - 1)];
       switch (l.type) {
         case LayerType::Dense:
           l.units = pick(1, 5000);
-          l.activation = fns[pick(0, 5)];
+          l.activation = fn();
           l.use_bias = pick(0, 1) == 1;
           break;
         case LayerType::Conv2D:
@@ -233,7 +243,7 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           l.kernel_size = size2();
           l.strides = size2();
           l.padding = static_cast<Padding>(pick(0, 1));
-          l.activation = fns[pick(0, 5)];
+          l.activation = fn();
           l.use_bias = pick(0, 1) == 1;
           break;
         case LayerType::MaxPooling2D:
@@ -246,7 +256,7 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           l.rate = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
           break;
         case LayerType::Activation:
-          l.activation = fns[pick(0, 5)];
+          l.activation = fn();
           break;
         case LayerType::Rescaling:
           l.scale = real();
@@ -255,6 +265,30 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
         case LayerType::GlobalAveragePooling2D:
         case LayerType::GlobalMaxPooling2D:
           l.keepdims = pick(0, 1) == 1;
+          break;
+        case LayerType::ReLU:
+          l.max_value = pick(0, 1) == 0 ? INFINITY : std::abs(real());
+          l.negative_slope = pick(0, 1) == 0 ? 0.0 : std::abs(real());
+          l.threshold = pick(0, 1) == 0 ? 0.0 : std::abs(real());
+          break;
+        case LayerType::BatchNormalization:
+          l.axis = pick(0, 1) == 0 ? -1 : 3;
+          l.momentum =
+              pick(0, 1) == 0 ? 0.99 : std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+          l.epsilon = pick(0, 1) == 0 ? 1e-3 : std::abs(real()) + 1e-9;
+          l.center = pick(0, 1) == 1;
+          l.scale_gamma = pick(0, 1) == 1;
+          break;
+        case LayerType::ZeroPadding2D:
+          l.zero_padding = {pick(0, 5), pick(0, 5), pick(0, 5), pick(0, 5)};
+          break;
+        case LayerType::DepthwiseConv2D:
+          l.kernel_size = size2();
+          l.strides = size2();
+          l.padding = static_cast<Padding>(pick(0, 1));
+          l.depth_multiplier = pick(1, 4);
+          l.activation = fn();
+          l.use_bias = pick(0, 1) == 1;
           break;
         case LayerType::Flatten:
         case LayerType::Add:

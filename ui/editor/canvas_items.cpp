@@ -39,7 +39,14 @@ QColor type_colour(const BlockContent& content) {
     case LayerType::Dense:
       return {59, 125, 216};
     case LayerType::Conv2D:
+    case LayerType::DepthwiseConv2D:
       return {46, 158, 91};
+    case LayerType::BatchNormalization:
+      return {112, 128, 60};
+    case LayerType::ZeroPadding2D:
+      return {138, 143, 152};
+    case LayerType::ReLU:
+      return {224, 138, 30};
     case LayerType::MaxPooling2D:
     case LayerType::AveragePooling2D:
     case LayerType::GlobalAveragePooling2D:

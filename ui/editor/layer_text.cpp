@@ -70,6 +70,21 @@ QString layer_description(LayerType type) {
       return tr("Averages each channel of an image over its height and width: HxWxC to C.");
     case LayerType::GlobalMaxPooling2D:
       return tr("Keeps each channel's largest value over height and width: HxWxC to C.");
+    case LayerType::ReLU:
+      return tr(
+          "ReLU with options: clipped at max_value (6 gives ReLU6), negative_slope below "
+          "the threshold (a leaky ReLU).");
+    case LayerType::BatchNormalization:
+      return tr(
+          "Normalizes each channel by the batch's mean and variance while training (their "
+          "moving averages otherwise), then scales and shifts; computed in float32 under a "
+          "mixed policy.");
+    case LayerType::ZeroPadding2D:
+      return tr("Adds rows and columns of zeros around an image.");
+    case LayerType::DepthwiseConv2D:
+      return tr(
+          "Convolves each channel of an image on its own (depth_multiplier filters per "
+          "channel), as MobileNets do; cheap in FLOPs, bound by memory.");
   }
   return {};
 }
@@ -102,6 +117,13 @@ LayerSpec default_layer(LayerType type) {
     case LayerType::Rescaling:
       layer.scale = 1.0 / 255.0;
       break;
+    case LayerType::ReLU:
+      layer.max_value = 6.0;
+      break;
+    case LayerType::DepthwiseConv2D:
+      layer.kernel_size = {3, 3};
+      layer.padding = Padding::same;
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:
@@ -111,6 +133,8 @@ LayerSpec default_layer(LayerType type) {
     case LayerType::Concatenate:
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::BatchNormalization:
+    case LayerType::ZeroPadding2D:
       break;
   }
   return layer;

@@ -1,5 +1,6 @@
 #include "ui/history/compare_settings.h"
 
+#include <cmath>
 #include <exception>
 #include <string>
 #include <vector>
@@ -61,6 +62,20 @@ std::string describe_layers(const RunRecord& r) {
       case LayerType::GlobalMaxPooling2D:
         if (l.keepdims) args.emplace_back("keepdims");
         break;
+      case LayerType::DepthwiseConv2D:
+        args.push_back(size2(l.kernel_size));
+        if (l.depth_multiplier != 1) {
+          std::string times = "x";  // appended: GCC 12 warns on "x" + std::string here
+          times += std::to_string(l.depth_multiplier);
+          args.push_back(times);
+        }
+        break;
+      case LayerType::ReLU:
+        if (std::isfinite(l.max_value)) args.push_back("max " + number(l.max_value));
+        if (l.negative_slope != 0.0) args.push_back("slope " + number(l.negative_slope));
+        break;
+      case LayerType::BatchNormalization:
+      case LayerType::ZeroPadding2D:
       case LayerType::Flatten:
       case LayerType::Activation:
       case LayerType::Add:
@@ -71,6 +86,7 @@ std::string describe_layers(const RunRecord& r) {
         break;
     }
     const bool has_activation = l.type == LayerType::Dense || l.type == LayerType::Conv2D ||
+                                l.type == LayerType::DepthwiseConv2D ||
                                 l.type == LayerType::Activation;
     if (has_activation && l.activation != ActivationFn::linear)
       args.push_back(text(to_string(l.activation)));

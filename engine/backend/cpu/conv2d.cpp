@@ -10,13 +10,21 @@ using dnnl::memory;
 
 Conv2DNode::Conv2DNode(CpuContext& ctx, const LayerSpec& spec, const LayerInfo& info,
                        std::int64_t batch, Storage storage)
-    : WeightedNode(info.index, "Conv2D", storage, spec.use_bias) {
+    : WeightedNode(info.index,
+                   spec.type == LayerType::DepthwiseConv2D ? "DepthwiseConv2D" : "Conv2D", storage,
+                   spec.use_bias) {
   const auto& in = info.input_shape;    // H, W, C
   const auto& out = info.output_shape;  // OH, OW, filters
   const dt type = dnnl_type(storage);
   const memory::desc src_md({batch, in[2], in[0], in[1]}, type, tag::nhwc);
   const memory::desc dst_md({batch, out[2], out[0], out[1]}, type, tag::nhwc);
-  const memory::dims wdims{out[2], in[2], spec.kernel_size.h, spec.kernel_size.w};
+  // DepthwiseConv2D: a convolution of in[2] groups of one input channel and depth_multiplier
+  // filters, whose (g, o, i, h, w) weights Keras lays out as (kh, kw, in, multiplier): hwigo.
+  const bool depthwise = spec.type == LayerType::DepthwiseConv2D;
+  const memory::dims wdims =
+      depthwise
+          ? memory::dims{in[2], spec.depth_multiplier, 1, spec.kernel_size.h, spec.kernel_size.w}
+          : memory::dims{out[2], in[2], spec.kernel_size.h, spec.kernel_size.w};
   const memory::desc weights_any(wdims, type, tag::any);
   const memory::desc bias_md({out[2]}, dt::f32, tag::a);
   const memory::dims strides{spec.strides.h, spec.strides.w};
@@ -44,9 +52,10 @@ Conv2DNode::Conv2DNode(CpuContext& ctx, const LayerSpec& spec, const LayerInfo& 
         attr, eng, fwd_pd));
   };
   const std::int64_t window = spec.kernel_size.h * spec.kernel_size.w;
+  // Keras: (kh, kw, in, filters); fans as Keras's glorot_uniform computes them.
   init(fwd_pd, bwd_data_pd, make_bwd_weights, wdims,
-       memory::desc(wdims, dt::f32, tag::hwio),  // Keras: (kh, kw, in, filters)
-       window * in[2], window * out[2], bias_md);
+       memory::desc(wdims, dt::f32, depthwise ? tag::hwigo : tag::hwio), window * in[2],
+       window * (depthwise ? spec.depth_multiplier : out[2]), bias_md);
 }
 
 }  // namespace mixlab::cpu

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/backend/cpu/batch_norm.h"
 #include "engine/backend/cpu/conv2d.h"
 #include "engine/backend/cpu/cpu_isa.h"
 #include "engine/backend/cpu/dense.h"
@@ -97,7 +98,13 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           break;
         case PlanOp::activation:
           made = std::make_unique<ActivationNode>(li, node.activation, node.out_shape.back(),
-                                                  elements, s);
+                                                  elements, s, node.relu);
+          break;
+        case PlanOp::batch_norm:
+          made = std::make_unique<BatchNormNode>(layer, info, s);
+          break;
+        case PlanOp::zero_padding:
+          made = std::make_unique<ZeroPaddingNode>(li, info, s);
           break;
         case PlanOp::rescaling:
           made = std::make_unique<RescalingNode>(li, layer.scale, layer.offset, s);
@@ -225,7 +232,12 @@ void CpuExecutor::allocate() {
 
 void CpuExecutor::initialise_parameters(std::uint64_t seed) {
   for (ParamSlot* slot : slots_) {
-    if (slot->kind != ParamKind::kernel) continue;  // biases start at zero (the arena is zeroed)
+    if (slot->kind == ParamKind::gamma || slot->kind == ParamKind::moving_variance) {
+      write_parameter(slot->layer, slot->kind,
+                      std::vector<float>(static_cast<std::size_t>(keras_count(*slot)), 1.0f));
+    }
+    // Biases, beta and moving means start at zero (the arena is zeroed).
+    if (slot->kind != ParamKind::kernel) continue;
     const auto values = glorot_uniform(keras_count(*slot), slot->fan_in, slot->fan_out,
                                        kernel_init_seed(seed, slot->layer));
     write_parameter(slot->layer, slot->kind, values);
@@ -314,6 +326,7 @@ void CpuExecutor::load_batch(std::span<const float> images, std::span<const std:
   std::memcpy(labels_, labels.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
   std::memset(labels_ + n, 0, static_cast<std::size_t>(batch_ - n) * sizeof(std::int32_t));
   real_samples_ = n;
+  ctx_.real_samples = n;
 }
 
 void CpuExecutor::load_batch_indices(std::span<const std::int64_t>, int) {
@@ -510,6 +523,7 @@ void CpuExecutor::input_gradient(int k, int i, const Tensor& dy, const Tensor* c
 
 bool CpuExecutor::gradients_finite() const {
   for (const ParamSlot* slot : slots_) {
+    if (!is_trainable(slot->kind)) continue;
     if (!all_finite(slot->grad.get_data_handle(), slot->grad_storage, slot->count)) return false;
   }
   return true;
@@ -518,6 +532,7 @@ bool CpuExecutor::gradients_finite() const {
 bool CpuExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {
   bool finite = true;
   for (ParamSlot* slot : slots_) {
+    if (!is_trainable(slot->kind)) continue;  // moving statistics: the layer updates them
     SlotArrays p;
     p.master = static_cast<float*>(slot->master.get_data_handle());
     p.grad = slot->grad.get_data_handle();

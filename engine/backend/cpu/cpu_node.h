@@ -21,6 +21,7 @@ struct CpuContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::uint64_t seed = 1;  // dropout masks
+  int real_samples = 0;    // of the loaded batch (rows beyond are padding): batch statistics
 };
 
 // How a layer's compute copy of a parameter follows its float32 master.

@@ -60,8 +60,8 @@ void CastNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor&
 }
 
 ActivationNode::ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length,
-                               std::int64_t elements, Storage storage)
-    : fn_(fn), row_length_(row_length), elements_(elements) {
+                               std::int64_t elements, Storage storage, const ReluArgs& relu)
+    : fn_(fn), relu_(relu), row_length_(row_length), elements_(elements) {
   layer = layer_index;
   label = std::string("Activation(") + std::string(to_string(fn)) + ")";
   out_storage = storage;
@@ -84,9 +84,10 @@ void ActivationNode::bind(const Arena& arena, const dnnl::memory&) {
 
 void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
   if (fn_ != ActivationFn::softmax) {
+    const ReluArgs relu = relu_;
     with_elementwise_activation(fn_, [&](auto fn) {
       constexpr ActivationFn kFn = decltype(fn)::value;
-      map1(x, y, [](float v, std::int64_t) { return activation_forward(kFn, v); });
+      map1(x, y, [relu](float v, std::int64_t) { return activation_forward(kFn, v, relu); });
     });
     return;
   }
@@ -103,14 +104,16 @@ void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phas
 void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, const Tensor& dy,
                               const Tensor* dx) {
   if (!dx) return;
-  if (fn_ == ActivationFn::gelu) {  // gelu's derivative needs the input
-    map2(x, dy, *dx, [](float xv, float g) { return gelu_backward(xv, g); });
-    return;
-  }
   if (fn_ != ActivationFn::softmax) {
+    const ReluArgs relu = relu_;
     with_elementwise_activation(fn_, [&](auto fn) {
       constexpr ActivationFn kFn = decltype(fn)::value;
-      map2(y, dy, *dx, [](float yv, float g) { return activation_backward(kFn, 0.0f, yv, g); });
+      if constexpr (activation_backward_needs_input(kFn)) {
+        map2(x, dy, *dx, [](float xv, float g) { return activation_backward(kFn, xv, 0.0f, g); });
+      } else {
+        map2(y, dy, *dx,
+             [relu](float yv, float g) { return activation_backward(kFn, 0.0f, yv, g, relu); });
+      }
     });
     return;
   }
@@ -176,6 +179,57 @@ void DropoutNode::backward(CpuContext& ctx, const Tensor&, const Tensor&, const 
   const DropoutMask mask = make_dropout_mask(rate_, ctx.seed, layer, step_);
   map1(dy, *dx,
        [mask](float g, std::int64_t i) { return g * mask.factor(static_cast<std::uint64_t>(i)); });
+}
+
+ZeroPaddingNode::ZeroPaddingNode(int layer_index, const LayerInfo& info, Storage storage)
+    : h_(info.input_shape[0]),
+      w_(info.input_shape[1]),
+      c_(info.input_shape[2]),
+      out_h_(info.output_shape[0]),
+      out_w_(info.output_shape[1]),
+      top_(info.pad_top),
+      left_(info.pad_left) {
+  layer = layer_index;
+  label = "ZeroPadding2D";
+  out_storage = storage;
+}
+
+template <class F>
+void ZeroPaddingNode::rows(std::int64_t batch, F f) const {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < batch * h_; ++r) {
+    const std::int64_t n = r / h_, i = r % h_;
+    f(r * w_ * c_, ((n * out_h_ + i + top_) * out_w_ + left_) * c_, w_ * c_);
+  }
+}
+
+void ZeroPaddingNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
+  with_storage(y.storage, [&](auto so) {
+    const std::int64_t n = y.elements();
+    void* out = y.data;
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) store<so()>(out, i, 0.0f);
+    with_storage(x.storage, [&](auto si) {
+      const void* in = x.data;
+      rows(x.dims.front(), [&](std::int64_t from, std::int64_t to, std::int64_t count) {
+        for (std::int64_t j = 0; j < count; ++j) store<so()>(out, to + j, load<si()>(in, from + j));
+      });
+    });
+  });
+}
+
+void ZeroPaddingNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor& dy,
+                               const Tensor* dx) {
+  if (!dx) return;
+  with_storage(dy.storage, [&](auto sg) {
+    with_storage(dx->storage, [&](auto so) {
+      const void* g = dy.data;
+      void* out = dx->data;
+      rows(dx->dims.front(), [&](std::int64_t to, std::int64_t from, std::int64_t count) {
+        for (std::int64_t j = 0; j < count; ++j) store<so()>(out, to + j, load<sg()>(g, from + j));
+      });
+    });
+  });
 }
 
 FlattenNode::FlattenNode(int layer_index, Storage storage) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/backend/cpu/cpu_node.h"
+#include "engine/ops/activation.h"
 
 namespace mixlab::cpu {
 
@@ -21,8 +22,9 @@ class CastNode : public CpuNode {
 // are staged as float32 in two arena buffers of `elements`).
 class ActivationNode : public CpuNode {
  public:
+  // `relu`: the arguments of Keras's ReLU layer (fn relu).
   ActivationNode(int layer_index, ActivationFn fn, std::int64_t row_length, std::int64_t elements,
-                 Storage storage);
+                 Storage storage, const ReluArgs& relu = {});
   std::size_t reserve(Arena& arena) override;
   void bind(const Arena& arena, const dnnl::memory& scratchpad) override;
   void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
@@ -33,6 +35,7 @@ class ActivationNode : public CpuNode {
 
  private:
   ActivationFn fn_;
+  ReluArgs relu_;
   std::int64_t row_length_;
   std::int64_t elements_;
   Arena::Id stage_ids_[2] = {0, 0};
@@ -64,6 +67,24 @@ class DropoutNode : public CpuNode {
   double rate_;
   std::uint64_t step_ = 0;  // of the last training forward
   bool trained_ = false;    // the last forward applied the mask
+};
+
+// ZeroPadding2D: copies each image into the middle of a zeroed larger one (NHWC); backward
+// takes the middle of the gradient.
+class ZeroPaddingNode : public CpuNode {
+ public:
+  ZeroPaddingNode(int layer_index, const LayerInfo& info, Storage storage);
+  void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+               std::uint64_t step) override;
+  void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor* dx) override;
+
+ private:
+  // Calls f(input index, output index, count) for each input row of W * C contiguous values.
+  template <class F>
+  void rows(std::int64_t batch, F f) const;
+  std::int64_t h_, w_, c_, out_h_, out_w_;
+  int top_, left_;
 };
 
 // Flatten: NHWC is already Keras's flattening order, so the output is the input's buffer.

@@ -39,7 +39,7 @@ std::string cache_key(const ConvShape& s) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::string key = std::to_string(device) + ':' + prop.name + ':';
   for (int v : {s.n, s.h, s.w, s.c, s.k, s.r, s.s, s.oh, s.ow, s.pad_h, s.pad_w, s.stride_h,
-                s.stride_w, static_cast<int>(s.dtype), static_cast<int>(s.tf32)}) {
+                s.stride_w, static_cast<int>(s.dtype), static_cast<int>(s.tf32), s.groups}) {
     key += std::to_string(v) + ',';
   }
   return key;
@@ -89,10 +89,12 @@ DnnConv::DnnConv(cudnnHandle_t handle, const ConvShape& s, std::string what)
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, type, s.n, s.c, s.h, s.w));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NHWC, type, s.n, s.k, s.oh, s.ow));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NHWC, s.k, s.c, s.r, s.s));
+    CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NHWC, s.k, s.c / s.groups, s.r, s.s));
     // Keras's Conv2D is a cross-correlation; accumulation in float32 for every policy.
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, s.pad_h, s.pad_w, s.stride_h, s.stride_w, 1,
                                                 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, s.groups));
     CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, requested_math(s)));
     int oh = 0, ow = 0, on = 0, oc = 0;
     CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_, x_, w_, &on, &oc, &oh, &ow));

@@ -16,6 +16,7 @@ namespace mixlab::cuda {
 struct ConvShape {
   int n = 0, h = 0, w = 0, c = 0;  // input (NHWC), already padded when the padding is asymmetric
   int k = 0, r = 1, s = 1;         // filters and window; weights KRSC (filters, kh, kw, in)
+  int groups = 1;                  // DepthwiseConv2D: c (weights K x r x s x 1)
   int oh = 0, ow = 0;              // output
   int pad_h = 0, pad_w = 0;        // symmetric padding cuDNN applies
   int stride_h = 1, stride_w = 1;

@@ -35,7 +35,10 @@ ConvNode::ConvNode(CudaContext& ctx, const ExecutionPlan& plan, const PlanNode& 
   kernel_ = param_slot(plan.params.at(static_cast<std::size_t>(node.params.at(0))));
   kernel_.conv_kh = shape_.r;
   kernel_.conv_kw = shape_.s;
-  kernel_.conv_in = c_;
+  // DepthwiseConv2D: Keras's (kh, kw, in, multiplier) is (kh, kw, 1, in * multiplier) in
+  // memory, the grouped filters' (filters, kh, kw, 1) after the same re-layout as Conv2D's.
+  shape_.groups = node.groups;
+  kernel_.conv_in = c_ / node.groups;
   kernel_.conv_out = shape_.k;
   if (bias_) bias_slot_ = param_slot(plan.params.at(static_cast<std::size_t>(node.params.at(1))));
   conv_ = std::make_unique<DnnConv>(ctx.dnn, shape_, label);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/backend/cuda/batch_norm_node.h"
 #include "engine/backend/cuda/conv_node.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/dense_node.h"
@@ -170,9 +171,15 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           made = std::make_unique<CastNode>(node.layer, dtype, node.label);
           break;
         case PlanOp::activation:
-          made = std::make_unique<ActivationNode>(
-              node.layer, node.activation, static_cast<int>(node.out_shape.back()), dtype,
-              node.label);
+          made = std::make_unique<ActivationNode>(node.layer, node.activation,
+                                                  static_cast<int>(node.out_shape.back()), dtype,
+                                                  node.label, node.relu);
+          break;
+        case PlanOp::batch_norm:
+          made = std::make_unique<BatchNormNode>(plan_, node, layer, info);
+          break;
+        case PlanOp::zero_padding:
+          made = std::make_unique<ZeroPaddingNode>(plan_.batch, info, dtype, node.label);
           break;
         case PlanOp::rescaling:
           made = std::make_unique<RescalingNode>(node.layer, layer.scale, layer.offset, dtype,
@@ -301,7 +308,12 @@ void CudaExecutor::allocate() {
 
 void CudaExecutor::initialise_parameters(std::uint64_t seed) {
   for (ParamSlot* s : slots_) {
-    if (s->kind != ParamKind::kernel) continue;  // biases start at zero (the arena is zeroed)
+    if (s->kind == ParamKind::gamma || s->kind == ParamKind::moving_variance) {
+      write_parameter(s->layer, s->kind,
+                      std::vector<float>(static_cast<std::size_t>(s->count), 1.0f));
+    }
+    // Biases, beta and moving means start at zero (the arena is zeroed).
+    if (s->kind != ParamKind::kernel) continue;
     write_parameter(
         s->layer, s->kind,
         glorot_uniform(s->count, s->fan_in, s->fan_out, kernel_init_seed(seed, s->layer)));

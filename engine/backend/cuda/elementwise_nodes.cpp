@@ -16,7 +16,7 @@ void ActivationNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& 
     kernels::softmax_forward(x.data, y.data, y.dtype, x.elements() / channels_, channels_,
                              ctx.stream);
   } else {
-    kernels::activation_forward(fn_, x.data, y.data, y.dtype, x.elements(), ctx.stream);
+    kernels::activation_forward(fn_, x.data, y.data, y.dtype, x.elements(), ctx.stream, relu_);
   }
 }
 
@@ -28,7 +28,7 @@ void ActivationNode::backward(CudaContext& ctx, const DTensor& x, const DTensor&
                               channels_, ctx.stream);
   } else {
     kernels::activation_backward(fn_, x.data, y.data, dy.data, dx->data, dy.dtype, y.elements(),
-                                 ctx.stream);
+                                 ctx.stream, relu_);
   }
 }
 
@@ -52,6 +52,29 @@ void DropoutNode::backward(CudaContext& ctx, const DTensor&, const DTensor&, con
   if (dx) {
     kernels::dropout(dy.data, dx->data, dy.dtype, dy.elements(), rate_, ctx.seed, layer,
                      ctx.params, ctx.stream);
+  }
+}
+
+ZeroPaddingNode::ZeroPaddingNode(int batch, const LayerInfo& info, DType dtype, std::string label)
+    : CudaNode(info.index, dtype, std::move(label)),
+      n_(batch),
+      h_(static_cast<int>(info.input_shape[0])),
+      w_(static_cast<int>(info.input_shape[1])),
+      c_(static_cast<int>(info.input_shape[2])),
+      top_(info.pad_top),
+      left_(info.pad_left),
+      hp_(static_cast<int>(info.output_shape[0])),
+      wp_(static_cast<int>(info.output_shape[1])) {}
+
+void ZeroPaddingNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {
+  kernels::pad_nhwc(x.data, y.data, x.dtype, n_, h_, w_, c_, top_, left_, hp_, wp_, ctx.stream);
+}
+
+void ZeroPaddingNode::backward(CudaContext& ctx, const DTensor&, const DTensor&, const DTensor& dy,
+                               const DTensor* dx) {
+  if (dx) {
+    kernels::crop_nhwc(dy.data, dx->data, dy.dtype, n_, h_, w_, c_, top_, left_, hp_, wp_,
+                       ctx.stream);
   }
 }
 

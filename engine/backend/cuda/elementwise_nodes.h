@@ -1,6 +1,6 @@
 // The CUDA executor's elementwise nodes, each on MixLab's kernels (kernels.h): Cast, Flatten
-// (a view), Activation (softmax row-wise), Rescaling and Dropout. Each reads and writes one
-// dtype; the plan puts a Cast before them where the input's differs.
+// (a view), Activation (softmax row-wise), Rescaling, Dropout and ZeroPadding2D. Each reads and
+// writes one dtype; the plan puts a Cast before them where the input's differs.
 #pragma once
 
 #include "engine/backend/cuda/cuda_context.h"
@@ -27,8 +27,10 @@ class FlattenNode final : public CudaNode {
 class ActivationNode final : public CudaNode {
  public:
   // `channels`: the row length softmax normalises over (the last dimension).
-  ActivationNode(int layer, ActivationFn fn, int channels, DType dtype, std::string label)
-      : CudaNode(layer, dtype, std::move(label)), fn_(fn), channels_(channels) {}
+  // `relu`: Keras's ReLU layer's arguments (fn relu).
+  ActivationNode(int layer, ActivationFn fn, int channels, DType dtype, std::string label,
+                 const ReluArgs& relu = {})
+      : CudaNode(layer, dtype, std::move(label)), fn_(fn), channels_(channels), relu_(relu) {}
   void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
   void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
                 const DTensor* dx) override;
@@ -36,6 +38,7 @@ class ActivationNode final : public CudaNode {
  private:
   ActivationFn fn_;
   int channels_;
+  ReluArgs relu_;
 };
 
 class RescalingNode final : public CudaNode {
@@ -63,6 +66,19 @@ class DropoutNode final : public CudaNode {
 
  private:
   double rate_;
+};
+
+// ZeroPadding2D: the input copied into the interior of its output, whose border stays zero
+// (the arena is zeroed and nothing else writes it); backward crops the gradient.
+class ZeroPaddingNode final : public CudaNode {
+ public:
+  ZeroPaddingNode(int batch, const LayerInfo& info, DType dtype, std::string label);
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+
+ private:
+  int n_, h_, w_, c_, top_, left_, hp_, wp_;
 };
 
 }  // namespace mixlab::cuda

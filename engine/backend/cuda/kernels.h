@@ -14,6 +14,8 @@
 #include <cstdint>
 
 #include "engine/core/precision.h"
+#include "engine/ops/activation.h"
+#include "engine/ops/batch_norm.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/loss_scale.h"
 #include "engine/ops/optimizer.h"
@@ -65,11 +67,14 @@ void gather_batch(const std::uint8_t* images, const std::int32_t* labels,
                   cudaStream_t stream);
 
 // Elementwise activations (not softmax), engine/ops/activation.h's math in float32.
+// `relu`: Keras's ReLU layer's arguments (fn relu).
 void activation_forward(ActivationFn fn, const void* x, void* y, DType dtype, std::int64_t n,
-                        cudaStream_t stream);
-// x is needed for gelu only (may be null otherwise); y for relu, sigmoid, tanh.
+                        cudaStream_t stream, const ReluArgs& relu = {});
+// x is needed where activation_backward_needs_input (gelu, silu, hard_silu; may be null
+// otherwise); y for the others.
 void activation_backward(ActivationFn fn, const void* x, const void* y, const void* dy, void* dx,
-                         DType dtype, std::int64_t n, cudaStream_t stream);
+                         DType dtype, std::int64_t n, cudaStream_t stream,
+                         const ReluArgs& relu = {});
 // Row-wise softmax over the last dimension (k) and its backward, float32 arithmetic.
 void softmax_forward(const void* x, void* y, DType dtype, std::int64_t rows, int k,
                      cudaStream_t stream);
@@ -113,6 +118,27 @@ void pad_nhwc(const void* x, void* xp, DType dtype, int n, int h, int w, int c, 
               int hp, int wp, cudaStream_t stream);
 void crop_nhwc(const void* xp, void* x, DType dtype, int n, int h, int w, int c, int top, int left,
                int hp, int wp, cudaStream_t stream);
+
+// BatchNormalization over `rows` rows of `channels` values (NHWC), in float32 (engine/ops/
+// batch_norm.h): a training step (params->train) normalizes by the statistics of its real
+// samples' rows (real_samples * rows_per_sample) and updates the moving ones in place; otherwise
+// by the moving ones. `sums`: 2 * channels doubles of scratch; `stats`: 5 * channels floats that
+// forward leaves for backward (mean, 1/sqrt(var + eps), ...). Backward (after a training
+// forward) overwrites dgamma and dbeta (either may be null) and dx (null: not needed; zero on
+// the padding rows).
+struct BatchNormShape {
+  std::int64_t rows = 0;
+  std::int64_t rows_per_sample = 1;
+  int channels = 0;
+};
+void batch_norm_forward(const void* x, void* y, DType dtype, const BatchNormShape& shape,
+                        const BatchNormArgs& args, const float* gamma, const float* beta,
+                        float* moving_mean, float* moving_var, double* sums, float* stats,
+                        const StepParams* params, cudaStream_t stream);
+void batch_norm_backward(const void* x, const void* dy, void* dx, DType dtype,
+                         const BatchNormShape& shape, const float* gamma, float* dgamma,
+                         float* dbeta, double* sums, float* stats, const StepParams* params,
+                         cudaStream_t stream);
 
 // Pooling in NHWC with Keras's padding (asymmetric allowed): max ignores padding; average
 // excludes it from the count. Backward overwrites dx (max: the gradient goes to the first

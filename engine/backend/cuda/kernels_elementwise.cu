@@ -18,21 +18,21 @@ using namespace detail;
 // ---- elementwise ---------------------------------------------------------------------------
 
 template <class T, ActivationFn Fn>
-__global__ void activation_forward_kernel(const T* x, T* y, std::int64_t n) {
+__global__ void activation_forward_kernel(const T* x, T* y, std::int64_t n, ReluArgs relu) {
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
-    y[i] = from_float<T>(mixlab::activation_forward(Fn, to_float(x[i])));
+    y[i] = from_float<T>(mixlab::activation_forward(Fn, to_float(x[i]), relu));
   }
 }
 
 template <class T, ActivationFn Fn>
 __global__ void activation_backward_kernel(const T* x, const T* y, const T* dy, T* dx,
-                                           std::int64_t n) {
+                                           std::int64_t n, ReluArgs relu) {
   const bool needs_input = mixlab::activation_backward_needs_input(Fn);
   const bool needs_output = !needs_input && Fn != ActivationFn::linear;
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
     const float xv = needs_input ? to_float(x[i]) : 0.0f;
     const float yv = needs_output ? to_float(y[i]) : 0.0f;
-    dx[i] = from_float<T>(mixlab::activation_backward(Fn, xv, yv, to_float(dy[i])));
+    dx[i] = from_float<T>(mixlab::activation_backward(Fn, xv, yv, to_float(dy[i]), relu));
   }
 }
 
@@ -127,21 +127,22 @@ void require_elementwise(ActivationFn fn) {
 }  // namespace
 
 void activation_forward(ActivationFn fn, const void* x, void* y, DType dtype, std::int64_t n,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, const ReluArgs& relu) {
   if (n <= 0) return;
   require_elementwise(fn);
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_elementwise_activation(fn, [&](auto f) {
       activation_forward_kernel<T, decltype(f)::value>
-          <<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+          <<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n,
+                                               relu);
     });
   });
   MIXLAB_CHECK_LAUNCH("activation_forward_kernel");
 }
 
 void activation_backward(ActivationFn fn, const void* x, const void* y, const void* dy, void* dx,
-                         DType dtype, std::int64_t n, cudaStream_t stream) {
+                         DType dtype, std::int64_t n, cudaStream_t stream, const ReluArgs& relu) {
   if (n <= 0) return;
   require_elementwise(fn);
   with_dtype(dtype, [&](auto tag) {
@@ -149,7 +150,8 @@ void activation_backward(ActivationFn fn, const void* x, const void* y, const vo
     with_elementwise_activation(fn, [&](auto f) {
       activation_backward_kernel<T, decltype(f)::value>
           <<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(y),
-                                               static_cast<const T*>(dy), static_cast<T*>(dx), n);
+                                               static_cast<const T*>(dy), static_cast<T*>(dx), n,
+                                               relu);
     });
   });
   MIXLAB_CHECK_LAUNCH("activation_backward_kernel");

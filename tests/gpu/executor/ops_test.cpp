@@ -85,6 +85,36 @@ std::vector<OpCase> cases() {
       {"ActivationSoftmax", {7}, {activation(A::softmax)}},
       {"ActivationSoftmaxFloat32", {7}, {activation(A::softmax, true)}},
       {"ActivationLinear", {10}, {activation(A::linear)}},
+      {"ActivationSilu", {10}, {activation(A::silu)}},
+      {"ActivationHardSigmoid", {10}, {activation(A::hard_sigmoid)}},
+      {"ActivationHardSilu", {10}, {activation(A::hard_silu)}},
+      {"ActivationElu", {10}, {activation(A::elu)}},
+      {"ActivationRelu6", {10}, {activation(A::relu6)}},
+      {"ActivationLeakyRelu", {10}, {activation(A::leaky_relu)}},
+      {"ReLUMaxValue", {4, 3, 2}, {relu(1.3)}},
+      {"ReLUAllArguments", {12}, {relu(1.3, 0.2, 0.3)}},
+      {"ZeroPadding", {3, 4, 2}, {zero_padding({1, 2, 0, 1})}},
+      {"DepthwiseValid", {5, 6, 3}, {depthwise({3, 3}, {1, 1}, valid)}},
+      {"DepthwiseSameStride2Multiplier2", {7, 6, 2}, {depthwise({3, 3}, {2, 2}, same, 2, A::relu)}},
+      {"DepthwiseNoBias", {4, 5, 3}, {depthwise({2, 3}, {1, 1}, same, 1, A::linear, false)}},
+      {"DepthwiseWide", {8, 8, 32}, {depthwise({3, 3}, {1, 1}, same)}},
+      {"BatchNorm", {3, 2, 4}, {batch_norm()}},
+      {"BatchNormOnFeatures", {5}, {batch_norm()}},
+      {"BatchNormNoScaleNoCenter", {2, 2, 3}, {batch_norm(false, false)}},
+      {"BatchNormWide", {4, 4, 64}, {batch_norm()}},
+      // A ResNet basic block and a MobileNetV2 inverted residual, every activation compared.
+      {"ResNetBlock",
+       {6, 6, 4},
+       {conv(4, {3, 3}, {1, 1}, same, A::linear, false), batch_norm(),
+        named(activation(A::relu), "r1"), conv(4, {3, 3}, {1, 1}, same, A::linear, false),
+        named(batch_norm(), "bn2"), merge(LT::Add, {"r1", "bn2"}), activation(A::relu),
+        global_pool(LT::GlobalAveragePooling2D), dense(3)}},
+      {"MobileNetBlock",
+       {6, 6, 4},
+       {named(conv(8, {1, 1}, {1, 1}, valid, A::linear, false), "expand"), batch_norm(), relu(6.0),
+        zero_padding({0, 1, 0, 1}), depthwise({3, 3}, {2, 2}, valid, 1, A::linear, false),
+        batch_norm(), relu(6.0), conv(4, {1, 1}, {1, 1}, valid, A::linear, false), batch_norm(),
+        simple(LT::Flatten), dense(3)}},
       {"Rescaling", {9}, {rescaling(0.5, -1.25)}},
       {"Dropout", {40}, {dropout(0.3)}},
       {"DropoutSpatial", {4, 4, 3}, {dropout(0.5), simple(LT::Flatten)}},
@@ -217,6 +247,13 @@ TEST_P(CudaOp, ForwardAndBackwardMatchTheCpu) {
                          "activation of layer " + std::to_string(i) + " (" +
                              std::string(to_string(spec.layers[i].type)) + ")",
                          each_element);
+    // BatchNormalization's moving statistics, updated by the training forward.
+    for (const ParamGroup& g : table.layers[i].params) {
+      if (is_trainable(g.kind)) continue;
+      expect_tensors_close(
+          gpu->ops().read_parameter(layer, g.kind), cpu->ops().read_parameter(layer, g.kind), tol,
+          "layer " + std::to_string(i) + " " + std::string(to_string(g.kind)), true);
+    }
   }
 
   const auto n_out = static_cast<std::size_t>(kBatch * num_elements(table.output_shape));

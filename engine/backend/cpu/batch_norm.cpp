@@ -1,0 +1,204 @@
+#include "engine/backend/cpu/batch_norm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/core/error.h"
+
+namespace mixlab::cpu {
+
+namespace {
+
+void describe_vector(ParamSlot& slot, ParamKind kind, std::int64_t channels) {
+  const dnnl::memory::desc md({channels}, dnnl::memory::data_type::f32,
+                              dnnl::memory::format_tag::a);
+  slot.kind = kind;
+  slot.keras_desc = slot.grad_desc = slot.master_desc = slot.copy_desc = md;
+  slot.grad_storage = slot.copy_storage = Storage::f32;
+  slot.copy_mode = CopyMode::master;  // float32 statistics and affine transform
+}
+
+const float* data_of(const ParamSlot& slot) {
+  return static_cast<const float*>(slot.master.get_data_handle());
+}
+
+}  // namespace
+
+BatchNormNode::BatchNormNode(const LayerSpec& spec, const LayerInfo& info, Storage storage)
+    : channels_(info.input_shape.back()) {
+  layer = info.index;
+  label = "BatchNormalization";
+  out_storage = storage;
+  args_.momentum = static_cast<float>(spec.momentum);
+  args_.epsilon = static_cast<float>(spec.epsilon);
+  args_.has_gamma = spec.scale_gamma;
+  args_.has_beta = spec.center;
+  for (ParamSlot* s : {&gamma_, &beta_, &moving_mean_, &moving_variance_}) s->layer = layer;
+  describe_vector(gamma_, ParamKind::gamma, channels_);
+  describe_vector(beta_, ParamKind::beta, channels_);
+  describe_vector(moving_mean_, ParamKind::moving_mean, channels_);
+  describe_vector(moving_variance_, ParamKind::moving_variance, channels_);
+}
+
+std::vector<ParamSlot*> BatchNormNode::params() {
+  std::vector<ParamSlot*> out;  // Keras's order
+  if (args_.has_gamma) out.push_back(&gamma_);
+  if (args_.has_beta) out.push_back(&beta_);
+  out.push_back(&moving_mean_);
+  out.push_back(&moving_variance_);
+  return out;
+}
+
+std::size_t BatchNormNode::reserve(Arena& arena) {
+  stats_id_ =
+      arena.reserve(static_cast<std::size_t>(channels_) * (4 * sizeof(float) + 2 * sizeof(double)),
+                    Purpose::workspace);
+  return 0;
+}
+
+void BatchNormNode::bind(const Arena& arena, const dnnl::memory&) {
+  auto* base = arena.as<double>(stats_id_);
+  sums_ = base;
+  auto* f = reinterpret_cast<float*>(base + 2 * channels_);
+  mean_ = f;
+  inv_std_ = f + channels_;
+  a_ = f + 2 * channels_;
+  b_ = f + 3 * channels_;
+}
+
+template <class F>
+void BatchNormNode::channel_sums(std::int64_t rows, double* out, F f) const {
+  const std::int64_t c = channels_;
+  std::fill(out, out + c, 0.0);
+#pragma omp parallel
+  {
+    std::vector<double> local(static_cast<std::size_t>(c), 0.0);
+#pragma omp for schedule(static) nowait
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t k = 0; k < c; ++k) local[static_cast<std::size_t>(k)] += f(r * c + k, k);
+    }
+#pragma omp critical
+    for (std::int64_t k = 0; k < c; ++k) out[k] += local[static_cast<std::size_t>(k)];
+  }
+}
+
+void BatchNormNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+                            std::uint64_t) {
+  const std::int64_t c = channels_;
+  const std::int64_t per_sample = x.elements() / x.dims.front();
+  const std::int64_t all_rows = x.elements() / c;
+  const float* gamma = args_.has_gamma ? data_of(gamma_) : nullptr;
+  const float* beta = args_.has_beta ? data_of(beta_) : nullptr;
+  auto* moving_mean = const_cast<float*>(data_of(moving_mean_));
+  auto* moving_var = const_cast<float*>(data_of(moving_variance_));
+  trained_ = phase == Phase::train;
+  with_storage(x.storage, [&](auto si) {
+    constexpr Storage kIn = si();
+    const void* in = x.data;
+    if (trained_) {
+      rows_ = std::max<std::int64_t>(1, ctx.real_samples) * per_sample / c;
+      const double m = static_cast<double>(rows_);
+      channel_sums(rows_, sums_, [&](std::int64_t i, std::int64_t) { return load<kIn>(in, i); });
+      for (std::int64_t k = 0; k < c; ++k) mean_[k] = static_cast<float>(sums_[k] / m);
+      const float* mean = mean_;
+      channel_sums(rows_, sums_, [&](std::int64_t i, std::int64_t k) {
+        const double d = static_cast<double>(load<kIn>(in, i)) - mean[k];
+        return d * d;
+      });
+      for (std::int64_t k = 0; k < c; ++k) {
+        const auto variance = static_cast<float>(sums_[k] / m);
+        const ChannelAffine t = channel_affine(mean_[k], variance, gamma ? gamma[k] : 1.0f,
+                                               beta ? beta[k] : 0.0f, args_.epsilon);
+        a_[k] = t.a;
+        b_[k] = t.b;
+        inv_std_[k] = t.inv_std;
+        moving_mean[k] = moving_update(moving_mean[k], mean_[k], args_.momentum);
+        moving_var[k] = moving_update(moving_var[k], variance, args_.momentum);
+      }
+    } else {
+      for (std::int64_t k = 0; k < c; ++k) {
+        const ChannelAffine t =
+            channel_affine(moving_mean[k], moving_var[k], gamma ? gamma[k] : 1.0f,
+                           beta ? beta[k] : 0.0f, args_.epsilon);
+        a_[k] = t.a;
+        b_[k] = t.b;
+      }
+    }
+    const float* a = a_;
+    const float* b = b_;
+    with_storage(y.storage, [&](auto so) {
+      void* out = y.data;
+#pragma omp parallel for schedule(static)
+      for (std::int64_t r = 0; r < all_rows; ++r) {
+        for (std::int64_t k = 0; k < c; ++k) {
+          const std::int64_t i = r * c + k;
+          store<so()>(out, i, load<kIn>(in, i) * a[k] + b[k]);
+        }
+      }
+    });
+  });
+}
+
+void BatchNormNode::backward(CpuContext&, const Tensor& x, const Tensor&, const Tensor& dy,
+                             const Tensor* dx) {
+  if (!trained_) throw BackendError(label + ": backward after an inference forward");
+  const std::int64_t c = channels_;
+  const std::int64_t all_rows = x.elements() / c;
+  const std::int64_t rows = rows_;
+  const float* gamma = args_.has_gamma ? data_of(gamma_) : nullptr;
+  double* dbeta = sums_;
+  double* dgamma = sums_ + c;
+  with_storage(x.storage, [&](auto si) {
+    constexpr Storage kIn = si();
+    with_storage(dy.storage, [&](auto sg) {
+      constexpr Storage kGrad = sg();
+      const void* in = x.data;
+      const void* g = dy.data;
+      const float* mean = mean_;
+      const float* inv_std = inv_std_;
+      channel_sums(rows, dbeta, [&](std::int64_t i, std::int64_t) { return load<kGrad>(g, i); });
+      channel_sums(rows, dgamma, [&](std::int64_t i, std::int64_t k) {
+        return static_cast<double>(load<kGrad>(g, i)) * ((load<kIn>(in, i) - mean[k]) * inv_std[k]);
+      });
+      if (args_.has_gamma) {
+        auto* out = static_cast<float*>(gamma_.grad.get_data_handle());
+        for (std::int64_t k = 0; k < c; ++k) out[k] = static_cast<float>(dgamma[k]);
+      }
+      if (args_.has_beta) {
+        auto* out = static_cast<float*>(beta_.grad.get_data_handle());
+        for (std::int64_t k = 0; k < c; ++k) out[k] = static_cast<float>(dbeta[k]);
+      }
+      if (!dx) return;
+      // The sums as float, once (the forward's a and b are free now): gamma / sqrt(var + eps),
+      // sum dy and sum dy * xhat.
+      std::vector<float> sum_dy_xhat(static_cast<std::size_t>(c));
+      for (std::int64_t k = 0; k < c; ++k) {
+        a_[k] = (gamma ? gamma[k] : 1.0f) * inv_std[k];
+        b_[k] = static_cast<float>(dbeta[k]);
+        sum_dy_xhat[static_cast<std::size_t>(k)] = static_cast<float>(dgamma[k]);
+      }
+      const float* scale = a_;
+      const float* sum_dy = b_;
+      const float* sdx = sum_dy_xhat.data();
+      const auto m = static_cast<float>(rows);
+      with_storage(dx->storage, [&](auto so) {
+        void* out = dx->data;
+#pragma omp parallel for schedule(static)
+        for (std::int64_t r = 0; r < all_rows; ++r) {
+          for (std::int64_t k = 0; k < c; ++k) {
+            const std::int64_t i = r * c + k;
+            const float v = r < rows ? batch_norm_dx(load<kGrad>(g, i),
+                                                     (load<kIn>(in, i) - mean[k]) * inv_std[k],
+                                                     scale[k], m, sum_dy[k], sdx[k])
+                                     : 0.0f;
+            store<so()>(out, i, v);
+          }
+        }
+      });
+    });
+  });
+}
+
+}  // namespace mixlab::cpu
