@@ -16,6 +16,8 @@ Runs inside the venv of scripts/keras-env.sh (Keras 3 on JAX's CPU backend), dri
              guide (GlobalAveragePooling2D): the Keras JSON export builds in Keras and Keras's
              to_json() of it imports back alike; parameters, shapes, forward and the train
              checks of each .keras archive
+  applications  keras.applications MobileNetV2, ResNet50 and DenseNet121 (weights=None,
+             32x32x3): parameters (trainable and not) and predict in inference mode, to 1e-4
   names      a .keras archive whose layers carry their own names (not the class-based names
              under which Keras files their weights) imports with its weights
   tfkeras    a hand-written tf.keras 2.x JSON file (fixtures/) imports, with its policy
@@ -358,8 +360,14 @@ def save_keras(spec, path, seed):
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     model = build_keras(spec)
-    # BatchNormalization starts at gamma 1, beta 0, mean 0, variance 1, under which inference
-    # would not show whether the moving statistics are read right: other values, seeded.
+    randomize_batch_norm(model, seed)
+    model.save(path)
+    return model
+
+
+def randomize_batch_norm(model, seed):
+    """BatchNormalization starts at gamma 1, beta 0, mean 0, variance 1, under which inference
+    would not show whether the moving statistics are read right: other values, seeded."""
     rng = np.random.default_rng(seed)
     for layer in model.layers:
         if isinstance(layer, keras.layers.BatchNormalization):
@@ -373,8 +381,6 @@ def save_keras(spec, path, seed):
                 else:  # moving_variance
                     values.append(rng.uniform(0.5, 2.0, n))
             layer.set_weights([v.astype(np.float32) for v in values])
-    model.save(path)
-    return model
 
 
 def part_forward(cli, source, work, batch):
@@ -694,6 +700,44 @@ def graph_checks(cli, work, spec, train_spec, batch, policies):
     train_checks(cli, work, train_spec, batch, policies)
 
 
+# keras.applications models with weights=None, 32x32x3 inputs and 10 classes (issue 27): each
+# imports from its .keras archive with Keras's parameter counts (trainable and not) and predicts
+# what Keras predicts in inference mode (BatchNormalization's moving statistics seeded).
+APPLICATIONS = ("MobileNetV2", "ResNet50", "DenseNet121")
+APPLICATIONS_RTOL = 1e-4
+
+
+def part_applications(cli, work, batch):
+    for cls in APPLICATIONS:
+        name = cls.lower()
+        with attempt(f"applications {name}"):
+            keras.backend.clear_session()
+            keras.utils.set_random_seed(13)
+            model = getattr(keras.applications, cls)(weights=None, input_shape=(32, 32, 3), classes=10)
+            randomize_batch_norm(model, 13)
+            path = work / f"{name}.keras"
+            model.save(path)
+            info = cli.json("inspect", path, "--json")
+            non_trainable = sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
+            check(model.count_params() == info["params_total"] and
+                  non_trainable == info["non_trainable_params"],
+                  f"applications {name}: Keras counts {model.count_params()} parameters "
+                  f"({non_trainable} non-trainable), MixLab {info['params_total']} "
+                  f"({info['non_trainable_params']})")
+            # Raw pixels 0..3 (no Rescaling layer): the applications expect preprocessed inputs.
+            spec = {"name": name, "input": {"shape": [32, 32, 3]},
+                    "layers": [{"type": "Dense", "units": 10}]}
+            dataset, _, (x_test, _) = make_dataset(work, spec, batch, FORWARD_COUNT)
+            started = time.monotonic()
+            got = cli.json("predict", path, "--dataset", dataset, "--count", FORWARD_COUNT, "--json",
+                           "--precision", "float32", "--device", "cpu")
+            log(f"  {name}: {len(model.layers)} Keras layers, MixLab predict took "
+                f"{time.monotonic() - started:.1f} s")
+            expected = model.predict(x_test[:FORWARD_COUNT], verbose=0)
+            record("forward float32", name, rel_diff(np.array(got["outputs"], np.float64), expected),
+                   APPLICATIONS_RTOL)
+
+
 def part_tfkeras(cli, source, work):
     fixture = pathlib.Path(__file__).resolve().parent / "fixtures" / "tf_keras_2_cnn.json"
     info = cli.json("inspect", fixture, "--json")
@@ -776,7 +820,8 @@ def main():
                         help="train: the policies (comma-separated)")
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="scripts: Python with torch")
     parser.add_argument("parts", nargs="+",
-                        choices=["structure", "forward", "names", "train", "graphs", "tfkeras", "torch",
+                        choices=["structure", "forward", "names", "train", "graphs", "applications",
+                                 "tfkeras", "torch",
                                  "scripts"])
     args = parser.parse_args()
     cli = Cli(os.path.abspath(args.cli))
@@ -790,6 +835,7 @@ def main():
         "names": lambda: part_archive_names(cli, source, work, args.batch),
         "train": lambda: part_train(cli, source, work, args.batch, args.policies.split(",")),
         "graphs": lambda: part_graphs(cli, work, args.batch, args.policies.split(",")),
+        "applications": lambda: part_applications(cli, work, args.batch),
         "tfkeras": lambda: part_tfkeras(cli, source, work),
         "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),
         "scripts": lambda: part_scripts(cli, source, work, args.torch_python),
