@@ -122,26 +122,6 @@ ordered_json serialized(std::string_view module, std::string_view cls, ordered_j
           {"registered_name", nullptr}};
 }
 
-}  // namespace
-
-void require_stack(const ModelSpec& spec, std::string_view format) {
-  const ModelGraph graph = resolve_graph(spec);
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-    const int before = i == 0 ? kModelInput : static_cast<int>(i) - 1;
-    const std::vector<int>& in = graph.inputs[i];
-    if (in.size() != 1 || in.front() != before) {
-      std::string reads;
-      for (const int from : in) reads += (reads.empty() ? "" : " and ") + edge_name(spec, from);
-      throw ConfigError(std::string(format) + ": MixLab writes a stack of layers, and layer " +
-                        std::to_string(i) + " (" + std::string(to_string(spec.layers[i].type)) +
-                        ") " + edge_name(spec, static_cast<int>(i)) + " reads " + reads +
-                        ": exporting graphs is not supported yet");
-    }
-  }
-}
-
-namespace {
-
 // Keras 3's reference to a layer's output in an inbound node.
 ordered_json keras_tensor(const std::string& layer, const Shape& shape, DType dtype) {
   ordered_json batch_shape = ordered_json::array({nullptr});

@@ -75,8 +75,5 @@ ImportedModel load_model_source(const std::filesystem::path& path);
 // `policy` as the model's and the layers' dtype policy (a layer with force_float32 keeps
 // "float32"), and the loss as a compile config.
 std::string export_keras_json(const ModelSpec& spec, Policy policy = Policy::float32);
-// The exporters write a stack of layers: a graph (a layer that names its inputs) is refused
-// with a ConfigError naming `format` and the first layer that makes it one.
-void require_stack(const ModelSpec& spec, std::string_view format);
 
 }  // namespace mixlab

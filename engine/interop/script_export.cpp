@@ -16,6 +16,7 @@
 #include "engine/core/precision.h"
 #include "engine/interop/keras_model.h"
 #include "engine/interop/python_code.h"
+#include "engine/spec/model_graph.h"
 #include "engine/spec/shape_inference.h"
 #include "resources/builtin_export.h"
 
@@ -207,12 +208,24 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
              ", depth_multiplier=" + py_int(layer.depth_multiplier) + activation + bias;
       break;
     case LayerType::Add:
+      type = "Add";
+      break;
     case LayerType::Subtract:
+      type = "Subtract";
+      break;
     case LayerType::Multiply:
+      type = "Multiply";
+      break;
     case LayerType::Average:
+      type = "Average";
+      break;
     case LayerType::Maximum:
+      type = "Maximum";
+      break;
     case LayerType::Concatenate:
-      throw ConfigError("a script: merge layers belong to graphs, which require_stack() refuses");
+      type = "Concatenate";
+      args = PyCode("axis=") + py_int(layer.axis);
+      break;
   }
   std::vector<PyCode> keywords;
   if (layer.force_float32) keywords.emplace_back("dtype=\"float32\"");
@@ -224,13 +237,40 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
   return PyCode("keras.layers.") + type + "(" + args + ")";
 }
 
-PyCode keras_layers(const ModelSpec& spec) {
+// The tensor a layer's output is held in by a functional model's code: t3 (inputs: the input).
+PyCode tensor_name(int layer) {
+  return layer == kModelInput ? PyCode("inputs") : PyCode("t") + py_int(layer);
+}
+
+// build_model()'s body: a Sequential model for a chain, a functional one for a graph (each
+// layer called on the tensors it reads, in an order where each follows those).
+PyCode keras_model(const ModelSpec& spec) {
+  const ModelGraph graph = resolve_graph(spec);
   PyCode lines;
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-    if (i != 0) lines += "\n";
-    lines += PyCode("        ") + keras_layer(spec.layers[i], i) + ",";
+  if (graph.is_chain()) {
+    lines = "    return keras.Sequential([\n        keras.Input(shape=INPUT_SHAPE),";
+    for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+      lines += PyCode("\n        ") + keras_layer(spec.layers[i], i) + ",";
+    }
+    return lines + "\n    ], name=MODEL_NAME)";
   }
-  return lines;
+  lines = "    inputs = keras.Input(shape=INPUT_SHAPE)";
+  for (const int i : graph.order) {
+    const std::vector<int>& reads = graph.inputs[static_cast<std::size_t>(i)];
+    PyCode args = tensor_name(reads.front());
+    if (is_merge(spec.layers[static_cast<std::size_t>(i)].type)) {
+      args = "[";
+      for (std::size_t k = 0; k < reads.size(); ++k) {
+        args += (k == 0 ? PyCode() : PyCode(", ")) + tensor_name(reads[k]);
+      }
+      args += "]";
+    }
+    lines += PyCode("\n    ") + tensor_name(i) + " = " +
+             keras_layer(spec.layers[static_cast<std::size_t>(i)], static_cast<std::size_t>(i)) +
+             "(" + args + ")";
+  }
+  return lines + "\n    return keras.Model(inputs, " + tensor_name(graph.output) +
+         ", name=MODEL_NAME)";
 }
 
 // --- PyTorch --------------------------------------------------------------------------------
@@ -265,31 +305,16 @@ PyCode torch_activation(ActivationFn fn, bool channels_first) {
   return {};
 }
 
-// The PyTorch modules of the stack, one line each ("# layer N" after a layer's main module),
-// with the layout (NHWC as Keras, NCHW for PyTorch's convolutions) switched where an op needs
-// the other.
-PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
+// Writes PyTorch modules, one line each ("# layer N" after a layer's main module), with the
+// layout (NHWC as Keras, NCHW for PyTorch's convolutions) switched where an op needs the other.
+class TorchWriter {
+ public:
   enum class Layout : std::uint8_t { nhwc, nchw, flat };
-  Layout layout = spec.input_shape.size() == 3 ? Layout::nhwc : Layout::flat;
-  PyCode lines;
-  const auto line = [&](const PyCode& module, const PyCode& comment) {
-    if (!lines.empty()) lines += "\n";
-    lines += PyCode("        ") + module + ",";
-    if (!comment.empty()) lines += PyCode("  # ") + comment;
-  };
-  const auto to_nchw = [&] {
-    if (layout == Layout::nhwc) line("ToNCHW()", {});
-    layout = Layout::nchw;
-  };
-  const auto to_nhwc = [&] {
-    if (layout == Layout::nchw) {
-      line("ToNHWC()", {});
-      layout = Layout::nhwc;
-    }
-  };
-  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& layer = spec.layers[i];
-    const LayerInfo& info = table.layers[i];
+  TorchWriter(Layout layout, PyCode indent) : layout_(layout), indent_(std::move(indent)) {}
+
+  // The modules of layer i (its spec and shapes).
+  void layer(const LayerSpec& layer, const LayerInfo& info, std::size_t i) {
+    Layout& layout = layout_;
     const auto add = [&](const PyCode& module, bool main) {
       if (module.empty()) return;
       line(layer.force_float32 ? PyCode("Float32(") + module + ")" : module,
@@ -374,8 +399,8 @@ PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
         if (layout != Layout::flat) to_nchw();
         add((layout == Layout::flat ? PyCode("nn.BatchNorm1d(") : PyCode("nn.BatchNorm2d(")) +
                 py_int(info.input_shape.back()) +
-                ", eps=" + layer_float(i, layer.epsilon, "epsilon") +
-                ", momentum=" + layer_float(i, 1.0 - layer.momentum, "momentum") +
+                ", eps=" + layer_float(i, layer.epsilon, "epsilon") + ", momentum=1 - " +
+                layer_float(i, layer.momentum, "momentum") +
                 ", affine=" + py_bool(layer.center || layer.scale_gamma) + ")",
             true);
         break;
@@ -397,14 +422,75 @@ PyCode torch_layers(const ModelSpec& spec, const ShapeTable& table) {
       case LayerType::Multiply:
       case LayerType::Average:
       case LayerType::Maximum:
+        // On Keras's layout (every input made NHWC or flat by the node that wrote it).
+        add(PyCode("Merge(") + py_str(keras_snake_case(to_string(layer.type))) + ")", true);
+        break;
       case LayerType::Concatenate:
-        throw ConfigError(
-            "a script: merge layers belong to graphs, which require_stack() "
-            "refuses");
+        add(PyCode("Merge(\"concatenate\", axis=") + py_int(layer.axis) + ")", true);
+        break;
     }
   }
-  to_nhwc();
-  return lines;
+
+  // Back to Keras's layout, where the next reader or the loss expects it.
+  void to_nhwc() {
+    if (layout_ == Layout::nchw) {
+      line("ToNHWC()", {});
+      layout_ = Layout::nhwc;
+    }
+  }
+  const PyCode& lines() const { return lines_; }
+
+ private:
+  void line(const PyCode& module, const PyCode& comment) {
+    if (!lines_.empty()) lines_ += "\n";
+    lines_ += indent_ + module + ",";
+    if (!comment.empty()) lines_ += PyCode("  # ") + comment;
+  }
+  void to_nchw() {
+    if (layout_ == Layout::nhwc) line("ToNCHW()", {});
+    layout_ = Layout::nchw;
+  }
+
+  Layout layout_;
+  PyCode indent_;
+  PyCode lines_;
+};
+
+TorchWriter::Layout layout_of(const Shape& shape) {
+  return shape.size() == 3 ? TorchWriter::Layout::nhwc : TorchWriter::Layout::flat;
+}
+
+// build_model()'s `model`: an nn.Sequential for a chain; for a graph, a Graph of one
+// nn.Sequential per layer (NHWC or flat in and out, as Keras's tensors), each reading the
+// outputs it names (0: the input, k + 1: layer k's).
+PyCode torch_model(const ModelSpec& spec, const ShapeTable& table) {
+  const ModelGraph graph = resolve_graph(spec);
+  if (graph.is_chain()) {
+    TorchWriter writer(layout_of(table.input_shape), "        ");
+    for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+      writer.layer(spec.layers[i], table.layers[i], i);
+    }
+    writer.to_nhwc();
+    return PyCode("    model = nn.Sequential(\n") + writer.lines() + "\n    )";
+  }
+  PyCode lines = "    model = Graph([";
+  for (const int i : graph.order) {
+    const auto k = static_cast<std::size_t>(i);
+    const LayerSpec& layer = spec.layers[k];
+    TorchWriter writer(layout_of(table.layers[k].input_shape), "            ");
+    writer.layer(layer, table.layers[k], k);
+    writer.to_nhwc();
+    PyCode reads = "[";
+    const std::vector<int>& from = graph.inputs[k];
+    for (std::size_t r = 0; r < from.size(); ++r) {
+      reads +=
+          (r == 0 ? PyCode() : PyCode(", ")) + py_int(from[r] == kModelInput ? 0 : from[r] + 1);
+    }
+    reads += "]";
+    lines += PyCode("\n        (") + py_int(i + 1) + ", nn.Sequential(\n" + writer.lines() +
+             "\n        ), " + reads + ", " + py_bool(is_merge(layer.type)) + "),";
+  }
+  return lines + "\n    ])";
 }
 
 }  // namespace
@@ -421,12 +507,11 @@ std::string export_script(ScriptKind kind, const ModelSpec& spec, const RunConfi
   }
   const ShapeTable table = infer_shapes(spec, config.precision);
   const bool keras = kind == ScriptKind::keras;
-  require_stack(spec, keras ? "a Keras script" : "a PyTorch script");
   return fill_template(
              py_template(keras ? builtin_export_keras_template : builtin_export_pytorch_template),
              {{"SETTINGS", script_head(spec, table, config, options)},
               {"DATA_LOADER", py_template(builtin_export_data_loader)},
-              {"LAYERS", keras ? keras_layers(spec) : torch_layers(spec, table)}})
+              {"MODEL", keras ? keras_model(spec) : torch_model(spec, table)}})
       .text();
 }
 

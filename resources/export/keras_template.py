@@ -13,10 +13,7 @@ import keras  # noqa: E402
 def build_model():
     # Keras's default initialisers, as MixLab's: glorot_uniform kernels, zero biases (the
     # same distributions; not MixLab's draws, which a .keras export carries).
-    return keras.Sequential([
-        keras.Input(shape=INPUT_SHAPE),
-{{LAYERS}}
-    ], name=MODEL_NAME)
+{{MODEL}}
 
 
 def make_optimizer():

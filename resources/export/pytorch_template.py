@@ -67,6 +67,50 @@ class KerasReLU(nn.Module):
         return y if self.max_value is None else torch.clamp(y, max=self.max_value)
 
 
+class Merge(nn.Module):
+    """Keras's merge layers, on tensors in Keras's layout (NHWC or flat); axis counts the batch."""
+
+    def __init__(self, op, axis=-1):
+        super().__init__()
+        self.op, self.axis = op, axis
+
+    def forward(self, xs):
+        if self.op == "concatenate":
+            return torch.cat(xs, dim=self.axis)
+        if self.op == "subtract":
+            return xs[0] - xs[1]
+        out = xs[0]
+        for x in xs[1:]:
+            out = out * x if self.op == "multiply" else torch.maximum(out, x) if self.op == "maximum" else out + x
+        return out / len(xs) if self.op == "average" else out
+
+
+class Graph(nn.Module):
+    """A MixLab graph: (output, module, reads, merge) nodes in an order where each follows what it
+    reads; tensor 0 is the input, k + 1 layer k's output; a merge's module takes the list."""
+
+    def __init__(self, nodes):
+        super().__init__()
+        self.layers = nn.ModuleList(module for _, module, _, _ in nodes)
+        self.wiring = [(out, reads, merge) for out, _, reads, merge in nodes]
+
+    def __getitem__(self, index):
+        """graph[:-1], as nn.Sequential's: the graph without the last node's last module (the
+        softmax or sigmoid that the loss computes fused), sharing the parameters."""
+        assert index == slice(None, -1), "a Graph only drops its head"
+        nodes = [(out, module, reads, merge) for module, (out, reads, merge) in zip(self.layers, self.wiring)]
+        out, module, reads, merge = nodes[-1]
+        nodes[-1] = (out, module[:-1], reads, merge)
+        return Graph(nodes)
+
+    def forward(self, x):
+        tensors = {0: x}
+        for module, (out, reads, merge) in zip(self.layers, self.wiring):
+            inputs = [tensors[r] for r in reads]
+            tensors[out] = module(inputs) if merge else module(inputs[0])
+        return tensors[out]
+
+
 class Float32(nn.Module):
     """A layer kept in float32 under a mixed policy (Keras's per-layer dtype="float32")."""
 
@@ -76,16 +120,14 @@ class Float32(nn.Module):
 
     def forward(self, x):
         with torch.autocast(device_type=DEVICE, enabled=False):
-            return self.layer(x.float())
+            return self.layer([t.float() for t in x] if isinstance(x, list) else x.float())
 
 
 {{DATA_LOADER}}
 
 def build_model():
-    # MixLab's layers in order ("# layer N": the model's layer N, counted from 0).
-    model = nn.Sequential(
-{{LAYERS}}
-    )
+    # MixLab's layers ("# layer N": the model's layer N, counted from 0).
+{{MODEL}}
     # Keras's (and MixLab's) default initialisers: glorot_uniform kernels (PyTorch's
     # xavier_uniform_ takes the same fans), zero biases. The same distributions, not the
     # same draws.

@@ -435,11 +435,19 @@ with torch.no_grad():
     for module in model.modules():
         if isinstance(module, (torch.nn.Linear, torch.nn.Conv2d)):
             kernel = weights.pop(0)
-            # Keras: Dense (in, out), Conv2D (kh, kw, in, out); PyTorch: (out, in), (out, in, kh, kw).
+            # Keras: Dense (in, out), Conv2D (kh, kw, in, out), DepthwiseConv2D (kh, kw, in,
+            # multiplier), which is (kh, kw, 1, in * multiplier) in memory; PyTorch: (out, in),
+            # (out, in / groups, kh, kw).
+            if kernel.ndim == 4 and module.groups > 1:
+                kernel = kernel.reshape(kernel.shape[0], kernel.shape[1], 1, -1)
             kernel = kernel.T if kernel.ndim == 2 else kernel.transpose(3, 2, 0, 1)
             module.weight.copy_(torch.from_numpy(np.ascontiguousarray(kernel)))
             if module.bias is not None:
                 module.bias.copy_(torch.from_numpy(weights.pop(0)))
+        if isinstance(module, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+            # gamma, beta, moving mean and variance (the harness fills in a missing gamma or beta).
+            for target in (module.weight, module.bias, module.running_mean, module.running_var):
+                target.copy_(torch.from_numpy(weights.pop(0)))
 assert not weights, f"{len(weights)} Keras weights left over"
 model.eval()
 with torch.no_grad():
@@ -448,10 +456,26 @@ np.save(out_path, out.numpy())
 """
 
 
+def torch_order_weights(model):
+    """Keras's weights layer by layer, BatchNormalization's as four arrays (gamma 1 and beta 0
+    where the layer has none), as PyTorch's BatchNorm holds them."""
+    out = []
+    for layer in model.layers:
+        weights = layer.get_weights()
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = weights[-1].shape[0]
+            gamma = weights.pop(0) if layer.scale else np.ones(c, np.float32)
+            beta = weights.pop(0) if layer.center else np.zeros(c, np.float32)
+            weights = [gamma, beta] + weights
+        out += weights
+    return out
+
+
 def part_torch_forward(cli, source, work, torch_python):
     """The exported PyTorch script's model, given Keras's weights, computes Keras's outputs: its
     NHWC/NCHW switches, paddings and Flatten order are Keras's (float32, 1e-5 relative)."""
-    specs = [builtin_spec(source, "fashion-cnn"), forward_models(source)[3][0], LAYOUTS_SPEC]
+    specs = [builtin_spec(source, "fashion-cnn"), forward_models(source)[3][0], LAYOUTS_SPEC,
+             GRAPH_SPEC, BN_NET_SPEC]
     for spec in specs:
         with attempt(f"PyTorch export {spec['name']}"):
             name = spec["name"]
@@ -466,9 +490,10 @@ def part_torch_forward(cli, source, work, torch_python):
             rng = np.random.default_rng(8)
             model.set_weights([w if w.ndim > 1 else rng.normal(0, 0.1, w.shape).astype(np.float32)
                                for w in model.get_weights()])
+            randomize_batch_norm(model, 8)
             shape = tuple(spec["input"]["shape"])
             x = np.random.default_rng(4).integers(0, 256, (FORWARD_COUNT,) + shape).astype(np.float32)
-            np.savez(work / f"{name}-weights.npz", *model.get_weights())
+            np.savez(work / f"{name}-weights.npz", *torch_order_weights(model))
             np.save(work / f"{name}-x.npy", x)
             out = work / f"{name}-torch-out.npy"
             done = subprocess.run([torch_python, "-c", TORCH_FORWARD, script, work / f"{name}-weights.npz",
@@ -782,11 +807,18 @@ def part_scripts(cli, source, work, torch_python):
         "cifar10-mlp": ("synthetic:32x32x3:10:64", "float32", 8),
         "cifar100-convnet": ("synthetic:32x32x3:100:64", "mixed_bfloat16", 8),
     }
+    # Graphs: a functional Keras model, a PyTorch Graph of per-layer modules.
+    for spec, dataset, policy in ((GRAPH_SPEC, "synthetic:28x28x1:10:64", "mixed_float16"),
+                                  (BN_NET_SPEC, "synthetic:32x32x3:10:64", "mixed_bfloat16")):
+        path = work / f"{spec['name']}.script.json"
+        path.write_text(json.dumps(spec))
+        plans[str(path)] = (dataset, policy, 8)
     env = dict(os.environ, KERAS_BACKEND="jax")
     for name, (dataset, policy, batch) in plans.items():
-        with attempt(f"scripts {name}"):
+        label = pathlib.Path(name).name
+        with attempt(f"scripts {label}"):
             for kind, python in (("keras", sys.executable), ("pytorch", torch_python)):
-                script = work / f"{name}-{kind}.py"
+                script = work / f"{label}-{kind}.py"
                 cli.run("export", name, "--to", kind, "--steps", 3, "--dataset", dataset,
                         "--precision", policy, "--batch-size", batch, "--no-eval", "-o", script)
                 start = time.monotonic()
@@ -795,7 +827,7 @@ def part_scripts(cli, source, work, torch_python):
                 out = done.stdout
                 ok = done.returncode == 0 and STEP_LINE.search(out) and MEDIAN_LINE.search(out)
                 line = STEP_LINE.search(out)
-                check(bool(ok), f"script {name} {kind} ({policy}): ran 3 steps in {seconds:.1f} s: "
+                check(bool(ok), f"script {label} {kind} ({policy}): ran 3 steps in {seconds:.1f} s: "
                       + (line.group(0) if line else f"exit {done.returncode}\n{out}\n{done.stderr[-3000:]}"))
 
 
