@@ -42,15 +42,22 @@ struct ReluArgs {
   friend bool operator==(const ReluArgs&, const ReluArgs&) = default;
 };
 
+// Written as selects of values computed up front, without early returns: the loops vectorise
+// (a data-dependent branch per element, mispredicted half the time on a ReLU's inputs, made the
+// CPU's ReLU 8x slower).
 MIXLAB_HD float relu_forward(float x, const ReluArgs& a) {
-  if (x > a.threshold) return x < a.max_value ? x : a.max_value;
-  if (x != x) return x;  // NaN stays NaN, as in TensorFlow
-  return a.negative_slope * (x - a.threshold);
+  const float clipped = x > a.max_value ? a.max_value : x;  // NaN stays NaN, as in TensorFlow
+  const float below = a.negative_slope * (x - a.threshold);
+  const float low = x != x ? x : (a.negative_slope == 0.0f ? 0.0f : below);  // +0 for relu
+  return x > a.threshold ? clipped : low;
 }
 
+// dy times the slope (1, negative_slope or 0), as TensorFlow's ReluGrad multiplies by its mask:
+// a select of constants, which the loops vectorise where a select of products stays a branch.
 MIXLAB_HD float relu_backward(float y, float dy, const ReluArgs& a) {
-  if (y > 0.0f) return y < a.max_value ? dy : 0.0f;
-  return y < 0.0f ? dy * a.negative_slope : 0.0f;
+  const float below = y < 0.0f ? a.negative_slope : 0.0f;
+  const float slope = (y > 0.0f) & (y < a.max_value) ? 1.0f : below;
+  return dy * slope;
 }
 
 // The ReluArgs of the named relu-family activations.

@@ -85,9 +85,16 @@ void ActivationNode::bind(const Arena& arena, const dnnl::memory&) {
 void ActivationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
   if (fn_ != ActivationFn::softmax) {
     const ReluArgs relu = relu_;
+    // Keras's ReLU layer with arguments takes them at run time; every other function (relu at
+    // its defaults among them) has its constants folded into a loop of plain selects.
+    const bool with_args = fn_ == ActivationFn::relu && relu != ReluArgs{};
     with_elementwise_activation(fn_, [&](auto fn) {
       constexpr ActivationFn kFn = decltype(fn)::value;
-      map1(x, y, [relu](float v, std::int64_t) { return activation_forward(kFn, v, relu); });
+      if (with_args) {
+        map1(x, y, [relu](float v, std::int64_t) { return activation_forward(kFn, v, relu); });
+      } else {
+        map1(x, y, [](float v, std::int64_t) { return activation_forward(kFn, v); });
+      }
     });
     return;
   }
@@ -106,13 +113,16 @@ void ActivationNode::backward(CpuContext&, const Tensor& x, const Tensor& y, con
   if (!dx) return;
   if (fn_ != ActivationFn::softmax) {
     const ReluArgs relu = relu_;
+    const bool with_args = fn_ == ActivationFn::relu && relu != ReluArgs{};
     with_elementwise_activation(fn_, [&](auto fn) {
       constexpr ActivationFn kFn = decltype(fn)::value;
       if constexpr (activation_backward_needs_input(kFn)) {
         map2(x, dy, *dx, [](float xv, float g) { return activation_backward(kFn, xv, 0.0f, g); });
-      } else {
+      } else if (with_args) {
         map2(y, dy, *dx,
              [relu](float yv, float g) { return activation_backward(kFn, 0.0f, yv, g, relu); });
+      } else {
+        map2(y, dy, *dx, [](float yv, float g) { return activation_backward(kFn, 0.0f, yv, g); });
       }
     });
     return;
