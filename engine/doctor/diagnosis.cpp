@@ -144,10 +144,10 @@ Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>
   d.mixed = predict_step(input.spec, input.mixed, input.run, input.device);
   d.measured = measured;
   using Rule = std::vector<Finding> (*)(const Diagnosis&);
-  for (const Rule rule : {rules::memory_fit, rules::capability, rules::weight_bound,
-                          rules::input_bound, rules::overhead_bound, rules::memory_bound,
-                          rules::alignment, rules::quantization, rules::loss_scaling,
-                          rules::measured_vs_predicted}) {
+  for (const Rule rule :
+       {rules::memory_fit, rules::capability, rules::weight_bound, rules::input_bound,
+        rules::overhead_bound, rules::memory_bound, rules::normalization_bound, rules::alignment,
+        rules::quantization, rules::loss_scaling, rules::measured_vs_predicted}) {
     for (Finding& f : rule(d)) d.findings.push_back(std::move(f));
   }
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {

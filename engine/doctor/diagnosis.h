@@ -120,6 +120,7 @@ std::vector<Finding> capability(const Diagnosis& d);
 std::vector<Finding> alignment(const Diagnosis& d);
 std::vector<Finding> quantization(const Diagnosis& d);
 std::vector<Finding> memory_bound(const Diagnosis& d);
+std::vector<Finding> normalization_bound(const Diagnosis& d);
 std::vector<Finding> weight_bound(const Diagnosis& d);
 std::vector<Finding> overhead_bound(const Diagnosis& d);
 std::vector<Finding> input_bound(const Diagnosis& d);

@@ -269,6 +269,53 @@ std::vector<Finding> memory_bound(const Diagnosis& d) {
   return {f};
 }
 
+// Issue 27: BatchNormalization and depthwise convolutions do a few FLOPs per byte (a depthwise
+// 3x3 does 9 multiply-adds per element it reads; BatchNormalization 5 or so, in float32 with a
+// cast in and out under a mixed policy): no tensor core helps them, and 16 bits gain them at
+// most the 2x of halved bytes. When they hold much of a mixed step, the model's speed-up is
+// bounded by them, however fast its convolutions become. "Most" (over half) is medium; over 30%
+// low.
+std::vector<Finding> normalization_bound(const Diagnosis& d) {
+  if (d.input.mixed == Policy::float32) return {};
+  const double step = d.mixed.step_s();
+  double bound_s = 0.0, f32_bound_s = 0.0;
+  std::set<int> layers;
+  const auto counts = [&](int layer) {
+    if (layer < 0 || layer >= static_cast<int>(d.input.spec.layers.size())) return false;
+    const LayerType t = d.input.spec.layers[static_cast<std::size_t>(layer)].type;
+    return t == LayerType::BatchNormalization || t == LayerType::DepthwiseConv2D;
+  };
+  for (const CostItem& item : d.mixed.items) {
+    if (!counts(item.layer)) continue;
+    bound_s += item.time_s();
+    layers.insert(item.layer);
+  }
+  for (const CostItem& item : d.float32.items) {
+    if (counts(item.layer)) f32_bound_s += item.time_s();
+  }
+  const double share = bound_s / step;
+  if (layers.empty() || share < 0.3) return {};
+  Finding f;
+  f.id = "normalization-bound";
+  f.severity = share >= 0.5 ? Severity::medium : Severity::low;
+  f.layers.assign(layers.begin(), layers.end());
+  f.figures["share_of_step"] = share;
+  f.figures["gain_of_these_layers"] = bound_s > 0 ? f32_bound_s / bound_s : 0.0;
+  // The best the whole step could do if everything else took no time at all under mixed:
+  // Amdahl's bound on the speed-up, set by these layers alone.
+  const double bound = bound_s > 0 ? d.float32.step_s() / bound_s : 0.0;
+  f.figures["speedup_bound"] = bound;
+  f.message = std::to_string(layers.size()) +
+              " BatchNormalization and DepthwiseConv2D layers take " + percent(share) + " of the " +
+              policy_name(d) +
+              " step: they are memory-bound (BatchNormalization computes in float32, casting its "
+              "input and output), so mixed precision gains them " +
+              ratio(f.figures["gain_of_these_layers"]) +
+              " here, and they alone cap the model's speed-up at " + ratio(bound) +
+              ", however fast its convolutions become";
+  return {f};
+}
+
 // The issue's threshold: when the optimizer's master-weight traffic, loss scaling and the casts
 // move more than half of a mixed step's bytes, 16-bit math cannot pay for them. Where the
 // 16-bit math is fast enough that mixed is still predicted clearly faster (native bf16 on a

@@ -136,6 +136,34 @@ TEST(Rules, MemoryBoundFiresForSmallBatchGemms) {
                   .empty());
 }
 
+// Issue 27: a MobileNet-like block, whose 1x1 convolutions the tensor cores speed up, is held
+// back by its BatchNormalization and DepthwiseConv2D layers; the wide MLP has none.
+TEST(Rules, NormalizationBoundNamesBatchNormAndDepthwiseLayersAndTheirCap) {
+  const ModelSpec spec = model(R"({"name": "mobile", "input": {"shape": [32, 32, 32]}, "layers": [
+      {"type": "Conv2D", "filters": 192, "kernel_size": 1, "use_bias": false},
+      {"type": "BatchNormalization"}, {"type": "ReLU", "max_value": 6},
+      {"type": "DepthwiseConv2D", "kernel_size": 3, "padding": "same", "use_bias": false},
+      {"type": "BatchNormalization"}, {"type": "ReLU", "max_value": 6},
+      {"type": "Conv2D", "filters": 32, "kernel_size": 1, "use_bias": false},
+      {"type": "BatchNormalization"},
+      {"type": "GlobalAveragePooling2D"}, {"type": "Dense", "units": 10},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  const Diagnosis d = diagnosis(input(spec, gpu("H100 SXM"), 256, Policy::mixed_bfloat16));
+  const auto f = run(rules::normalization_bound, d);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].layers, (std::vector<int>{1, 3, 4, 7}));
+  EXPECT_GE(f[0].figures.at("share_of_step"), 0.3);
+  // Memory-bound: 16 bits gain them about the 2x of halved bytes, not the tensor cores' 15x.
+  EXPECT_LT(f[0].figures.at("gain_of_these_layers"), 2.5);
+  EXPECT_GT(f[0].figures.at("speedup_bound"), 1.0);
+  EXPECT_NE(f[0].message.find("BatchNormalization and DepthwiseConv2D layers take"),
+            std::string::npos)
+      << f[0].message;
+  EXPECT_TRUE(run(rules::normalization_bound,
+                  diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16)))
+                  .empty());
+}
+
 TEST(Rules, WeightBoundFiresForTheBatch32MlpWithItsNumbers) {
   const Diagnosis d = diagnosis(input(cifar10_mlp(), gpu("RTX 2060"), 32, Policy::mixed_float16));
   const auto f = run(rules::weight_bound, d);
