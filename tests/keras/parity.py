@@ -55,7 +55,8 @@ import keras  # noqa: E402
 
 from keras_build import build_keras  # noqa: E402
 
-BUILTINS = ["fashion-mlp", "fashion-cnn", "cifar10-mlp", "cifar100-convnet"]
+BUILTINS = ["fashion-mlp", "fashion-cnn", "cifar10-mlp", "cifar100-convnet", "resnet20",
+            "mobilenetv2-cifar"]
 
 # --- Tolerances -----------------------------------------------------------------------------
 # Relative difference of two arrays a (MixLab) and b (Keras), elementwise:
@@ -266,7 +267,8 @@ def part_structure(cli, source, work):
             model = keras.models.model_from_json(path.read_text())
             check(model.count_params() == info["params_total"],
                   f"structure {name}: Keras counts {model.count_params()} parameters, MixLab {info['params_total']}")
-            keras_shapes = [list(layer.output.shape[1:]) for layer in model.layers]
+            keras_shapes = [list(layer.output.shape[1:]) for layer in model.layers
+                            if not isinstance(layer, keras.layers.InputLayer)]  # a functional model's
             mixlab_shapes = [layer["output_shape"] for layer in info["layers"]]
             check(keras_shapes == mixlab_shapes,
                   f"structure {name}: per-layer output shapes {'agree' if keras_shapes == mixlab_shapes else f'differ: Keras {keras_shapes}, MixLab {mixlab_shapes}'}")
@@ -283,9 +285,20 @@ def part_structure(cli, source, work):
             def without_dtype(spec):
                 return dict(spec, layers=[{k: v for k, v in l.items() if k != "dtype"} for l in spec["layers"]])
 
+            def as_graph(spec):
+                """A graph whose layers are all named, keyed by name with what each reads: Keras
+                may list a graph's layers in another order that runs them alike."""
+                if not all("name" in l for l in spec["layers"]):
+                    return spec
+                layers, previous = {}, "input"
+                for l in spec["layers"]:
+                    layers[l["name"]] = dict(l, inputs=l.get("inputs", [previous]))
+                    previous = l["name"]
+                return dict(spec, layers=layers)
+
             for policy, keras_model, compare in (
-                    ("float32", model, without_dtype),
-                    ("mixed_float16", build_keras(builtin_spec(source, name), "mixed_float16"), lambda s: s)):
+                    ("float32", model, lambda s: as_graph(without_dtype(s))),
+                    ("mixed_float16", build_keras(builtin_spec(source, name), "mixed_float16"), as_graph)):
                 own = work / f"{name}.{policy}.keras-own.json"
                 own.write_text(keras_model.to_json())
                 back = work / f"{name}.{policy}.back.json"
