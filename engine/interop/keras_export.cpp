@@ -97,6 +97,8 @@ ordered_json layer_config(const LayerSpec& layer) {
       break;
     }
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
+      if (layer.type == LayerType::SeparableConv2D) c["filters"] = layer.filters;
       c["kernel_size"] = size2(layer.kernel_size);
       c["strides"] = size2(layer.strides);
       c["padding"] = to_string(layer.padding);
@@ -104,6 +106,9 @@ ordered_json layer_config(const LayerSpec& layer) {
       c["data_format"] = "channels_last";
       c["activation"] = to_string(layer.activation);
       c["use_bias"] = layer.use_bias;
+      break;
+    case LayerType::Reshape:
+      c["target_shape"] = layer.target_shape;
       break;
     case LayerType::Add:
     case LayerType::Subtract:

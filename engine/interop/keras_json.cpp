@@ -52,6 +52,9 @@ constexpr auto kKernelKeys = std::to_array<std::string_view>({"kernel_initialize
                                                               "depthwise_initializer",
                                                               "depthwise_regularizer",
                                                               "depthwise_constraint",
+                                                              "pointwise_initializer",
+                                                              "pointwise_regularizer",
+                                                              "pointwise_constraint",
                                                               "gamma_initializer",
                                                               "beta_initializer",
                                                               "moving_mean_initializer",
@@ -66,7 +69,8 @@ constexpr auto kKernelKeys = std::to_array<std::string_view>({"kernel_initialize
 bool default_initializer(std::string_view key, const nlohmann::json& v) {
   const std::string cls = v.is_object() ? v.value("class_name", std::string()) : "";
   const auto is = [&](const char* c, const char* name) { return cls == c || v == name; };
-  if (key == "kernel_initializer" || key == "depthwise_initializer") {
+  if (key == "kernel_initializer" || key == "depthwise_initializer" ||
+      key == "pointwise_initializer") {
     return is("GlorotUniform", "glorot_uniform");
   }
   if (key == "bias_initializer" || key == "beta_initializer" || key == "moving_mean_initializer") {
@@ -376,7 +380,8 @@ class Importer {
       out_.warnings.push_back(
           where(index, layer) + ": " + std::string(key) + " " + shown +
           " is not modelled (MixLab " +
-          (key == "kernel_initializer" || key == "depthwise_initializer"
+          (key == "kernel_initializer" || key == "depthwise_initializer" ||
+                   key == "pointwise_initializer"
                ? "starts kernels from glorot_uniform"
            : initializer ? "starts biases, beta and moving means at zero, gamma and moving "
                            "variances at one"
@@ -488,6 +493,14 @@ class Importer {
       fields = {"kernel_size", "strides", "padding", "depth_multiplier", "use_bias"};
       kernel_keys = true;
       expect_default(config, "dilation_rate", {json(1), json({1, 1})}, index, layer);
+    } else if (cls == "SeparableConv2D" || cls == "SeparableConvolution2D") {
+      out["type"] = "SeparableConv2D";
+      fields = {"filters", "kernel_size", "strides", "padding", "depth_multiplier", "use_bias"};
+      kernel_keys = true;
+      expect_default(config, "dilation_rate", {json(1), json({1, 1})}, index, layer);
+    } else if (cls == "Reshape") {
+      out["type"] = "Reshape";
+      fields = {"target_shape"};
     } else if (cls == "ZeroPadding2D") {
       out["type"] = "ZeroPadding2D";
       fields = {"padding"};
@@ -506,13 +519,14 @@ class Importer {
                  "a Lambda layer is Python code and cannot be imported; for the usual x / 255 "
                  "use Rescaling(1/255)");
     } else {
-      fail_layer(index, layer,
-                 "MixLab has no " + printable(cls) +
-                     " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, "
-                     "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
-                     "GlobalMaxPooling2D, ZeroPadding2D, BatchNormalization, Flatten, Dropout, "
-                     "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Add, Subtract, Multiply, "
-                     "Average, Maximum, Concatenate)");
+      fail_layer(
+          index, layer,
+          "MixLab has no " + printable(cls) +
+              " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
+              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
+              "GlobalMaxPooling2D, ZeroPadding2D, BatchNormalization, Flatten, Reshape, Dropout, "
+              "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Add, Subtract, Multiply, "
+              "Average, Maximum, Concatenate)");
     }
     // Every config key must be known: a layer field, a Keras base key, or one checked above.
     for (const auto& [key, value] : config.items()) {

@@ -201,6 +201,20 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
              ", " + py_int(p.right) + "))";
       break;
     }
+    case LayerType::Reshape: {
+      type = "Reshape";
+      args = "(";
+      for (const std::int64_t d : layer.target_shape) args += py_int(d) + ",";
+      args += ")";
+      break;
+    }
+    case LayerType::SeparableConv2D:
+      type = "SeparableConv2D";
+      args = py_int(layer.filters) + ", " + py_pair(layer.kernel_size) +
+             ", strides=" + py_pair(layer.strides) +
+             ", padding=" + py_str(to_string(layer.padding)) +
+             ", depth_multiplier=" + py_int(layer.depth_multiplier) + activation + bias;
+      break;
     case LayerType::DepthwiseConv2D:
       type = "DepthwiseConv2D";
       args = py_pair(layer.kernel_size) + ", strides=" + py_pair(layer.strides) +
@@ -408,15 +422,33 @@ class TorchWriter {
         to_nchw();
         add(PyCode("nn.ZeroPad2d(") + pads + ")", true);
         break;
+      case LayerType::Reshape: {
+        to_nhwc();  // Keras reshapes in its own (HWC) order: flattened, then the target's axes
+        PyCode shape;
+        for (const std::int64_t d : info.output_shape) shape += py_int(d) + ", ";
+        if (info.input_shape.size() > 1) add("nn.Flatten()", info.output_shape.size() == 1);
+        if (info.output_shape.size() > 1) add(PyCode("nn.Unflatten(1, (") + shape + "))", true);
+        layout = info.output_shape.size() == 3 ? Layout::nhwc : Layout::flat;
+        break;
+      }
       case LayerType::DepthwiseConv2D:
+      case LayerType::SeparableConv2D: {
         to_nchw();
+        const bool separable = layer.type == LayerType::SeparableConv2D;
+        const std::int64_t depth = info.input_shape[2] * layer.depth_multiplier;
         if (padded) add(PyCode("nn.ZeroPad2d(") + pads + ")", false);
-        add(PyCode("nn.Conv2d(") + py_int(info.input_shape[2]) + ", " +
-                py_int(info.output_shape[2]) + ", " + py_pair(layer.kernel_size) + ", stride=" +
-                py_pair(layer.strides) + ", groups=" + py_int(info.input_shape[2]) + bias + ")",
-            true);
+        add(PyCode("nn.Conv2d(") + py_int(info.input_shape[2]) + ", " + py_int(depth) + ", " +
+                py_pair(layer.kernel_size) + ", stride=" + py_pair(layer.strides) + ", groups=" +
+                py_int(info.input_shape[2]) + (separable ? PyCode(", bias=False") : bias) + ")",
+            !separable);
+        if (separable) {  // the pointwise part
+          add(PyCode("nn.Conv2d(") + py_int(depth) + ", " + py_int(layer.filters) + ", (1, 1)" +
+                  bias + ")",
+              true);
+        }
         add(torch_activation(layer.activation, true), false);
         break;
+      }
       case LayerType::Add:
       case LayerType::Subtract:
       case LayerType::Multiply:

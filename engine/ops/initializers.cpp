@@ -17,8 +17,10 @@ std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::
   return values;
 }
 
-std::uint64_t kernel_init_seed(std::uint64_t seed, int layer) {
-  return mix64(seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(layer) + 1);
+std::uint64_t kernel_init_seed(std::uint64_t seed, int layer, ParamKind kind) {
+  const std::uint64_t s =
+      mix64(seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(layer) + 1);
+  return kind == ParamKind::kernel ? s : mix64(s + static_cast<std::uint64_t>(kind));
 }
 
 }  // namespace mixlab

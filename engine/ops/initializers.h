@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/spec/shape_inference.h"
+
 namespace mixlab {
 
 // `count` draws from U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)), in Keras's layout.
@@ -12,6 +14,8 @@ std::vector<float> glorot_uniform(std::int64_t count, std::int64_t fan_in, std::
                                   std::uint64_t seed);
 
 // The seed of layer `layer`'s kernel in a run seeded with `seed`.
-std::uint64_t kernel_init_seed(std::uint64_t seed, int layer);
+// `kind`: a layer's second kernel (SeparableConv2D's pointwise one) draws other values than its
+// first.
+std::uint64_t kernel_init_seed(std::uint64_t seed, int layer, ParamKind kind = ParamKind::kernel);
 
 }  // namespace mixlab

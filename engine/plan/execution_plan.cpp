@@ -227,6 +227,22 @@ class Lowering {
           add(PlanOp::activation, li, s, out, label).activation = layer.activation;
         }
         break;
+      case LayerType::SeparableConv2D: {
+        // Two convolutions: the depthwise one (its kernel) into H'xW'x(C * multiplier), then
+        // the 1x1 one (the pointwise kernel and the bias), then the activation.
+        cast_to(s, li, label);
+        Shape depth = out;
+        depth.back() = info.input_shape[2] * layer.depth_multiplier;
+        add(PlanOp::conv2d, li, s, depth, label + " depthwise").groups =
+            static_cast<int>(info.input_shape[2]);
+        add_slots(info, li, 0, 1);
+        add(PlanOp::conv2d, li, s, out, label + " pointwise");
+        add_slots(info, li, 1, info.params.size());
+        if (layer.activation != ActivationFn::linear) {
+          add(PlanOp::activation, li, s, out, label).activation = layer.activation;
+        }
+        break;
+      }
       case LayerType::MaxPooling2D:
       case LayerType::AveragePooling2D:
         cast_to(s, li, label);
@@ -240,6 +256,7 @@ class Lowering {
         if (!layer.keepdims) add(PlanOp::flatten, li, s, out, label);
         break;
       case LayerType::Flatten:
+      case LayerType::Reshape:  // a view with another shape, as Flatten's
         add(current_.dtype != s ? PlanOp::cast : PlanOp::flatten, li, s, out, label);
         break;
       case LayerType::Dropout:
@@ -341,10 +358,14 @@ class Lowering {
 
   // The kernel's glorot_uniform fans, as Keras computes them: Dense (in, units); Conv2D the
   // receptive field times the input and output channels.
-  void add_slots(const LayerInfo& info, int li) {
+  // Groups [first, last) of the layer's parameters, to its last node so far.
+  void add_slots(const LayerInfo& info, int li, std::size_t first = 0,
+                 std::size_t last = static_cast<std::size_t>(-1)) {
     PlanNode& node = plan_.nodes.back();
     const int node_index = static_cast<int>(plan_.nodes.size()) - 1;
-    for (const ParamGroup& group : info.params) {
+    last = std::min(last, info.params.size());
+    for (std::size_t g = first; g < last; ++g) {
+      const ParamGroup& group = info.params[g];
       PlanSlot slot;
       slot.layer = li;
       slot.node = node_index;
@@ -352,7 +373,7 @@ class Lowering {
       slot.keras_shape = group.shape;
       slot.count = group.count();
       slot.compute = info.type == LayerType::BatchNormalization ? DType::f32 : info.compute;
-      if (group.kind == ParamKind::kernel) {
+      if (is_kernel(group.kind)) {
         const Shape& k = group.shape;
         std::int64_t receptive = 1;
         for (std::size_t d = 0; d + 2 < k.size(); ++d) receptive *= k[d];
@@ -446,6 +467,25 @@ LossHead head_of(const ExecutionPlan& plan, LossKind loss) {
 }
 
 }  // namespace
+
+ConvPart conv_part(const LayerSpec& layer, const LayerInfo& info, const PlanNode& node) {
+  ConvPart part{layer, info};
+  if (layer.type != LayerType::SeparableConv2D) return part;
+  part.layer.activation = ActivationFn::linear;
+  part.info.output_shape = node.out_shape;
+  if (node.groups > 1) {
+    part.layer.type = LayerType::DepthwiseConv2D;
+    part.layer.use_bias = false;
+    return part;
+  }
+  part.layer.type = LayerType::Conv2D;
+  part.layer.kernel_size = {1, 1};
+  part.layer.strides = {1, 1};
+  part.layer.padding = Padding::valid;
+  part.info.input_shape = node.in_shape;
+  part.info.pad_top = part.info.pad_bottom = part.info.pad_left = part.info.pad_right = 0;
+  return part;
+}
 
 ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int batch,
                          const OptimizerConfig& optimizer, const LoweringRules& rules,

@@ -205,6 +205,15 @@ struct ExecutionPlan {
   std::int64_t out_elements(int node) const;
 };
 
+// The convolution a conv2d node runs, as a Conv2D or DepthwiseConv2D layer of its own shapes:
+// the node's layer itself, or one of a SeparableConv2D's two parts (the depthwise one without a
+// bias; the 1x1 pointwise one with the layer's bias). Activations are nodes of their own.
+struct ConvPart {
+  LayerSpec layer;
+  LayerInfo info;
+};
+ConvPart conv_part(const LayerSpec& layer, const LayerInfo& info, const PlanNode& node);
+
 // Lowers a validated model (its shape table, which records the policy) for a batch size and an
 // optimizer, its layers in the table's order. `input_gradient`: the backward schedule also
 // computes the batch's gradient (tests). Throws ConfigError for a batch size below 1, or a table

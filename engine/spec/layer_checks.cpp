@@ -37,6 +37,14 @@ void check_finite(double value, std::string_view field, const std::string& where
 
 }  // namespace
 
+std::string format_target(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
 std::string layer_prefix(int index, LayerType type) {
   return "layer " + std::to_string(index) + " (" + std::string(to_string(type)) + "): ";
 }
@@ -87,6 +95,9 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
       }
       break;
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
+      if (layer.type == LayerType::SeparableConv2D)
+        check_count(layer.filters, "filters", where, index);
       check_count(layer.depth_multiplier, "depth_multiplier", where, index);
       check_size(layer.kernel_size, "kernel_size", where, index);
       check_size(layer.strides, "strides", where, index);
@@ -130,6 +141,19 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
         }
       }
       break;
+    case LayerType::Reshape: {
+      int inferred = 0;
+      for (const std::int64_t d : layer.target_shape) {
+        if (d == -1) ++inferred;
+        if ((d < 1 && d != -1) || d > kMaxFieldValue || inferred > 1) {
+          throw SpecError(where + "target_shape " + format_target(layer.target_shape) +
+                              ": each size must be in [1, " + std::to_string(kMaxFieldValue) +
+                              "], or one of them -1 (inferred)",
+                          index);
+        }
+      }
+      break;
+    }
     case LayerType::Flatten:
     case LayerType::Activation:
     case LayerType::GlobalAveragePooling2D:

@@ -2,7 +2,9 @@
 // spec read from a file and one built in memory (the editor) fail with the same message.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/spec/model_spec.h"
 
@@ -23,6 +25,8 @@ std::string layer_prefix(int index, LayerType type, std::string_view name);
 
 // Shortest text that reads back as the same double ("0.00392156862745098", "1.5", "inf").
 std::string format_number(double value);
+// A Reshape's target_shape as written: "[4, -1, 2]".
+std::string format_target(const std::vector<std::int64_t>& shape);
 
 // Throws SpecError (prefixed by `prefix`, then the layer) when a field the layer's type uses is
 // out of range: units/filters/kernel_size/strides/pool_size < 1, rate outside [0, 1), scale or

@@ -99,11 +99,22 @@ std::string layer_summary(const LayerSpec& layer) {
       break;
     }
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
+      if (layer.type == LayerType::SeparableConv2D) parts.push_back(std::to_string(layer.filters));
       parts.push_back(format_size2(layer.kernel_size));
       if (layer.depth_multiplier != 1)
         parts.push_back("× " + std::to_string(layer.depth_multiplier));
       if (layer.strides != Size2{1, 1}) parts.push_back("stride " + strides_text(layer.strides));
       break;
+    case LayerType::Reshape: {
+      std::string shape = "to ";  // appended: GCC 12 warns on "x" + std::string here
+      for (std::size_t d = 0; d < layer.target_shape.size(); ++d) {
+        if (d != 0) shape += 'x';
+        shape += std::to_string(layer.target_shape[d]);
+      }
+      parts.push_back(shape);
+      break;
+    }
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:
@@ -114,10 +125,11 @@ std::string layer_summary(const LayerSpec& layer) {
   }
   const bool spatial = layer.type == LayerType::Conv2D || layer.type == LayerType::MaxPooling2D ||
                        layer.type == LayerType::AveragePooling2D ||
-                       layer.type == LayerType::DepthwiseConv2D;
+                       layer.type == LayerType::DepthwiseConv2D ||
+                       layer.type == LayerType::SeparableConv2D;
   if (spatial && layer.padding == Padding::same) parts.emplace_back("same");
   if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D ||
-      layer.type == LayerType::DepthwiseConv2D) {
+      layer.type == LayerType::DepthwiseConv2D || layer.type == LayerType::SeparableConv2D) {
     if (layer.activation != ActivationFn::linear) parts.emplace_back(to_string(layer.activation));
     if (!layer.use_bias) parts.emplace_back("no bias");
   }

@@ -44,6 +44,8 @@ constexpr std::array kLayerTypes = {
     LayerType::BatchNormalization,
     LayerType::ZeroPadding2D,
     LayerType::DepthwiseConv2D,
+    LayerType::Reshape,
+    LayerType::SeparableConv2D,
 };
 constexpr std::array kActivations = {
     ActivationFn::relu,      ActivationFn::sigmoid, ActivationFn::tanh,  ActivationFn::gelu,
@@ -76,6 +78,9 @@ std::span<const std::string_view> type_fields(LayerType type) {
   static constexpr std::array<std::string_view, 5> batch_norm = {"axis", "momentum", "epsilon",
                                                                  "center", "scale"};
   static constexpr std::array<std::string_view, 1> zero_padding = {"padding"};
+  static constexpr std::array<std::string_view, 1> reshape = {"target_shape"};
+  static constexpr std::array<std::string_view, 7> separable = {
+      "filters", "kernel_size", "strides", "padding", "depth_multiplier", "activation", "use_bias"};
   static constexpr std::array<std::string_view, 6> depthwise = {
       "kernel_size", "strides", "padding", "depth_multiplier", "activation", "use_bias"};
   switch (type) {
@@ -113,6 +118,10 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return zero_padding;
     case LayerType::DepthwiseConv2D:
       return depthwise;
+    case LayerType::Reshape:
+      return reshape;
+    case LayerType::SeparableConv2D:
+      return separable;
   }
   return {};
 }
@@ -416,12 +425,27 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
       if (const json* v = in.find("padding")) layer.zero_padding = in.get_pad2d("padding", *v);
       break;
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
+      if (layer.type == LayerType::SeparableConv2D) {
+        layer.filters = in.get_positive_int("filters", in.require("filters"));
+      }
       layer.kernel_size = in.get_size2("kernel_size", in.require("kernel_size"));
       if (const json* v = in.find("strides")) layer.strides = in.get_size2("strides", *v);
       if (const json* v = in.find("depth_multiplier")) {
         layer.depth_multiplier = in.get_positive_int("depth_multiplier", *v);
       }
       break;
+    case LayerType::Reshape: {
+      const json& target = in.require("target_shape");
+      if (!target.is_array() || target.empty() || target.size() > 3) {
+        in.fail_type("target_shape", "an array of 1 to 3 sizes", target);
+      }
+      for (const json& d : target) {
+        if (!d.is_number()) in.fail_type("target_shape", "an array of 1 to 3 sizes", target);
+        layer.target_shape.push_back(in.get_int("target_shape", d));
+      }
+      break;
+    }
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:
@@ -431,14 +455,15 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
       break;
   }
   if (layer.type == LayerType::Dense || layer.type == LayerType::Conv2D ||
-      layer.type == LayerType::DepthwiseConv2D) {
+      layer.type == LayerType::DepthwiseConv2D || layer.type == LayerType::SeparableConv2D) {
     if (const json* v = in.find("activation")) {
       layer.activation = in.get_enum("activation", *v, kActivations);
     }
     if (const json* v = in.find("use_bias")) layer.use_bias = in.get_bool("use_bias", *v);
   }
   if (layer.type == LayerType::Conv2D || layer.type == LayerType::DepthwiseConv2D ||
-      layer.type == LayerType::MaxPooling2D || layer.type == LayerType::AveragePooling2D) {
+      layer.type == LayerType::SeparableConv2D || layer.type == LayerType::MaxPooling2D ||
+      layer.type == LayerType::AveragePooling2D) {
     if (const json* v = in.find("padding")) layer.padding = in.get_enum("padding", *v, kPaddings);
   }
   spec_detail::check_layer_values(layer, index, origin_prefix);
@@ -605,6 +630,10 @@ std::string_view to_string(LayerType type) {
       return "ZeroPadding2D";
     case LayerType::DepthwiseConv2D:
       return "DepthwiseConv2D";
+    case LayerType::Reshape:
+      return "Reshape";
+    case LayerType::SeparableConv2D:
+      return "SeparableConv2D";
   }
   return "?";
 }

@@ -59,6 +59,12 @@ enum class LayerType : std::uint8_t {
   // A convolution of each channel on its own, depth_multiplier filters per channel:
   // HxWxC -> H'xW'x(C*depth_multiplier).
   DepthwiseConv2D,
+  // The same values with another per-sample shape (Keras's Reshape: target_shape, one -1 taken
+  // from the others).
+  Reshape,
+  // A DepthwiseConv2D (no bias) then a 1x1 Conv2D of `filters` (with the layer's bias and
+  // activation), as one Keras layer: HxWxC -> H'xW'xfilters.
+  SeparableConv2D,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
@@ -112,11 +118,11 @@ struct LayerSpec {
 
   // Dense
   int units = 0;
-  // Conv2D
+  // Conv2D, SeparableConv2D
   int filters = 0;
-  // Conv2D, DepthwiseConv2D
+  // Conv2D, DepthwiseConv2D, SeparableConv2D
   Size2 kernel_size;
-  // Conv2D, DepthwiseConv2D, MaxPooling2D, AveragePooling2D
+  // Conv2D, DepthwiseConv2D, SeparableConv2D, MaxPooling2D, AveragePooling2D
   Size2 strides{1, 1};  // pooling: defaults to pool_size (Keras strides=None)
   Padding padding = Padding::valid;
   // MaxPooling2D, AveragePooling2D
@@ -126,7 +132,7 @@ struct LayerSpec {
   ActivationFn activation = ActivationFn::linear;
   // Dense, Conv2D, DepthwiseConv2D
   bool use_bias = true;
-  // DepthwiseConv2D: filters per input channel
+  // DepthwiseConv2D, SeparableConv2D: filters per input channel
   int depth_multiplier = 1;
   // ReLU: x above threshold, clipped at max_value (infinity: none, Keras's None); at or below
   // it negative_slope * (x - threshold). Each >= 0, as Keras requires.
@@ -142,6 +148,8 @@ struct LayerSpec {
   bool scale_gamma = true;
   // ZeroPadding2D: "padding", 1, [h, w] or [[top, bottom], [left, right]]
   Pad2D zero_padding;
+  // Reshape: the per-sample shape, 1 to 3 axes, at most one -1 (inferred)
+  std::vector<std::int64_t> target_shape;
   // Dropout (required; 0 <= rate < 1)
   double rate = 0.0;
   // Rescaling: y = x * scale + offset (scale required)

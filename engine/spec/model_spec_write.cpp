@@ -52,7 +52,8 @@ ordered_json layer_json(const LayerSpec& layer) {
   if (!layer.name.empty()) j["name"] = layer.name;
   if (!layer.inputs.empty()) j["inputs"] = layer.inputs;
   const bool fused = layer.type == LayerType::Dense || layer.type == LayerType::Conv2D ||
-                     layer.type == LayerType::DepthwiseConv2D;
+                     layer.type == LayerType::DepthwiseConv2D ||
+                     layer.type == LayerType::SeparableConv2D;
   switch (layer.type) {
     case LayerType::Dense:
       j["units"] = layer.units;
@@ -106,10 +107,15 @@ ordered_json layer_json(const LayerSpec& layer) {
       }
       break;
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
+      if (layer.type == LayerType::SeparableConv2D) j["filters"] = layer.filters;
       j["kernel_size"] = size2_json(layer.kernel_size);
       if (layer.strides != kDefaultStrides) j["strides"] = size2_json(layer.strides);
       if (layer.padding != Padding::valid) j["padding"] = to_string(layer.padding);
       if (layer.depth_multiplier != 1) j["depth_multiplier"] = layer.depth_multiplier;
+      break;
+    case LayerType::Reshape:
+      j["target_shape"] = layer.target_shape;
       break;
     case LayerType::Flatten:
     case LayerType::Add:

@@ -24,6 +24,8 @@ const std::vector<float>& LayerWeights::values(ParamKind kind) const {
       return moving_mean;
     case ParamKind::moving_variance:
       return moving_variance;
+    case ParamKind::pointwise_kernel:
+      return pointwise_kernel;
   }
   return kernel;
 }
@@ -34,7 +36,7 @@ void write_model_weights(
   for (const LayerWeights& w : weights.layers) {
     for (const ParamKind kind :
          {ParamKind::kernel, ParamKind::bias, ParamKind::gamma, ParamKind::beta,
-          ParamKind::moving_mean, ParamKind::moving_variance}) {
+          ParamKind::moving_mean, ParamKind::moving_variance, ParamKind::pointwise_kernel}) {
       const std::vector<float>& values = w.values(kind);
       if (values.empty()) continue;
       try {

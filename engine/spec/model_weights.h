@@ -22,6 +22,7 @@ struct LayerWeights {
   std::vector<float> bias;    // empty: zeros (or the layer has no bias)
   // BatchNormalization's; empty: Keras's initial ones, zeros and ones
   std::vector<float> gamma, beta, moving_mean, moving_variance;
+  std::vector<float> pointwise_kernel;  // SeparableConv2D's second kernel
 
   std::vector<float>& values(ParamKind kind);
   const std::vector<float>& values(ParamKind kind) const;

@@ -304,6 +304,30 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       info.output_shape = input;
       info.flops = in_elements;
       break;
+    case LayerType::Reshape: {
+      std::int64_t known = 1;
+      int inferred = -1;
+      for (std::size_t d = 0; d < layer.target_shape.size(); ++d) {
+        if (layer.target_shape[d] == -1) {
+          inferred = static_cast<int>(d);
+        } else {
+          known = c.mul(known, layer.target_shape[d]);
+        }
+      }
+      info.output_shape = layer.target_shape;
+      if (inferred >= 0 && in_elements % known == 0) {
+        info.output_shape[static_cast<std::size_t>(inferred)] = in_elements / known;
+        known = in_elements;
+      }
+      if (known != in_elements) {
+        throw SpecError(where + "target_shape " + spec_detail::format_target(layer.target_shape) +
+                            " does not hold the " + std::to_string(in_elements) +
+                            " values of input " + format_shape(input),
+                        index);
+      }
+      info.flops = 0;  // a view
+      break;
+    }
     case LayerType::BatchNormalization: {
       const auto rank = static_cast<int>(input.size());
       if (layer.axis != -1 && layer.axis != rank) {
@@ -333,17 +357,26 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       info.flops = 0;  // a copy
       break;
     }
-    case LayerType::DepthwiseConv2D: {
+    case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D: {
       require_image(info, spec, where);
+      const bool separable = layer.type == LayerType::SeparableConv2D;
       const std::int64_t in_channels = input[2];
-      const std::int64_t out_channels = c.mul(in_channels, layer.depth_multiplier);
+      const std::int64_t depth_channels = c.mul(in_channels, layer.depth_multiplier);
+      const std::int64_t out_channels = separable ? layer.filters : depth_channels;
       spatial(info, "kernel_size", layer.kernel_size, layer.strides, layer.padding, out_channels,
               where);
       info.params.push_back(
           {ParamKind::kernel,
            {layer.kernel_size.h, layer.kernel_size.w, in_channels, layer.depth_multiplier}});
       const std::int64_t out = c.elements(info.output_shape);
-      info.flops = c.mul(2, c.mul(out, layer.kernel_size.h, layer.kernel_size.w));
+      const std::int64_t positions = out / out_channels;
+      info.flops = c.mul(
+          2, c.mul(c.mul(positions, depth_channels), layer.kernel_size.h, layer.kernel_size.w));
+      if (separable) {  // the 1x1 convolution of the depthwise output
+        info.params.push_back({ParamKind::pointwise_kernel, {1, 1, depth_channels, layer.filters}});
+        info.flops = c.add(info.flops, c.mul(2, c.mul(out, depth_channels)));
+      }
       if (layer.use_bias) {
         info.params.push_back({ParamKind::bias, {out_channels}});
         info.flops = c.add(info.flops, out);
@@ -413,6 +446,8 @@ std::string_view to_string(ParamKind kind) {
       return "moving_mean";
     case ParamKind::moving_variance:
       return "moving_variance";
+    case ParamKind::pointwise_kernel:
+      return "pointwise_kernel";
   }
   return "?";
 }

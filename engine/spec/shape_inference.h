@@ -21,8 +21,20 @@ std::string format_shape(const Shape& shape);  // "28x28x1"
 // gamma, beta, moving_mean, moving_variance). The moving statistics are state, not trained:
 // the optimizer leaves them alone and the layer updates them while training (Keras's
 // non-trainable weights).
-enum class ParamKind : std::uint8_t { kernel, bias, gamma, beta, moving_mean, moving_variance };
+enum class ParamKind : std::uint8_t {
+  kernel,
+  bias,
+  gamma,
+  beta,
+  moving_mean,
+  moving_variance,
+  pointwise_kernel,  // SeparableConv2D's second kernel (its first is `kernel`, the depthwise one)
+};
 std::string_view to_string(ParamKind kind);
+// Kernels start from glorot_uniform; the other groups from zeros or ones.
+constexpr bool is_kernel(ParamKind kind) {
+  return kind == ParamKind::kernel || kind == ParamKind::pointwise_kernel;
+}
 constexpr bool is_trainable(ParamKind kind) {
   return kind != ParamKind::moving_mean && kind != ParamKind::moving_variance;
 }
@@ -30,7 +42,8 @@ constexpr bool is_trainable(ParamKind kind) {
 struct ParamGroup {
   ParamKind kind = ParamKind::kernel;
   // Dense kernel: (in, units); Conv2D kernel: (kh, kw, in, filters); DepthwiseConv2D kernel:
-  // (kh, kw, in, depth_multiplier); bias and BatchNormalization's: (n)
+  // (kh, kw, in, depth_multiplier); SeparableConv2D's pointwise kernel (1, 1, in * multiplier,
+  // filters); bias and BatchNormalization's: (n)
   Shape shape;
   std::int64_t count() const { return num_elements(shape); }
 };

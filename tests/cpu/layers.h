@@ -108,6 +108,21 @@ inline LayerSpec depthwise(Size2 k, Size2 s, Padding p, int multiplier = 1,
   return l;
 }
 
+inline LayerSpec separable(int filters, Size2 k, Size2 s, Padding p, int multiplier = 1,
+                           ActivationFn fn = ActivationFn::linear, bool bias = true) {
+  LayerSpec l = depthwise(k, s, p, multiplier, fn, bias);
+  l.type = LayerType::SeparableConv2D;
+  l.filters = filters;
+  return l;
+}
+
+inline LayerSpec reshape(std::vector<std::int64_t> target) {
+  LayerSpec l;
+  l.type = LayerType::Reshape;
+  l.target_shape = std::move(target);
+  return l;
+}
+
 inline LayerSpec named(LayerSpec l, std::string name, std::vector<std::string> inputs = {}) {
   l.name = std::move(name);
   if (!inputs.empty()) l.inputs = std::move(inputs);
@@ -140,6 +155,7 @@ inline bool needs_flatten(const LayerSpec& layer, std::size_t input_rank) {
   const bool global = layer.type == LayerType::GlobalAveragePooling2D ||
                       layer.type == LayerType::GlobalMaxPooling2D;
   if (layer.type == LayerType::Flatten || (global && !layer.keepdims)) return false;
+  if (layer.type == LayerType::Reshape) return layer.target_shape.size() > 1;
   return input_rank == 3;
 }
 

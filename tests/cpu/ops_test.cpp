@@ -83,12 +83,18 @@ std::vector<OpCase> cases() {
        {7, 6, 2},
        depthwise({3, 3}, {2, 2}, Padding::same, 2, A::relu)},
       {"DepthwiseNoBias", {4, 5, 3}, depthwise({2, 3}, {1, 1}, Padding::same, 1, A::linear, false)},
+      {"SeparableSame", {5, 6, 3}, separable(4, {3, 3}, {1, 1}, Padding::same, 1, A::silu)},
+      {"SeparableStride2Multiplier2NoBias",
+       {7, 6, 2},
+       separable(3, {3, 3}, {2, 2}, Padding::valid, 2, A::linear, false)},
       {"BatchNorm", {3, 2, 4}, batch_norm()},
       {"BatchNormOnFeatures", {5}, batch_norm()},
       {"BatchNormNoScaleNoCenter", {2, 2, 3}, batch_norm(false, false)},
       {"Rescaling", {9}, rescale},
       {"Dropout", {40}, drop},
       {"Flatten", {2, 3, 4}, simple(LayerType::Flatten)},
+      {"ReshapeToImage", {24}, reshape({2, -1, 4})},
+      {"ReshapeImage", {2, 3, 4}, reshape({4, 6})},
   };
 }
 
@@ -120,7 +126,8 @@ std::vector<double> to_double(const std::vector<float>& v) {
 std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
                                       const std::vector<double>& x,
                                       const std::vector<double>& kernel,
-                                      const std::vector<double>& bias) {
+                                      const std::vector<double>& bias,
+                                      const std::vector<double>& pointwise = {}) {
   const LayerSpec& l = c.layer;
   switch (l.type) {
     case LayerType::Dense:
@@ -143,6 +150,7 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
     case LayerType::Dropout:
       return reference::dropout(x, l.rate, kSeed, 0, kStep);
     case LayerType::Flatten:
+    case LayerType::Reshape:
       return x;
     case LayerType::ReLU: {
       std::vector<double> y(x.size());
@@ -155,6 +163,8 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
       return reference::zero_padding(x, kBatch, info);
     case LayerType::DepthwiseConv2D:
       return reference::depthwise_conv2d(x, kernel, bias, kBatch, l, info);
+    case LayerType::SeparableConv2D:
+      return reference::separable_conv2d(x, kernel, pointwise, bias, kBatch, l, info);
     case LayerType::BatchNormalization:
       // kernel: gamma, bias: beta (OpInputs).
       return reference::batch_norm_train(x, info.input_shape.back(), kernel, bias, l.epsilon);
@@ -221,11 +231,12 @@ ParamKind bias_kind(const OpCase& c) {
 }
 
 struct OpResult {
-  std::vector<double> y, dx, dkernel, dbias;
+  std::vector<double> y, dx, dkernel, dbias, dpointwise;
 };
 
 struct OpInputs {
   std::vector<double> x, kernel, bias, dy;
+  std::vector<double> pointwise;  // SeparableConv2D's second kernel
 };
 
 // Inputs are bfloat16 values, so that casting them for a 16-bit policy is exact and the policies
@@ -242,7 +253,9 @@ OpInputs make_inputs(const OpCase& c, const ShapeTable& table) {
   }
   for (const auto& p : table.layers[0].params) {
     if (!is_trainable(p.kind)) continue;  // moving statistics: not used while training
-    auto& dst = p.kind == kernel_kind(c) ? in.kernel : in.bias;
+    auto& dst = p.kind == kernel_kind(c)                ? in.kernel
+                : p.kind == ParamKind::pointwise_kernel ? in.pointwise
+                                                        : in.bias;
     dst = random_values(static_cast<std::size_t>(p.count()), rng, 0.7);
     if (p.kind == ParamKind::gamma) {
       for (auto& v : dst) v += 1.0;  // around 1, as trained gammas are
@@ -266,6 +279,9 @@ OpResult run_backend(const OpCase& c, Policy policy, const OpInputs& in) {
   OpAccess& ops = exec->ops();
   if (!in.kernel.empty()) ops.write_parameter(0, kernel_kind(c), to_float(in.kernel));
   if (!in.bias.empty()) ops.write_parameter(0, bias_kind(c), to_float(in.bias));
+  if (!in.pointwise.empty()) {
+    ops.write_parameter(0, ParamKind::pointwise_kernel, to_float(in.pointwise));
+  }
   const std::vector<std::int32_t> labels(kBatch, 0);
   exec->load_batch(to_float(in.x), labels, kBatch);
   ops.forward(Phase::train, kStep);
@@ -276,6 +292,9 @@ OpResult run_backend(const OpCase& c, Policy policy, const OpInputs& in) {
   r.dx = to_double(ops.read_input_gradient());
   if (!in.kernel.empty()) r.dkernel = to_double(ops.read_gradient(0, kernel_kind(c)));
   if (!in.bias.empty()) r.dbias = to_double(ops.read_gradient(0, bias_kind(c)));
+  if (!in.pointwise.empty()) {
+    r.dpointwise = to_double(ops.read_gradient(0, ParamKind::pointwise_kernel));
+  }
   return r;
 }
 
@@ -288,26 +307,40 @@ TEST_P(CpuOp, Float32MatchesFloat64ReferenceAndFiniteDifferences) {
   const OpInputs in = make_inputs(c, table);
   const OpResult r = run_backend(c, Policy::float32, in);
 
-  expect_close(r.y, reference_forward(c, info, in.x, in.kernel, in.bias), 1e-5, "forward");
+  expect_close(r.y, reference_forward(c, info, in.x, in.kernel, in.bias, in.pointwise), 1e-5,
+               "forward");
   expect_close(r.dx,
                finite_difference(in.x, in.dy,
                                  [&](const auto& x) {
-                                   return reference_forward(c, info, x, in.kernel, in.bias);
+                                   return reference_forward(c, info, x, in.kernel, in.bias,
+                                                            in.pointwise);
                                  }),
                2e-4, "input gradient");
   if (!in.kernel.empty()) {
     expect_close(r.dkernel,
-                 finite_difference(
-                     in.kernel, in.dy,
-                     [&](const auto& k) { return reference_forward(c, info, in.x, k, in.bias); }),
+                 finite_difference(in.kernel, in.dy,
+                                   [&](const auto& k) {
+                                     return reference_forward(c, info, in.x, k, in.bias,
+                                                              in.pointwise);
+                                   }),
                  2e-4, "kernel gradient");
   }
   if (!in.bias.empty()) {
     expect_close(r.dbias,
-                 finite_difference(
-                     in.bias, in.dy,
-                     [&](const auto& b) { return reference_forward(c, info, in.x, in.kernel, b); }),
+                 finite_difference(in.bias, in.dy,
+                                   [&](const auto& b) {
+                                     return reference_forward(c, info, in.x, in.kernel, b,
+                                                              in.pointwise);
+                                   }),
                  2e-4, "bias gradient");
+  }
+  if (!in.pointwise.empty()) {
+    expect_close(r.dpointwise,
+                 finite_difference(in.pointwise, in.dy,
+                                   [&](const auto& p) {
+                                     return reference_forward(c, info, in.x, in.kernel, in.bias, p);
+                                   }),
+                 2e-4, "pointwise kernel gradient");
   }
 }
 
@@ -327,6 +360,9 @@ TEST_P(CpuOp, MixedPoliciesMatchFloat32WithinTheirEpsilon) {
     expect_close(r.dx, ref.dx, tol, "input gradient");
     if (!ref.dkernel.empty()) expect_close(r.dkernel, ref.dkernel, tol, "kernel gradient");
     if (!ref.dbias.empty()) expect_close(r.dbias, ref.dbias, tol, "bias gradient");
+    if (!ref.dpointwise.empty()) {
+      expect_close(r.dpointwise, ref.dpointwise, tol, "pointwise kernel gradient");
+    }
     // Native or emulated (cpu.ops_avx2), the output is a 16-bit value.
     for (double v : r.y) {
       const auto f = static_cast<float>(v);

@@ -137,6 +137,20 @@ inline Vec depthwise_conv2d(const Vec& x, const Vec& kernel, const Vec& bias, st
   return activate(spec.activation, z, f);
 }
 
+// SeparableConv2D: the depthwise convolution (no bias, no activation), then a 1x1 Conv2D of the
+// pointwise kernel (c * multiplier, filters) with the bias and the activation.
+inline Vec separable_conv2d(const Vec& x, const Vec& depthwise, const Vec& pointwise,
+                            const Vec& bias, std::int64_t n, const LayerSpec& spec,
+                            const LayerInfo& info) {
+  LayerSpec dw = spec;
+  dw.activation = ActivationFn::linear;
+  LayerInfo dw_info = info;
+  const std::int64_t depth = info.input_shape[2] * spec.depth_multiplier;
+  dw_info.output_shape = {info.output_shape[0], info.output_shape[1], depth};
+  const Vec z = depthwise_conv2d(x, depthwise, {}, n, dw, dw_info);
+  return dense(z, pointwise, bias, depth, spec.filters, spec.activation);
+}
+
 // ZeroPadding2D: x (n, h, w, c) in the middle of zeros (n, h', w', c).
 inline Vec zero_padding(const Vec& x, std::int64_t n, const LayerInfo& info) {
   const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];

@@ -392,6 +392,62 @@ TEST(KerasJson, NonDefaultInitializersAndRegularizersAreWarnings) {
       << model.warnings[2];
 }
 
+// The layers of ResNets and MobileNets as Keras 3 writes them, tf.keras 2's list-valued
+// BatchNormalization axis among them.
+TEST(KerasJson, BatchNormDepthwiseZeroPaddingAndReshapeImport) {
+  const ImportedModel model = import_keras_json(keras3_sequential(
+      {input("8, 8, 3"),
+       keras3_layer("ZeroPadding2D", R"("name": "pad", "padding": [[0, 1], [1, 2]],
+                                       "data_format": "channels_last")"),
+       keras3_layer("DepthwiseConv2D", R"("name": "dw", "kernel_size": [3, 3], "strides": [2, 2],
+          "padding": "valid", "depth_multiplier": 2, "data_format": "channels_last",
+          "dilation_rate": [1, 1], "activation": "relu6", "use_bias": false,
+          "depthwise_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform",
+                                    "config": {"seed": null}, "registered_name": null},
+          "bias_initializer": "zeros", "depthwise_regularizer": null, "bias_regularizer": null,
+          "activity_regularizer": null, "depthwise_constraint": null, "bias_constraint": null)"),
+       keras3_layer("BatchNormalization", R"("name": "bn", "axis": [3], "momentum": 0.9,
+          "epsilon": 1e-05, "center": true, "scale": false, "beta_initializer": "zeros",
+          "gamma_initializer": "ones", "moving_mean_initializer": "zeros",
+          "moving_variance_initializer": {"module": "keras.initializers", "class_name": "Ones",
+                                          "config": {}, "registered_name": null},
+          "beta_regularizer": null, "gamma_regularizer": null, "beta_constraint": null,
+          "gamma_constraint": null, "synchronized": false)"),
+       keras3_layer("Reshape", R"("name": "flat", "target_shape": [-1])")}));
+  EXPECT_TRUE(model.warnings.empty()) << model.warnings.front();
+  ASSERT_EQ(model.spec.layers.size(), 4U);
+  const LayerSpec& pad = model.spec.layers[0];
+  EXPECT_EQ(pad.type, LayerType::ZeroPadding2D);
+  EXPECT_EQ(pad.zero_padding, (Pad2D{0, 1, 1, 2}));
+  const LayerSpec& dw = model.spec.layers[1];
+  EXPECT_EQ(dw.type, LayerType::DepthwiseConv2D);
+  EXPECT_EQ(dw.depth_multiplier, 2);
+  EXPECT_EQ(dw.strides, (Size2{2, 2}));
+  EXPECT_EQ(dw.activation, ActivationFn::relu6);
+  EXPECT_FALSE(dw.use_bias);
+  const LayerSpec& bn = model.spec.layers[2];
+  EXPECT_EQ(bn.type, LayerType::BatchNormalization);
+  EXPECT_EQ(bn.axis, 3);
+  EXPECT_EQ(bn.momentum, 0.9);
+  EXPECT_EQ(bn.epsilon, 1e-5);
+  EXPECT_TRUE(bn.center);
+  EXPECT_FALSE(bn.scale_gamma);
+  EXPECT_EQ(model.spec.layers[3].target_shape, (std::vector<std::int64_t>{-1}));
+  // 9x11x3 padded, 3x3 stride 2 with 2 per channel: 4x5x6; beta and the two statistics of 6.
+  const ShapeTable table = infer_shapes(model.spec);
+  EXPECT_EQ(table.layers[1].output_shape, (Shape{4, 5, 6}));
+  EXPECT_EQ(table.layers[1].param_count, 3 * 3 * 3 * 2);
+  EXPECT_EQ(table.layers[2].param_count, 3 * 6);
+  EXPECT_EQ(table.non_trainable_total, 2 * 6);
+  EXPECT_EQ(table.output_shape, (Shape{120}));
+
+  // Renormalization and a synchronized layer are Keras features MixLab does not model: named.
+  const std::string error = error_of(keras3_sequential(
+      {input("4"), keras3_layer("BatchNormalization", R"("name": "b", "renorm": true)")}));
+  EXPECT_NE(error.find("'b' (BatchNormalization): renorm true is not supported"), std::string::npos)
+      << error;
+}
+
 TEST(KerasJson, KerasSpellingsOfActivations) {
   const std::string text =
       keras3_sequential({input("4"), keras3_layer("ReLU", R"("name": "r", "max_value": null,

@@ -45,6 +45,14 @@ def keras_layer(l, **kw):
                                             depth_multiplier=l.get("depth_multiplier", 1),
                                             activation=l.get("activation", "linear"),
                                             use_bias=l.get("use_bias", True), **kw)
+    if t == "SeparableConv2D":
+        return keras.layers.SeparableConv2D(l["filters"], l["kernel_size"], strides=l.get("strides", 1),
+                                            padding=l.get("padding", "valid"),
+                                            depth_multiplier=l.get("depth_multiplier", 1),
+                                            activation=l.get("activation", "linear"),
+                                            use_bias=l.get("use_bias", True), **kw)
+    if t == "Reshape":
+        return keras.layers.Reshape(tuple(l["target_shape"]), **kw)
     if t == "Concatenate":
         return keras.layers.Concatenate(axis=l.get("axis", -1), **kw)
     if t in MERGES:

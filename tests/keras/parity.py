@@ -17,7 +17,8 @@ Runs inside the venv of scripts/keras-env.sh (Keras 3 on JAX's CPU backend), dri
              to_json() of it imports back alike; parameters, shapes, forward and the train
              checks of each .keras archive
   applications  keras.applications MobileNetV2, ResNet50 and DenseNet121 (weights=None,
-             32x32x3): parameters (trainable and not) and predict in inference mode, to 1e-4
+             32x32x3) and keras.io's small Xception (SeparableConv2D): parameters (trainable and
+             not) and predict in inference mode, to 1e-4
   names      a .keras archive whose layers carry their own names (not the class-based names
              under which Keras files their weights) imports with its weights
   tfkeras    a hand-written tf.keras 2.x JSON file (fixtures/) imports, with its policy
@@ -325,7 +326,7 @@ def forward_models(source):
     c100 = reduced(builtin_spec(source, "cifar100-convnet"), "cifar100-convnet-small",
                    widths=[64, 64, 64, 64])
     c100_train = reduced(c100, "cifar100-convnet-small-nodrop", drop_dropout=True)
-    return [(mlp, mlp), (cnn, cnn), (c10, c10), (c100, c100_train)]
+    return [(mlp, mlp), (cnn, cnn), (c10, c10), (c100, c100_train), (SEPARABLE_SPEC, SEPARABLE_SPEC)]
 
 
 # SGD's learning rate in the training checks: Keras's default 0.01, but 0.001 for cifar10-mlp,
@@ -488,7 +489,7 @@ def part_torch_forward(cli, source, work, torch_python):
     """The exported PyTorch script's model, given Keras's weights, computes Keras's outputs: its
     NHWC/NCHW switches, paddings and Flatten order are Keras's (float32, 1e-5 relative)."""
     specs = [builtin_spec(source, "fashion-cnn"), forward_models(source)[3][0], LAYOUTS_SPEC,
-             GRAPH_SPEC, BN_NET_SPEC]
+             GRAPH_SPEC, BN_NET_SPEC, SEPARABLE_SPEC]
     for spec in specs:
         with attempt(f"PyTorch export {spec['name']}"):
             name = spec["name"]
@@ -688,6 +689,24 @@ BN_NET_SPEC = {
 }
 
 
+# SeparableConv2D (its depthwise and pointwise kernels) and Reshape in Keras's HWC order, for the
+# PyTorch export's check: the separable layer's two convolutions, and Dense on a reshaped
+# (positions, features) tensor's last axis.
+SEPARABLE_SPEC = {
+    "name": "separable", "input": {"shape": [32, 32, 3]}, "loss": "sparse_categorical_crossentropy",
+    "layers": [
+        {"type": "Rescaling", "scale": 0.00392156862745098},
+        {"type": "SeparableConv2D", "filters": 8, "kernel_size": 3, "strides": 2, "padding": "same",
+         "depth_multiplier": 2, "activation": "relu"},
+        {"type": "Reshape", "target_shape": [16, -1]},
+        {"type": "Dense", "units": 4, "activation": "tanh"},
+        {"type": "Reshape", "target_shape": [-1]},
+        {"type": "Dense", "units": 10},
+        {"type": "Activation", "activation": "softmax", "dtype": "float32"},
+    ],
+}
+
+
 def part_graphs(cli, work, batch, policies):
     for spec, train_spec in ((GRAPH_SPEC, GRAPH_SPEC),
                              (TOY_RESNET_SPEC, reduced(TOY_RESNET_SPEC, "toy-resnet-nodrop", drop_dropout=True)),
@@ -741,8 +760,38 @@ def graph_checks(cli, work, spec, train_spec, batch, policies):
 # keras.applications models with weights=None, 32x32x3 inputs and 10 classes (issue 27): each
 # imports from its .keras archive with Keras's parameter counts (trainable and not) and predicts
 # what Keras predicts in inference mode (BatchNormalization's moving statistics seeded).
-APPLICATIONS = ("MobileNetV2", "ResNet50", "DenseNet121")
+APPLICATIONS = ("MobileNetV2", "ResNet50", "DenseNet121", "xception-small")
 APPLICATIONS_RTOL = 1e-4
+
+
+def xception_small(input_shape, classes):
+    """The small Xception of keras.io's "Image classification from scratch" (its make_model),
+    with a softmax on its logits (MixLab's losses read probabilities)."""
+    layers = keras.layers
+    inputs = keras.Input(shape=input_shape)
+    x = layers.Rescaling(1.0 / 255)(inputs)
+    x = layers.Conv2D(128, 3, strides=2, padding="same")(x)
+    x = layers.BatchNormalization()(x)
+    x = layers.Activation("relu")(x)
+    previous_block_activation = x
+    for size in [256, 512, 728]:
+        x = layers.Activation("relu")(x)
+        x = layers.SeparableConv2D(size, 3, padding="same")(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.Activation("relu")(x)
+        x = layers.SeparableConv2D(size, 3, padding="same")(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.MaxPooling2D(3, strides=2, padding="same")(x)
+        residual = layers.Conv2D(size, 1, strides=2, padding="same")(previous_block_activation)
+        x = layers.add([x, residual])
+        previous_block_activation = x
+    x = layers.SeparableConv2D(1024, 3, padding="same")(x)
+    x = layers.BatchNormalization()(x)
+    x = layers.Activation("relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dropout(0.25)(x)
+    outputs = layers.Dense(classes, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
 
 
 def part_applications(cli, work, batch):
@@ -751,7 +800,10 @@ def part_applications(cli, work, batch):
         with attempt(f"applications {name}"):
             keras.backend.clear_session()
             keras.utils.set_random_seed(13)
-            model = getattr(keras.applications, cls)(weights=None, input_shape=(32, 32, 3), classes=10)
+            if cls == "xception-small":
+                model = xception_small((32, 32, 3), 10)
+            else:
+                model = getattr(keras.applications, cls)(weights=None, input_shape=(32, 32, 3), classes=10)
             randomize_batch_norm(model, 13)
             path = work / f"{name}.keras"
             model.save(path)

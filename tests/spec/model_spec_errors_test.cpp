@@ -272,6 +272,20 @@ TEST(SpecErrors, DropoutRate) {
             "layer 0 (Dropout): rate -0.1 is out of range [0, 1)");
 }
 
+TEST(SpecErrors, NewLayersNameTheirFields) {
+  EXPECT_EQ(layer_error(R"({"type": "ReLU", "max_value": -1})"),
+            "layer 0 (ReLU): max_value -1 must be >= 0");
+  EXPECT_EQ(layer_error(R"({"type": "BatchNormalization", "momentum": 1.5})"),
+            "layer 0 (BatchNormalization): momentum 1.5 is out of range [0, 1]");
+  EXPECT_EQ(layer_error(R"({"type": "BatchNormalization", "epsilon": 0})"),
+            "layer 0 (BatchNormalization): epsilon 0 must be a finite number above 0");
+  EXPECT_EQ(layer_error(R"({"type": "ZeroPadding2D", "padding": [[1, -1], [0, 0]]})"),
+            "layer 0 (ZeroPadding2D): padding [[1,-1],[0,0]] is out of range [0, 2147483647]");
+  EXPECT_EQ(layer_error(R"({"type": "Reshape", "target_shape": [-1, -1]})"),
+            "layer 0 (Reshape): target_shape [-1, -1]: each size must be in [1, 2147483647], or "
+            "one of them -1 (inferred)");
+}
+
 TEST(SpecErrors, EnumValues) {
   constexpr const char* kKnown =
       "relu, sigmoid, tanh, gelu, softmax, linear, silu, hard_sigmoid, hard_silu, elu, relu6, "

@@ -230,7 +230,9 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
                                            LayerType::ReLU,
                                            LayerType::BatchNormalization,
                                            LayerType::ZeroPadding2D,
-                                           LayerType::DepthwiseConv2D};
+                                           LayerType::DepthwiseConv2D,
+                                           LayerType::Reshape,
+                                           LayerType::SeparableConv2D};
       l.type = kStackTypes[pick(0, static_cast<int>(std::size(kStackTypes)) - 1)];
       switch (l.type) {
         case LayerType::Dense:
@@ -283,12 +285,19 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           l.zero_padding = {pick(0, 5), pick(0, 5), pick(0, 5), pick(0, 5)};
           break;
         case LayerType::DepthwiseConv2D:
+        case LayerType::SeparableConv2D:
+          if (l.type == LayerType::SeparableConv2D) l.filters = pick(1, 512);
           l.kernel_size = size2();
           l.strides = size2();
           l.padding = static_cast<Padding>(pick(0, 1));
           l.depth_multiplier = pick(1, 4);
           l.activation = fn();
           l.use_bias = pick(0, 1) == 1;
+          break;
+        case LayerType::Reshape:
+          for (int d = pick(1, 3); d > 0; --d) {
+            l.target_shape.push_back(d == 1 && pick(0, 1) == 0 ? -1 : pick(1, 64));  // one -1
+          }
           break;
         case LayerType::Flatten:
         case LayerType::Add:

@@ -412,6 +412,37 @@ std::string shape_error(const ModelSpec& spec, Policy policy = Policy::float32) 
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
       << "expected to find: " << (needle) << "\n               in: " << (haystack)
 
+// Issue 27's layers: the shape errors name the layer and what does not fit.
+TEST(ShapeErrors, NewLayersNameWhatDoesNotFit) {
+  const auto error = [](const char* layer) {
+    return shape_error(
+        parse_model_json(std::string(R"({"input": {"shape": [8, 8, 3]}, "layers": [)") + layer +
+                         R"(, {"type": "Flatten"}, {"type": "Dense", "units": 2}]})"));
+  };
+  EXPECT_EQ(error(R"({"type": "BatchNormalization", "axis": 1})"),
+            "layer 0 (BatchNormalization): axis 1 of input 8x8x3: MixLab normalizes the last axis "
+            "(-1) only, Keras's default");
+  EXPECT_EQ(error(R"({"type": "DepthwiseConv2D", "kernel_size": 9})"),
+            "layer 0 (DepthwiseConv2D): kernel_size 9x9 does not fit input 8x8x3 with padding "
+            "'valid'");
+  EXPECT_EQ(error(R"({"type": "SeparableConv2D", "filters": 4, "kernel_size": [3, 9]})"),
+            "layer 0 (SeparableConv2D): kernel_size 3x9 does not fit input 8x8x3 with padding "
+            "'valid'");
+  EXPECT_EQ(error(R"({"type": "Reshape", "target_shape": [5, -1]})"),
+            "layer 0 (Reshape): target_shape [5, -1] does not hold the 192 values of input 8x8x3");
+  // The separable layer's parameters and FLOPs: the depthwise kernel, the 1x1 one, the bias.
+  const ModelSpec sep = parse_model_json(R"({"input": {"shape": [8, 8, 3]}, "layers": [
+      {"type": "SeparableConv2D", "filters": 4, "kernel_size": 3, "depth_multiplier": 2},
+      {"type": "Flatten"}, {"type": "Dense", "units": 2}]})");
+  const ShapeTable table = infer_shapes(sep);
+  const LayerInfo& info = table.layers[0];
+  EXPECT_EQ(info.output_shape, (Shape{6, 6, 4}));
+  ASSERT_EQ(info.params.size(), 3U);
+  EXPECT_EQ(info.params[1].kind, ParamKind::pointwise_kernel);
+  EXPECT_EQ(info.param_count, 3 * 3 * 3 * 2 + 6 * 4 + 4);
+  EXPECT_EQ(info.flops, 2 * 36 * 6 * 9 + 2 * 36 * 4 * 6 + 36 * 4);
+}
+
 TEST(ShapeErrors, KernelDoesNotFit) {
   // 16 -> conv 3: 14 -> pool 2: 7 -> conv 3: 5 -> conv 2: 4 -> conv 5 valid: does not fit.
   ModelSpec spec;

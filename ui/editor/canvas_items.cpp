@@ -40,10 +40,12 @@ QColor type_colour(const BlockContent& content) {
       return {59, 125, 216};
     case LayerType::Conv2D:
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
       return {46, 158, 91};
     case LayerType::BatchNormalization:
       return {112, 128, 60};
     case LayerType::ZeroPadding2D:
+    case LayerType::Reshape:
       return {138, 143, 152};
     case LayerType::ReLU:
       return {224, 138, 30};

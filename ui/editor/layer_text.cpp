@@ -81,6 +81,14 @@ QString layer_description(LayerType type) {
           "mixed policy.");
     case LayerType::ZeroPadding2D:
       return tr("Adds rows and columns of zeros around an image.");
+    case LayerType::SeparableConv2D:
+      return tr(
+          "A depthwise convolution (each channel on its own) followed by a 1x1 convolution to "
+          "'filters' channels, as Xception does: fewer FLOPs than a Conv2D of the same window.");
+    case LayerType::Reshape:
+      return tr(
+          "Gives the values another shape (target_shape, one size -1 to infer), in Keras's "
+          "order: no copy.");
     case LayerType::DepthwiseConv2D:
       return tr(
           "Convolves each channel of an image on its own (depth_multiplier filters per "
@@ -121,6 +129,11 @@ LayerSpec default_layer(LayerType type) {
       layer.max_value = 6.0;
       break;
     case LayerType::DepthwiseConv2D:
+    case LayerType::SeparableConv2D:
+      if (type == LayerType::SeparableConv2D) {
+        layer.filters = 64;
+        layer.activation = ActivationFn::relu;
+      }
       layer.kernel_size = {3, 3};
       layer.padding = Padding::same;
       break;
@@ -133,6 +146,9 @@ LayerSpec default_layer(LayerType type) {
     case LayerType::Concatenate:
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::Reshape:
+      layer.target_shape = {-1};
+      break;
     case LayerType::BatchNormalization:
     case LayerType::ZeroPadding2D:
       break;

@@ -63,6 +63,8 @@ std::string describe_layers(const RunRecord& r) {
         if (l.keepdims) args.emplace_back("keepdims");
         break;
       case LayerType::DepthwiseConv2D:
+      case LayerType::SeparableConv2D:
+        if (l.type == LayerType::SeparableConv2D) args.push_back(std::to_string(l.filters));
         args.push_back(size2(l.kernel_size));
         if (l.depth_multiplier != 1) {
           std::string times = "x";  // appended: GCC 12 warns on "x" + std::string here
@@ -76,6 +78,7 @@ std::string describe_layers(const RunRecord& r) {
         break;
       case LayerType::BatchNormalization:
       case LayerType::ZeroPadding2D:
+      case LayerType::Reshape:
       case LayerType::Flatten:
       case LayerType::Activation:
       case LayerType::Add:
@@ -87,6 +90,7 @@ std::string describe_layers(const RunRecord& r) {
     }
     const bool has_activation = l.type == LayerType::Dense || l.type == LayerType::Conv2D ||
                                 l.type == LayerType::DepthwiseConv2D ||
+                                l.type == LayerType::SeparableConv2D ||
                                 l.type == LayerType::Activation;
     if (has_activation && l.activation != ActivationFn::linear)
       args.push_back(text(to_string(l.activation)));

@@ -84,9 +84,15 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           made = std::make_unique<DenseNode>(ctx_, layer, li, rows, in, node.out_shape.back(), s);
           break;
         }
-        case PlanOp::conv2d:
-          made = std::make_unique<Conv2DNode>(ctx_, layer, info, batch_, s);
+        case PlanOp::conv2d: {
+          const ConvPart part = conv_part(layer, info, node);
+          auto conv = std::make_unique<Conv2DNode>(ctx_, part.layer, part.info, batch_, s);
+          if (layer.type == LayerType::SeparableConv2D && node.groups == 1) {
+            conv->set_kernel_kind(ParamKind::pointwise_kernel);
+          }
+          made = std::move(conv);
           break;
+        }
         case PlanOp::pooling:
           made = std::make_unique<PoolingNode>(ctx_, layer, info, batch_, s);
           break;
@@ -237,9 +243,9 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
                       std::vector<float>(static_cast<std::size_t>(keras_count(*slot)), 1.0f));
     }
     // Biases, beta and moving means start at zero (the arena is zeroed).
-    if (slot->kind != ParamKind::kernel) continue;
+    if (!is_kernel(slot->kind)) continue;
     const auto values = glorot_uniform(keras_count(*slot), slot->fan_in, slot->fan_out,
-                                       kernel_init_seed(seed, slot->layer));
+                                       kernel_init_seed(seed, slot->layer, slot->kind));
     write_parameter(slot->layer, slot->kind, values);
   }
   if (options_.initial_weights) {

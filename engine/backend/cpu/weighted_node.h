@@ -18,6 +18,8 @@ class WeightedNode : public CpuNode {
   void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                 const Tensor* dx) override;
   std::vector<ParamSlot*> params() override;
+  // The kernel's kind when it is not the layer's first (SeparableConv2D's pointwise part).
+  void set_kernel_kind(ParamKind kind) { kernel_.kind = kind; }
 
  protected:
   WeightedNode(int layer_index, const char* name, Storage storage, bool use_bias);

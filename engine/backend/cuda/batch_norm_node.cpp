@@ -33,6 +33,7 @@ BatchNormNode::BatchNormNode(const ExecutionPlan& plan, const PlanNode& node, co
         break;
       case ParamKind::kernel:
       case ParamKind::bias:
+      case ParamKind::pointwise_kernel:
         break;
     }
   }

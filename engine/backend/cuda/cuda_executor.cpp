@@ -158,9 +158,11 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
         case PlanOp::dense:
           made = std::make_unique<DenseNode>(ctx_, plan_, node);
           break;
-        case PlanOp::conv2d:
-          made = std::make_unique<ConvNode>(ctx_, plan_, node, layer, info);
+        case PlanOp::conv2d: {
+          const ConvPart part = conv_part(layer, info, node);
+          made = std::make_unique<ConvNode>(ctx_, plan_, node, part.layer, part.info);
           break;
+        }
         case PlanOp::pooling:
           made = std::make_unique<PoolNode>(ctx_, plan_, node, layer, info);
           break;
@@ -313,10 +315,10 @@ void CudaExecutor::initialise_parameters(std::uint64_t seed) {
                       std::vector<float>(static_cast<std::size_t>(s->count), 1.0f));
     }
     // Biases, beta and moving means start at zero (the arena is zeroed).
-    if (s->kind != ParamKind::kernel) continue;
+    if (!is_kernel(s->kind)) continue;
     write_parameter(
         s->layer, s->kind,
-        glorot_uniform(s->count, s->fan_in, s->fan_out, kernel_init_seed(seed, s->layer)));
+        glorot_uniform(s->count, s->fan_in, s->fan_out, kernel_init_seed(seed, s->layer, s->kind)));
   }
   if (options_.initial_weights) {
     write_model_weights(*options_.initial_weights,

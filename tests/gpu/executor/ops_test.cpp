@@ -98,6 +98,10 @@ std::vector<OpCase> cases() {
       {"DepthwiseSameStride2Multiplier2", {7, 6, 2}, {depthwise({3, 3}, {2, 2}, same, 2, A::relu)}},
       {"DepthwiseNoBias", {4, 5, 3}, {depthwise({2, 3}, {1, 1}, same, 1, A::linear, false)}},
       {"DepthwiseWide", {8, 8, 32}, {depthwise({3, 3}, {1, 1}, same)}},
+      {"SeparableSame", {5, 6, 3}, {separable(4, {3, 3}, {1, 1}, same, 1, A::relu)}},
+      {"SeparableStride2Multiplier2NoBias",
+       {7, 6, 2},
+       {separable(3, {3, 3}, {2, 2}, valid, 2, A::linear, false)}},
       {"BatchNorm", {3, 2, 4}, {batch_norm()}},
       {"BatchNormOnFeatures", {5}, {batch_norm()}},
       {"BatchNormNoScaleNoCenter", {2, 2, 3}, {batch_norm(false, false)}},
@@ -119,6 +123,7 @@ std::vector<OpCase> cases() {
       {"Dropout", {40}, {dropout(0.3)}},
       {"DropoutSpatial", {4, 4, 3}, {dropout(0.5), simple(LT::Flatten)}},
       {"Flatten", {2, 3, 4}, {simple(LT::Flatten)}},
+      {"ReshapeToImage", {24}, {reshape({2, -1, 4}), conv(3, {1, 1}, {1, 1}, valid)}},
       // Graphs (issue 27): a residual Add, each elementwise merge of two Dense branches of the
       // batch, and a channel Concatenate.
       {"ResidualAdd",
