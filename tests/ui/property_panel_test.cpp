@@ -127,6 +127,37 @@ class PropertyPanelTest : public QObject {
     check_undo_redo(doc, states);
   }
 
+  // A DepthwiseConv2D's window and activation edit as a Conv2D's (it has no filters field); a
+  // SeparableConv2D has filters too.
+  void depthwise_and_separable_edit_their_convolution_fields() {
+    ModelDocument doc;
+    ModelSpec spec = builtin("mobilenetv2-cifar");
+    doc.reset(spec, {}, QStringLiteral("mobilenetv2-cifar"));
+    EditorWidget editor(&doc);
+    PropertyPanel* panel = editor.properties();
+    int dw = -1;
+    for (std::size_t i = 0; i < doc.spec().layers.size() && dw < 0; ++i) {
+      if (doc.spec().layers[i].type == LayerType::DepthwiseConv2D) dw = static_cast<int>(i);
+    }
+    QVERIFY(dw >= 0);
+    editor.select_layer(dw);
+    auto* kh = panel->findChild<QSpinBox*>(QStringLiteral("kernel_size.h"));
+    QVERIFY(kh->isVisibleTo(panel));
+    QVERIFY(!panel->findChild<QSpinBox*>(QStringLiteral("filters"))->isVisibleTo(panel));
+    kh->setValue(5);
+    QCOMPARE(doc.spec().layers[static_cast<std::size_t>(dw)].kernel_size.h, 5);
+    doc.undo_stack()->undo();
+    QCOMPARE(doc.spec().layers[static_cast<std::size_t>(dw)].kernel_size.h, 3);
+
+    spec.layers[static_cast<std::size_t>(dw)].type = LayerType::SeparableConv2D;
+    spec.layers[static_cast<std::size_t>(dw)].filters = 8;
+    doc.reset(spec, {}, QStringLiteral("separable"));
+    editor.select_layer(dw);
+    auto* filters = panel->findChild<QSpinBox*>(QStringLiteral("filters"));
+    QVERIFY(filters->isVisibleTo(panel));
+    QCOMPARE(filters->value(), 8);
+  }
+
   void rate_and_scale_spin_boxes() {
     ModelDocument doc;
     doc.reset(builtin("cifar100-convnet"), {}, QStringLiteral("cifar100-convnet"));

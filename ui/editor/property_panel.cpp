@@ -51,7 +51,11 @@ int compact_spin_width() {
 }
 
 bool has_field(LayerType type, LayerField field) {
-  const bool conv = type == LayerType::Conv2D;
+  // DepthwiseConv2D and SeparableConv2D edit a Conv2D's fields (the depthwise one no filters);
+  // their depth_multiplier, and BatchNormalization's, ReLU's, ZeroPadding2D's and Reshape's own
+  // fields, come from their files (not editable here yet).
+  const bool separable = type == LayerType::SeparableConv2D;
+  const bool conv = type == LayerType::Conv2D || type == LayerType::DepthwiseConv2D || separable;
   const bool pool = type == LayerType::MaxPooling2D || type == LayerType::AveragePooling2D;
   switch (field) {
     case LayerField::name:
@@ -60,6 +64,7 @@ bool has_field(LayerType type, LayerField field) {
     case LayerField::units:
       return type == LayerType::Dense;
     case LayerField::filters:
+      return type == LayerType::Conv2D || separable;
     case LayerField::kernel_size:
       return conv;
     case LayerField::strides:
