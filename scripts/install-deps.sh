@@ -11,12 +11,12 @@ set -eu
 # services are not started by the packages where no init system runs, and need no config).
 # Keras import reads .keras archives with libzip and their weights with HDF5 (libzip-dev,
 # libhdf5-dev); the `keras` tests make a venv with python3-venv and run exported PyTorch scripts
-# with Debian's python3-torch.
+# with Debian's python3-torch. The editor lays out model graphs with Graphviz (libgraphviz-dev).
 # ccache makes a second build of the same sources fast (cmake/MixLabCcache.cmake uses it when
 # present). scripts/fresh-check.sh proves the list on a fresh Debian 12.
 packages="g++ cmake ninja-build ccache pkgconf libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev zlib1g-dev
           libsqlite3-dev libcli11-dev libgtest-dev libgmock-dev dataset-fashion-mnist
-          libzip-dev libhdf5-dev
+          libzip-dev libhdf5-dev libgraphviz-dev
           qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev qt6-qpa-plugins
           xvfb xauth desktop-file-utils appstream file dpkg-dev python3 python3-venv python3-torch
           slurmctld slurmd slurm-client munge"

@@ -1,20 +1,22 @@
 #include "ui/screenshot_tour.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QImage>
 #include <QLineEdit>
-#include <QStatusBar>
-#include <QCheckBox>
-#include <QTableWidget>
 #include <QPixmap>
 #include <QSet>
+#include <QSplitter>
+#include <QStatusBar>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTimer>
 #include <memory>
 
 #include "engine/train/run_fields.h"
+#include "resources/builtin_models.h"
 #include "ui/charts/chart.h"
 #include "ui/doctor/doctor_charts.h"
 #include "ui/doctor/doctor_view.h"
@@ -186,6 +188,33 @@ bool ScreenshotTour::shoot_canvas() {
   return save(area, QStringLiteral("canvas.png"));
 }
 
+bool ScreenshotTour::shoot_graph() {
+  // The built-in resnet20 in the editor (last, when no run needs the model any more): the
+  // stem and the first residual blocks at 1:1, the second block's Add selected.
+  window_->document()->reset(parse_model_json(*builtin_model_json("resnet20"), "resnet20"), {},
+                             QStringLiteral("resnet20"));
+  window_->tabs()->setCurrentWidget(window_->editor());
+  EditorWidget* editor = window_->editor();
+  ModelCanvas* canvas = editor->canvas();
+  if (canvas->is_chain() || !canvas->layout().graphviz) {
+    fail(tr("the canvas does not draw resnet20 as a graph: %1").arg(canvas->layout().problem));
+    return false;
+  }
+  auto* area = editor->findChild<QSplitter*>(QStringLiteral("canvas_table_splitter"));
+  if (area == nullptr) {
+    fail(tr("the editor has no canvas beside its table"));
+    return false;
+  }
+  // The canvas gets the room a graph wants, as a user drags the splitter.
+  area->setSizes({area->width() * 3 / 5, area->width() * 2 / 5});
+  editor->find_layer(QStringLiteral("s1b2_add"), false);
+  canvas->set_zoom(0.75);
+  QApplication::processEvents();
+  canvas->centerOn(canvas->block(editor->current_layer()));
+  QApplication::processEvents();
+  return save(area, QStringLiteral("graph.png"));
+}
+
 void ScreenshotTour::shoot_live() {
   window_->tabs()->setCurrentWidget(window_->live_view());
   LiveView* live = window_->live_view();
@@ -295,6 +324,7 @@ void ScreenshotTour::shoot_sweeps() {
       },
       [this] {
         if (!save(window_, QStringLiteral("sweeps.png"))) return;
+        if (!shoot_graph()) return;
         emit finished(true, tr("saved %1").arg(files_.join(QStringLiteral(", "))), files_);
       });
 }

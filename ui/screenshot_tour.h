@@ -52,6 +52,8 @@ class ScreenshotTour : public QObject {
   void when_drawn(std::function<QString()> problem, std::function<void()> then);
   // The canvas beside the table (canvas.png); false when it failed.
   bool shoot_canvas();
+  // resnet20's graph on the canvas (graph.png); false when it failed.
+  bool shoot_graph();
   void shoot_live();
   void shoot_compare();
   void shoot_doctor();

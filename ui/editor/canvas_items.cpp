@@ -7,6 +7,7 @@
 #include <QPainterPath>
 #include <QPalette>
 #include <QStyleOptionGraphicsItem>
+#include <QtMath>
 #include <algorithm>
 #include <cmath>
 
@@ -112,7 +113,7 @@ qreal LayerBlockItem::error_height() const {
 }
 
 QRectF LayerBlockItem::boundingRect() const {
-  return {0, 0, kWidth, height_};
+  return {0, 0, kWidth, height_ + kPortRadius + 1};
 }
 
 QColor LayerBlockItem::fill_colour() const {
@@ -127,11 +128,25 @@ void LayerBlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* op
                            QWidget* widget) {
   const QPalette palette = palette_of(widget);
   const bool selected = option->state.testFlag(QStyle::State_Selected);
-  const QRectF box = boundingRect().adjusted(1, 1, -1, -1);
+  const QRectF box = QRectF(QPointF(), box_size()).adjusted(1, 1, -1, -1);
   painter->setRenderHint(QPainter::Antialiasing);
+  const qreal detail = option->levelOfDetailFromTransform(painter->worldTransform());
 
   QPainterPath outline;
   outline.addRoundedRect(box, kRadius, kRadius);
+  if (detail < 0.35) {
+    // Too small to read: the type's colour and the title, large.
+    painter->fillPath(outline, is_error() ? kErrorFill : type_colour(content_).lighter(150));
+    painter->setPen(QPen(selected ? palette.color(QPalette::Highlight) : type_colour(content_),
+                         selected ? 8.0 : 2.0));
+    painter->drawPath(outline);
+    QFont big = bold_;
+    big.setPointSizeF(bold_.pointSizeF() * 2.2);
+    painter->setFont(big);
+    painter->setPen(is_error() ? kErrorText : palette.color(QPalette::Text));
+    painter->drawText(box, Qt::AlignCenter, content_.title);
+    return;
+  }
   painter->fillPath(outline, is_error() ? kErrorFill : palette.color(QPalette::Base));
   // The type's stripe, clipped to the rounded outline.
   painter->save();
@@ -198,6 +213,13 @@ void LayerBlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* op
     painter->drawText(QRectF(left, y, width, error_height()), Qt::TextWordWrap | Qt::AlignLeft,
                       content_.error);
   }
+  // The output port: drag from it to another block to connect.
+  painter->setPen(QPen(palette.color(QPalette::Mid), 1.0));
+  painter->setBrush(palette.color(QPalette::Base));
+  painter->drawEllipse(port_centre(), kPortRadius, kPortRadius);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(type_colour(content_));
+  painter->drawEllipse(port_centre(), kPortRadius - 2, kPortRadius - 2);
 }
 
 void LayerBlockItem::paint_bar(QPainter* painter, qreal y, const QString& label, double share,
@@ -233,37 +255,65 @@ void LayerBlockItem::paint_bar(QPainter* painter, qreal y, const QString& label,
   }
 }
 
-EdgeItem::EdgeItem(QPointF from, QPointF to, QString label, const QFont& font)
-    : from_(from), to_(to), label_(std::move(label)), font_(font) {
+EdgeItem::EdgeItem(QPainterPath path, int from, int to, QString label, const QFont& font)
+    : path_(std::move(path)), from_(from), to_(to), label_(std::move(label)), font_(font) {
   font_.setPointSizeF(std::max(6.0, font.pointSizeF() * 0.85));
-  setToolTip(tr("Tensor shape per sample, without the batch dimension"));
+  setFlag(ItemIsSelectable);
+  setToolTip(
+      tr("Tensor shape per sample, without the batch dimension. Click to select the "
+         "edge, Delete removes it."));
+}
+
+void EdgeItem::set_hot(bool hot) {
+  if (hot_ == hot) return;
+  hot_ = hot;
+  update();
+}
+
+QRectF EdgeItem::label_rect() const {
+  const QFontMetricsF metrics(font_);
+  const QPointF middle = path_.pointAtPercent(0.5);
+  return {middle.x() + 8, middle.y() - metrics.height() / 2, metrics.horizontalAdvance(label_) + 2,
+          metrics.height()};
 }
 
 QRectF EdgeItem::boundingRect() const {
-  const QFontMetricsF metrics(font_);
-  const qreal label_w = metrics.horizontalAdvance(label_) + 12;
-  return QRectF(from_, to_).normalized().adjusted(-kArrowSize - 1, 0, label_w + 1, 0);
+  return path_.boundingRect().adjusted(-kArrowSize - 4, -4, kArrowSize + 4, 4) | label_rect();
 }
 
-void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* /*option*/,
-                     QWidget* widget) {
+QPainterPath EdgeItem::shape() const {
+  QPainterPathStroker stroker;
+  stroker.setWidth(10);
+  return stroker.createStroke(path_);
+}
+
+void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) {
   const QPalette palette = palette_of(widget);
+  const bool selected = option->state.testFlag(QStyle::State_Selected);
   QColor colour = palette.color(QPalette::WindowText);
   colour.setAlphaF(0.7f);
+  if (selected || hot_) colour = palette.color(QPalette::Highlight);
   painter->setRenderHint(QPainter::Antialiasing);
-  painter->setPen(QPen(colour, 1.5));
-  const QPointF tip = to_;
-  painter->drawLine(from_, tip - QPointF(0, kArrowSize));
+  const qreal detail = option->levelOfDetailFromTransform(painter->worldTransform());
+  const qreal width = (selected || hot_ ? 3.0 : 1.5) / std::max(0.25, std::min(1.0, detail));
+  // The arrow head along the path's last direction, the line stopping at its base.
+  const QPointF tip = path_.pointAtPercent(1.0);
+  const qreal angle = qDegreesToRadians(path_.angleAtPercent(0.999));
+  const QPointF back(-std::cos(angle), std::sin(angle));  // from the tip back along the path
+  const QPointF side(back.y(), -back.x());
+  const qreal size = kArrowSize * std::max(1.0, width / 1.5);
+  painter->setPen(QPen(colour, width));
+  painter->setBrush(Qt::NoBrush);
+  painter->drawPath(path_);
   painter->setPen(Qt::NoPen);
   painter->setBrush(colour);
-  const QPointF arrow[3] = {tip, tip + QPointF(-kArrowSize / 1.4, -kArrowSize),
-                            tip + QPointF(kArrowSize / 1.4, -kArrowSize)};
+  const QPointF base = tip + back * size;
+  const QPointF arrow[3] = {tip, base + side * (size / 1.4), base - side * (size / 1.4)};
   painter->drawPolygon(arrow, 3);
+  if (detail < 0.35) return;
   painter->setFont(font_);
   painter->setPen(colour);
-  const QRectF text_box(from_.x() + 8, from_.y(), boundingRect().right() - from_.x() - 8,
-                        to_.y() - from_.y());
-  painter->drawText(text_box, Qt::AlignLeft | Qt::AlignVCenter, label_);
+  painter->drawText(label_rect(), Qt::AlignLeft | Qt::AlignVCenter, label_);
 }
 
 }  // namespace mixlab::ui

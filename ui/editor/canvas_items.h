@@ -1,12 +1,17 @@
 // What the model canvas draws: a block per layer (its type, key settings, output shape and
 // parameter count, and bars for its share of the model's parameters and activation memory; red
-// with the engine's message when it is the offending layer) and the edges between blocks,
-// labelled with the tensor shape that flows along them. The items only paint what they are
-// given; model_canvas.cpp works out the content from the document.
+// with the engine's message when it is the offending layer; an output port at the bottom to
+// drag connections from) and the edges between blocks, routed by the layout and labelled with
+// the tensor shape that flows along them. The items only paint what they are given;
+// model_canvas.cpp works out the content from the document.
+//
+// Zoomed far out (a ResNet50 fitted in the window) blocks paint as their coloured box and title
+// only, and edges without labels, so that scrolling and zooming stay fluid.
 #pragma once
 
 #include <QFont>
 #include <QGraphicsItem>
+#include <QPainterPath>
 #include <QString>
 
 #include "engine/spec/model_spec.h"
@@ -30,8 +35,14 @@ struct BlockContent {
 class LayerBlockItem : public QGraphicsItem {
  public:
   static constexpr qreal kWidth = 220.0;
+  static constexpr qreal kPortRadius = 5.0;
 
   LayerBlockItem(BlockContent content, const QFont& font);
+
+  // The box, without the port below it: what the layout places.
+  QSizeF box_size() const { return {kWidth, height_}; }
+  // The output port's centre, in item coordinates: the middle of the bottom edge.
+  QPointF port_centre() const { return {kWidth / 2, height_}; }
 
   const BlockContent& content() const { return content_; }
   int layer() const { return content_.layer; }
@@ -55,21 +66,32 @@ class LayerBlockItem : public QGraphicsItem {
   qreal height_ = 0.0;
 };
 
-// A downward arrow from one block to the next with the tensor shape beside it.
+// An arrow along `path` from one block (`from`, -1 the input) into another (`to`) with the
+// tensor shape beside it. Selectable, to delete it; "hot" while a palette drop would land in it.
 class EdgeItem : public QGraphicsItem {
  public:
-  EdgeItem(QPointF from, QPointF to, QString label, const QFont& font);
+  EdgeItem(QPainterPath path, int from, int to, QString label, const QFont& font);
 
   const QString& label() const { return label_; }
+  int from() const { return from_; }
+  int to() const { return to_; }
+  const QPainterPath& path() const { return path_; }
+  void set_hot(bool hot);
 
   QRectF boundingRect() const override;
+  // The path widened, so that a click near it selects it.
+  QPainterPath shape() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:
-  QPointF from_;
-  QPointF to_;
+  QRectF label_rect() const;
+
+  QPainterPath path_;
+  int from_;
+  int to_;
   QString label_;
   QFont font_;
+  bool hot_ = false;
 };
 
 }  // namespace mixlab::ui

@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSplitter>
@@ -114,7 +115,9 @@ EditorWidget::EditorWidget(ModelDocument* doc, QWidget* parent)
   connect(doc_, &ModelDocument::changed, this, [this] {
     update_actions();
     update_summary();
+    show_inputs_column(!canvas_->is_chain());
   });
+  show_inputs_column(!canvas_->is_chain());
   update_actions();
   update_summary();
 }
@@ -147,6 +150,12 @@ QWidget* EditorWidget::build_stack_area() {
   view_->setWordWrap(false);
   view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   view_->horizontalHeader()->setSectionResizeMode(LayerStackModel::Layer, QHeaderView::Stretch);
+  // A merge's inputs are long ("conv2_block1_3_bn, conv2_block1_0_bn"): elided, the tooltip
+  // has them all, and the user may widen the column. A chain's layers each read the one above:
+  // there the column says nothing and stays hidden (update_summary).
+  view_->horizontalHeader()->setSectionResizeMode(LayerStackModel::Inputs,
+                                                  QHeaderView::Interactive);
+  view_->horizontalHeader()->resizeSection(LayerStackModel::Inputs, 84);
   // Remove and the moves act on the stack only: elsewhere Delete edits text and Alt+Down opens
   // combo boxes.
   view_->addActions({remove_, move_up_, move_down_});
@@ -204,11 +213,46 @@ QWidget* EditorWidget::build_canvas_area() {
   auto* toolbar = new QToolBar;
   toolbar->setToolButtonStyle(Qt::ToolButtonTextOnly);
   toolbar->addActions(canvas_->view_actions());
+  // The canvas's width is its blocks' (the table gets the rest): the toolbar folds what does
+  // not fit into its extension menu rather than widen the area.
+  toolbar->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  find_ = new QLineEdit;
+  find_->setObjectName(QStringLiteral("find_layer"));
+  find_->setPlaceholderText(tr("Find layer (Ctrl+F)"));
+  find_->setClearButtonEnabled(true);
+  find_->setToolTip(
+      tr("Selects the first layer whose name or type contains the text; Enter "
+         "goes to the next one"));
+  connect(find_, &QLineEdit::textEdited, this,
+          [this](const QString& text) { find_layer(text, false); });
+  connect(find_, &QLineEdit::returnPressed, this, [this] { find_layer(find_->text(), true); });
+  auto* find = new QAction(tr("Find layer"), this);
+  find->setObjectName(QStringLiteral("find_layer_action"));
+  find->setShortcut(QKeySequence::Find);
+  find->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  connect(find, &QAction::triggered, this, [this] {
+    find_->setFocus(Qt::ShortcutFocusReason);
+    find_->selectAll();
+  });
+  addAction(find);
+  // Why the canvas refused an edit, until the next change of the model.
+  notice_ = new QLabel;
+  notice_->setObjectName(QStringLiteral("canvas_notice"));
+  notice_->setWordWrap(true);
+  notice_->setContentsMargins(6, 2, 6, 2);
+  notice_->hide();
+  connect(canvas_, &ModelCanvas::notice, this, [this](const QString& text) {
+    notice_->setText(text);
+    notice_->show();
+  });
+  connect(doc_, &ModelDocument::changed, notice_, &QLabel::hide);
   auto* area = new QWidget;
   auto* layout = new QVBoxLayout(area);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   layout->addWidget(toolbar);
+  layout->addWidget(find_);
+  layout->addWidget(notice_);
   layout->addWidget(canvas_, 1);
   return area;
 }
@@ -318,6 +362,45 @@ void EditorWidget::select_layer(int index) {
   update_actions();
 }
 
+void EditorWidget::show_inputs_column(bool show) {
+  if (show == !view_->isColumnHidden(LayerStackModel::Inputs)) return;
+  view_->setColumnHidden(LayerStackModel::Inputs, !show);
+  // With the column the table is wider than its share of a small screen: the layers keep a
+  // readable width and the table scrolls sideways, rather than squeeze them to "A…".
+  QHeaderView* header = view_->horizontalHeader();
+  header->setSectionResizeMode(LayerStackModel::Layer,
+                               show ? QHeaderView::Interactive : QHeaderView::Stretch);
+  if (show) header->resizeSection(LayerStackModel::Layer, 170);
+}
+
+QString EditorWidget::notice_text() const {
+  return notice_->isHidden() ? QString() : notice_->text();
+}
+
+bool EditorWidget::find_layer(const QString& text, bool next) {
+  const std::vector<LayerSpec>& layers = doc_->spec().layers;
+  const int count = static_cast<int>(layers.size());
+  const QString wanted = text.trimmed();
+  bool found = false;
+  if (!wanted.isEmpty() && count > 0) {
+    // From the selected layer (after it for "next"), round to the start.
+    const int start = std::max(0, current_layer() + (next ? 1 : 0));
+    for (int k = 0; k < count && !found; ++k) {
+      const int i = (start + k) % count;
+      const LayerSpec& layer = layers[static_cast<std::size_t>(i)];
+      if (QString::fromStdString(layer.name).contains(wanted, Qt::CaseInsensitive) ||
+          QString::fromUtf8(to_string(layer.type)).contains(wanted, Qt::CaseInsensitive)) {
+        select_layer(i);
+        found = true;
+      }
+    }
+  }
+  // No match shows in the box, as browsers' find bars do.
+  find_->setStyleSheet(
+      found || wanted.isEmpty() ? QString() : QStringLiteral("QLineEdit { background: #ffdede; }"));
+  return found;
+}
+
 void EditorWidget::add_layer(LayerType type, Placement placement) {
   const int selected = current_layer();
   const int count = static_cast<int>(doc_->spec().layers.size());
@@ -335,6 +418,12 @@ void EditorWidget::duplicate_layer() {
 }
 
 void EditorWidget::remove_layer() {
+  // Delete with an edge selected on the canvas removes the edge (the canvas takes the key
+  // first; this is for the menu's Remove).
+  if (canvas_->selected_edge() >= 0) {
+    canvas_->delete_selected_edge();
+    return;
+  }
   const int selected = current_layer();
   if (selected >= 0) doc_->undo_stack()->push(new RemoveLayerCommand(doc_, selected));
 }

@@ -13,6 +13,7 @@
 class QAbstractItemView;
 class QAction;
 class QLabel;
+class QLineEdit;
 class QScrollArea;
 class QTableView;
 
@@ -47,6 +48,13 @@ class EditorWidget : public QWidget {
   int current_layer() const;
   void select_layer(int index);
 
+  // Find (Ctrl+F): the box above the canvas; typing selects the first layer whose name or type
+  // contains the text (ignoring case), Enter the next one. False when none does.
+  QLineEdit* find_box() const { return find_; }
+  bool find_layer(const QString& text, bool next);
+  // The canvas's last refusal ("'dense_2' would read nothing..."), until the next edit.
+  QString notice_text() const;
+
   // The batch size and optimizer the memory for training is shown at (the run panel's).
   void set_training(int batch_size, const OptimizerConfig& optimizer);
   QString totals_text() const;
@@ -67,6 +75,8 @@ class EditorWidget : public QWidget {
   void move_layer(int delta);
   void update_actions();
   void update_summary();
+  // The table's "Inputs" column: shown for a graph, hidden for a chain.
+  void show_inputs_column(bool show);
   // Keeps the property panel's area as wide as the panel's minimum (which changes with the
   // layer's fields), so the splitter never clips it.
   void update_properties_width();
@@ -80,6 +90,8 @@ class EditorWidget : public QWidget {
   QScrollArea* properties_area_ = nullptr;
   QLabel* totals_ = nullptr;
   QLabel* message_ = nullptr;
+  QLabel* notice_ = nullptr;
+  QLineEdit* find_ = nullptr;
   int batch_size_ = 32;
   OptimizerConfig optimizer_ = default_optimizer(OptimizerKind::adam);
 

@@ -8,7 +8,7 @@ constexpr int kEditLayerId = 1;
 constexpr int kEditModelId = 2;
 // More than there are LayerFields: index * kLayerFieldCount + field is one key per layer field.
 constexpr int kLayerFieldCount = 32;
-static_assert(static_cast<int>(LayerField::dtype) < kLayerFieldCount);
+static_assert(static_cast<int>(LayerField::inputs) < kLayerFieldCount);
 
 QString type_name(LayerType type) {
   return QString::fromUtf8(to_string(type));
@@ -60,6 +60,8 @@ QString field_name(LayerField field) {
       return QStringLiteral("offset");
     case LayerField::dtype:
       return QStringLiteral("dtype");
+    case LayerField::inputs:
+      return QStringLiteral("inputs");
   }
   return {};
 }

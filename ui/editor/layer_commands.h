@@ -28,6 +28,7 @@ enum class LayerField : std::uint8_t {
   scale,
   offset,
   dtype,
+  inputs,  // the layers it reads (the canvas's connect, merge and delete-edge)
 };
 enum class ModelField : std::uint8_t { name, input_shape, loss };
 

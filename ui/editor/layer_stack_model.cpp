@@ -1,15 +1,17 @@
 #include "ui/editor/layer_stack_model.h"
 
+#include <QApplication>
 #include <QBrush>
 #include <QColor>
-#include <QApplication>
 #include <QIcon>
 #include <QMimeData>
+#include <QStringList>
 #include <QStyle>
 #include <QUndoStack>
 #include <algorithm>
 #include <array>
 
+#include "engine/spec/model_graph.h"
 #include "ui/editor/layer_commands.h"
 #include "ui/editor/layer_text.h"
 #include "ui/editor/model_document.h"
@@ -29,6 +31,8 @@ struct ColumnText {
 constexpr std::array<ColumnText, LayerStackModel::Count> kColumnTexts = {{
     {QT_TR_NOOP("Layer"), QT_TR_NOOP("The layer and its main settings, in Keras's terms")},
     // Short titles (the tooltips say it in full): the table shares the editor with the canvas.
+    {QT_TR_NOOP("Inputs"), QT_TR_NOOP("The layers it reads (\"input\": the model's input); "
+                                      "without a name in its \"inputs\", the layer before it")},
     {QT_TR_NOOP("Output"),
      QT_TR_NOOP("The layer's output shape per sample, without the batch dimension")},
     {QT_TR_NOOP("Params"), QT_TR_NOOP("Trainable parameters (kernel and bias)")},
@@ -114,6 +118,7 @@ QVariant LayerStackModel::data(const QModelIndex& index, int role) const {
 
 QVariant LayerStackModel::display(int row, int column) const {
   if (column == Layer) return layer_summary(doc_->spec().layers[static_cast<std::size_t>(row)]);
+  if (column == Inputs) return inputs_text(row);
   const LayerInfo* i = info(row);
   if (i == nullptr) return QStringLiteral("—");
   switch (column) {
@@ -130,8 +135,30 @@ QVariant LayerStackModel::display(int row, int column) const {
   }
 }
 
+QString LayerStackModel::inputs_text(int row) const {
+  const ModelSpec& spec = doc_->spec();
+  const LayerSpec& layer = spec.layers[static_cast<std::size_t>(row)];
+  QStringList names;
+  if (!layer.inputs.empty()) {
+    for (const std::string& name : layer.inputs) names << QString::fromStdString(name);
+  } else if (row == 0) {
+    names << QString::fromUtf8(kModelInputName);
+  } else {
+    // The layer before it: its name, else its row and type ("#3 Conv2D").
+    const LayerSpec& before = spec.layers[static_cast<std::size_t>(row) - 1];
+    names << (before.name.empty()
+                  ? QStringLiteral("#%1 %2").arg(row - 1).arg(text_of(to_string(before.type)))
+                  : QString::fromStdString(before.name));
+  }
+  return names.join(QStringLiteral(", "));
+}
+
 QVariant LayerStackModel::tooltip(int row, int column) const {
   if (is_offending(row)) return doc_->validation().message;
+  if (column == Inputs)
+    return doc_->spec().layers[static_cast<std::size_t>(row)].inputs.empty()
+               ? tr("Reads the layer before it")
+               : tr("Reads %1").arg(inputs_text(row));
   const LayerSpec& layer = doc_->spec().layers[static_cast<std::size_t>(row)];
   const LayerInfo* i = info(row);
   if (column == Layer) {

@@ -19,7 +19,7 @@ class LayerStackModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column : int { Layer, OutputShape, Parameters, Flops, ActivationMemory, Count };
+  enum Column : int { Layer, Inputs, OutputShape, Parameters, Flops, ActivationMemory, Count };
   enum class Role : int {
     // The figure of a numeric column as qlonglong (the display text is rounded and localized).
     Number = Qt::UserRole + 1,
@@ -60,6 +60,7 @@ class LayerStackModel : public QAbstractTableModel {
   const LayerInfo* info(int row) const;
   bool is_offending(int row) const;
   QVariant display(int row, int column) const;
+  QString inputs_text(int row) const;
   QVariant tooltip(int row, int column) const;
   QVariant number(int row, int column) const;
   void refresh_all();

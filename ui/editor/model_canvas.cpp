@@ -2,14 +2,18 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QContextMenuEvent>
 #include <QDir>
 #include <QDragEnterEvent>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGraphicsLineItem>
 #include <QGraphicsScene>
 #include <QImage>
 #include <QImageWriter>
+#include <QKeyEvent>
+#include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QMouseEvent>
@@ -24,7 +28,9 @@
 #include <cmath>
 #include <optional>
 
+#include "engine/spec/model_graph.h"
 #include "ui/editor/canvas_items.h"
+#include "ui/editor/graph_edits.h"
 #include "ui/editor/layer_commands.h"
 #include "ui/editor/layer_palette.h"
 #include "ui/editor/layer_stack_model.h"
@@ -38,7 +44,9 @@ namespace mixlab::ui {
 namespace {
 
 constexpr qreal kEdgeLength = 34.0;  // between one block's bottom and the next one's top
+constexpr qreal kNodeGap = 40.0;     // between blocks side by side
 constexpr qreal kMargin = 12.0;      // around the diagram, on screen and in exports
+constexpr int kPickPixels = 7;       // how near on screen a click must be to a port or an edge
 constexpr double kZoomStep = 1.25;
 constexpr int kExportScale = 2;  // PNG pixels per scene unit
 
@@ -110,7 +118,9 @@ BlockContent layer_content(const ModelDocument& doc, int index, const Totals& to
                  format_flops(info->flops), format_bytes(info->activation_bytes),
                  qt_text(to_string(info->compute)));
   }
-  c.tooltip += ModelCanvas::tr("\nDrag the block to move the layer; Delete removes it.");
+  c.tooltip += ModelCanvas::tr(
+      "\nDrag from the dot at its bottom to another block to connect them; Delete removes "
+      "the layer.");
   return c;
 }
 
@@ -123,6 +133,11 @@ QString edge_label(const ModelDocument& doc, int from_layer) {
                                        qt_text(to_string(info->compute)));
 }
 
+// The box of a block in scene coordinates, without its port.
+QRectF box_rect(const LayerBlockItem* block) {
+  return block->mapRectToScene(QRectF(QPointF(), block->box_size()));
+}
+
 QString cannot_write(const QString& path, const QString& why) {
   return ModelCanvas::tr("Cannot write %1: %2").arg(QDir::toNativeSeparators(path), why);
 }
@@ -132,8 +147,10 @@ QString cannot_write(const QString& path, const QString& why) {
 ModelCanvas::ModelCanvas(ModelDocument* doc, QWidget* parent) : QGraphicsView(parent), doc_(doc) {
   setObjectName(QStringLiteral("model_canvas"));
   setToolTip(
-      tr("The model as a diagram. Drag a layer type from the palette into a gap to insert "
-         "it, drag a block to move it; Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out and to fit."));
+      tr("The model as a diagram. Drag a layer type from the palette onto an edge to insert it; "
+         "drag from a block's bottom dot to another block to connect them; Ctrl+click several "
+         "blocks and Ctrl+M to join them with an Add; Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out "
+         "and to fit."));
   auto* scene = new QGraphicsScene(this);
   scene->setBackgroundBrush(palette().color(QPalette::Window));
   setScene(scene);
@@ -150,13 +167,20 @@ ModelCanvas::ModelCanvas(ModelDocument* doc, QWidget* parent) : QGraphicsView(pa
   drop_marker_->setZValue(10);
   drop_marker_->hide();
   scene->addItem(drop_marker_);
+  connect_line_ = new QGraphicsLineItem;
+  connect_line_->setPen(
+      QPen(palette().color(QPalette::Highlight), 2.0, Qt::DashLine, Qt::RoundCap));
+  connect_line_->setZValue(10);
+  connect_line_->hide();
+  scene->addItem(connect_line_);
 
   create_actions();
   connect(scene, &QGraphicsScene::selectionChanged, this, [this] {
     if (syncing_) return;
-    const QList<QGraphicsItem*> items = this->scene()->selectedItems();
-    auto* block = items.isEmpty() ? nullptr : dynamic_cast<LayerBlockItem*>(items.first());
-    selected_ = block != nullptr ? block->layer() : -1;
+    // With several blocks selected, the one last clicked is the current layer.
+    const std::vector<int> layers = selected_layers();
+    const bool pressed = std::find(layers.begin(), layers.end(), press_layer_) != layers.end();
+    selected_ = layers.empty() ? -1 : (pressed ? press_layer_ : layers.front());
     emit layer_selected(selected_);
   });
   connect(doc_, &ModelDocument::changed, this, &ModelCanvas::rebuild);
@@ -189,13 +213,18 @@ void ModelCanvas::create_actions() {
   fit_ = make(QStringLiteral("zoom_fit"), tr("Fit"), tr("Show the whole model (Ctrl+0)"),
               {QKeySequence(Qt::CTRL | Qt::Key_0)});
   connect(fit_, &QAction::triggered, this, &ModelCanvas::fit);
+  merge_ = make(QStringLiteral("merge_layers"), tr("Merge"),
+                tr("Join the selected blocks (Ctrl+click to select several) with an Add layer "
+                   "(Ctrl+M); the context menu offers the other merges"),
+                {QKeySequence(Qt::CTRL | Qt::Key_M)});
+  connect(merge_, &QAction::triggered, this, [this] { merge_selected(LayerType::Add); });
   export_ = make(QStringLiteral("export_canvas"), tr("Export…"),
                  tr("Save the diagram as a PNG or SVG image"), {});
   connect(export_, &QAction::triggered, this, &ModelCanvas::export_with_dialog);
 }
 
 QList<QAction*> ModelCanvas::view_actions() const {
-  return {zoom_in_, zoom_out_, fit_, export_};
+  return {zoom_in_, zoom_out_, fit_, merge_, export_};
 }
 
 QSize ModelCanvas::sizeHint() const {
@@ -213,6 +242,52 @@ int ModelCanvas::current_layer() const {
   return selected_;
 }
 
+LayerBlockItem* ModelCanvas::node(int index) const {
+  return index == kModelInput ? input_ : block(index);
+}
+
+std::vector<int> ModelCanvas::selected_layers() const {
+  std::vector<int> layers;
+  for (const LayerBlockItem* b : blocks_)
+    if (b->isSelected()) layers.push_back(b->layer());
+  return layers;
+}
+
+int ModelCanvas::selected_edge() const {
+  for (std::size_t i = 0; i < edges_.size(); ++i)
+    if (edges_[i]->isSelected()) return static_cast<int>(i);
+  return -1;
+}
+
+bool ModelCanvas::refuse(const QString& why) {
+  emit notice(why);
+  return false;
+}
+
+bool ModelCanvas::connect_layers(int from, int to) {
+  QString why;
+  if (!mixlab::ui::connect_layers(doc_, from, to, &why)) return refuse(why);
+  return true;
+}
+
+bool ModelCanvas::delete_selected_edge() {
+  const int index = selected_edge();
+  if (index < 0) return refuse(tr("Select an edge first: click on it."));
+  const EdgeItem* edge = edges_[static_cast<std::size_t>(index)];
+  QString why;
+  if (!remove_edge(doc_, edge->from(), edge->to(), &why)) return refuse(why);
+  return true;
+}
+
+bool ModelCanvas::merge_selected(LayerType type) {
+  QString why;
+  const int merged = merge_layers(doc_, selected_layers(), type, &why);
+  if (merged < 0) return refuse(why);
+  select_layer(merged);
+  emit layer_selected(merged);
+  return true;
+}
+
 void ModelCanvas::select_layer(int index) {
   selected_ = index;
   apply_selection();
@@ -222,6 +297,7 @@ void ModelCanvas::select_layer(int index) {
 void ModelCanvas::apply_selection() {
   const QScopedValueRollback guard(syncing_, true);
   for (LayerBlockItem* b : blocks_) b->setSelected(b->layer() == selected_);
+  for (EdgeItem* e : edges_) e->setSelected(false);
 }
 
 void ModelCanvas::clear_items() {
@@ -232,32 +308,55 @@ void ModelCanvas::clear_items() {
   input_ = nullptr;
   blocks_.clear();
   edges_.clear();
+  drop_edge_ = -1;
 }
 
 void ModelCanvas::rebuild() {
+  QElapsedTimer timer;
+  timer.start();
   clear_items();
   const QScopedValueRollback guard(syncing_, true);
-  const int count = static_cast<int>(doc_->spec().layers.size());
+  const ModelSpec& spec = doc_->spec();
+  const int count = static_cast<int>(spec.layers.size());
   if (selected_ >= count) selected_ = -1;
   const Totals totals = totals_of(*doc_);
   const QFont font = this->font();
 
   input_ = new LayerBlockItem(input_content(*doc_), font);
   scene()->addItem(input_);
-  qreal y = input_->boundingRect().height();
-  const qreal centre = LayerBlockItem::kWidth / 2;
+  std::vector<QSizeF> sizes{input_->box_size()};
   for (int i = 0; i < count; ++i) {
-    auto* edge =
-        new EdgeItem({centre, y}, {centre, y + kEdgeLength}, edge_label(*doc_, i - 1), font);
-    scene()->addItem(edge);
-    edges_.push_back(edge);
-    y += kEdgeLength;
     auto* b = new LayerBlockItem(layer_content(*doc_, i, totals), font);
-    b->setPos(0, y);
     scene()->addItem(b);
     b->setSelected(i == selected_);
     blocks_.push_back(b);
-    y += b->boundingRect().height();
+    sizes.push_back(b->box_size());
+  }
+  // Node 0 is the input, node i + 1 layer i; the edges by reader, in the order each reads.
+  const std::vector<std::vector<int>> inputs = drawn_inputs(spec);
+  std::vector<LayoutEdge> edges;
+  chain_ = true;
+  for (int i = 0; i < count; ++i) {
+    const std::vector<int>& reads = inputs[static_cast<std::size_t>(i)];
+    chain_ = chain_ && reads == std::vector<int>{i - 1};
+    for (int from : reads) edges.push_back({from + 1, i + 1});
+  }
+  // A field's edit changes no size: the last layout still holds.
+  if (sizes != layout_sizes_ || edges != layout_edges_ || layout_.positions.empty()) {
+    layout_ = layout_graph(sizes, edges, kEdgeLength, kNodeGap);
+    layout_sizes_ = std::move(sizes);
+    layout_edges_ = edges;
+  }
+  input_->setPos(layout_.positions[0]);
+  for (int i = 0; i < count; ++i)
+    blocks_[static_cast<std::size_t>(i)]->setPos(
+        layout_.positions[static_cast<std::size_t>(i) + 1]);
+  for (std::size_t e = 0; e < edges.size(); ++e) {
+    const int from = edges[e].from - 1;
+    auto* edge =
+        new EdgeItem(layout_.paths[e], from, edges[e].to - 1, edge_label(*doc_, from), font);
+    scene()->addItem(edge);
+    edges_.push_back(edge);
   }
   // Everything drawn, with room below the last block for the drop marker.
   QRectF drawn = input_->sceneBoundingRect();
@@ -265,19 +364,43 @@ void ModelCanvas::rebuild() {
   for (const EdgeItem* e : edges_) drawn |= e->sceneBoundingRect();
   drawn.setBottom(drawn.bottom() + kEdgeLength / 2);
   scene()->setSceneRect(drawn.adjusted(-kMargin, -kMargin, kMargin, kMargin));
+  rebuild_ms_ = static_cast<double>(timer.nsecsElapsed()) / 1e6;
 }
 
 int ModelCanvas::gap_at(QPoint view_pos) const {
   const qreal y = mapToScene(view_pos).y();
   int gap = 0;
   for (const LayerBlockItem* b : blocks_)
-    if (b->sceneBoundingRect().center().y() < y) ++gap;
+    if (box_rect(b).center().y() < y) ++gap;
   return gap;
 }
 
+int ModelCanvas::edge_at(QPoint view_pos) const {
+  const QPointF p = mapToScene(view_pos);
+  QPainterPathStroker stroker;
+  stroker.setWidth(2.0 * kPickPixels / zoom_);
+  for (std::size_t i = 0; i < edges_.size(); ++i)
+    if (stroker.createStroke(edges_[i]->path()).contains(p)) return static_cast<int>(i);
+  return -1;
+}
+
 QPoint ModelCanvas::block_centre(int index) const {
-  const LayerBlockItem* b = block(index);
-  return b != nullptr ? mapFromScene(b->sceneBoundingRect().center()) : QPoint();
+  const LayerBlockItem* b = node(index);
+  return b != nullptr ? mapFromScene(box_rect(b).center()) : QPoint();
+}
+
+QPoint ModelCanvas::port_centre(int index) const {
+  const LayerBlockItem* b = node(index);
+  return b != nullptr ? mapFromScene(b->mapToScene(b->port_centre())) : QPoint();
+}
+
+int ModelCanvas::port_at(QPoint view_pos) const {
+  const qreal reach = std::max<qreal>(kPickPixels, LayerBlockItem::kPortRadius * zoom_ + 3);
+  for (int i = kModelInput; i < block_count(); ++i) {
+    const QPoint d = port_centre(i) - view_pos;
+    if (std::hypot(d.x(), d.y()) <= reach) return i;
+  }
+  return -2;
 }
 
 void ModelCanvas::show_drop_marker(int gap) {
@@ -286,11 +409,37 @@ void ModelCanvas::show_drop_marker(int gap) {
     return;
   }
   // Halfway along the edge into the gap.
-  const qreal top = gap == 0 ? input_->sceneBoundingRect().bottom()
-                             : block(gap - 1)->sceneBoundingRect().bottom();
-  const qreal y = top + kEdgeLength / 2;
-  drop_marker_->setLine(-8, y, LayerBlockItem::kWidth + 8, y);
+  const QRectF above = box_rect(gap == 0 ? input_ : block(gap - 1));
+  const qreal y = above.bottom() + kEdgeLength / 2;
+  drop_marker_->setLine(above.left() - 8, y, above.right() + 8, y);
   drop_marker_->show();
+}
+
+void ModelCanvas::show_drop_edge(int edge) {
+  if (drop_edge_ >= 0 && drop_edge_ < static_cast<int>(edges_.size()))
+    edges_[static_cast<std::size_t>(drop_edge_)]->set_hot(false);
+  drop_edge_ = edge;
+  if (edge >= 0) edges_[static_cast<std::size_t>(edge)]->set_hot(true);
+}
+
+bool ModelCanvas::insert_at(QPoint view_pos, LayerSpec layer) {
+  const int count = block_count();
+  if (chain_) {
+    doc_->undo_stack()->push(new InsertLayerCommand(doc_, gap_at(view_pos), std::move(layer)));
+    return true;
+  }
+  if (const int edge = edge_at(view_pos); edge >= 0) {
+    const EdgeItem* e = edges_[static_cast<std::size_t>(edge)];
+    insert_on_edge(doc_, e->from(), e->to(), std::move(layer));
+    return true;
+  }
+  if (count > 0 && gap_at(view_pos) == count) {
+    doc_->undo_stack()->push(new InsertLayerCommand(doc_, count, std::move(layer)));
+    return true;
+  }
+  return refuse(
+      tr("Drop the layer on an edge to insert it there, or below the last block to "
+         "append it."));
 }
 
 bool ModelCanvas::move_to_gap(int from, int gap) {
@@ -317,34 +466,43 @@ void ModelCanvas::dragMoveEvent(QDragMoveEvent* event) {
     event->ignore();
     return;
   }
-  // A palette entry is copied in, a table row moved.
-  event->setDropAction(event->mimeData()->hasFormat(LayerPalette::mime_type()) ? Qt::CopyAction
-                                                                               : Qt::MoveAction);
+  // A palette entry is copied in, a table row moved (in a chain).
+  const bool palette = event->mimeData()->hasFormat(LayerPalette::mime_type());
+  if (!palette && !chain_) {
+    event->ignore();
+    return;
+  }
+  event->setDropAction(palette ? Qt::CopyAction : Qt::MoveAction);
   event->accept();
-  show_drop_marker(gap_at(event->position().toPoint()));
+  const QPoint pos = event->position().toPoint();
+  const int edge = chain_ ? -1 : edge_at(pos);
+  show_drop_edge(edge);
+  const int gap = gap_at(pos);
+  show_drop_marker(chain_ || (edge < 0 && gap == block_count()) ? gap : -1);
 }
 
 void ModelCanvas::dragLeaveEvent(QDragLeaveEvent* event) {
   show_drop_marker(-1);
+  show_drop_edge(-1);
   event->accept();
 }
 
 void ModelCanvas::dropEvent(QDropEvent* event) {
   show_drop_marker(-1);
+  show_drop_edge(-1);
   const QMimeData* data = event->mimeData();
   const int gap = gap_at(event->position().toPoint());
   if (data != nullptr && data->hasFormat(LayerPalette::mime_type())) {
     const std::optional<LayerType> type =
         parse_layer_type(data->data(LayerPalette::mime_type()).toStdString());
-    if (!type) {
+    if (!type || !insert_at(event->position().toPoint(), default_layer(*type))) {
       event->ignore();
       return;
     }
-    doc_->undo_stack()->push(new InsertLayerCommand(doc_, gap, default_layer(*type)));
     event->setDropAction(Qt::CopyAction);
     event->accept();
     setFocus();
-  } else if (data != nullptr && data->hasFormat(LayerStackModel::mime_type())) {
+  } else if (chain_ && data != nullptr && data->hasFormat(LayerStackModel::mime_type())) {
     bool ok = false;
     const int from = data->data(LayerStackModel::mime_type()).toInt(&ok);
     if (ok) move_to_gap(from, gap);
@@ -358,7 +516,18 @@ void ModelCanvas::dropEvent(QDropEvent* event) {
 void ModelCanvas::mousePressEvent(QMouseEvent* event) {
   press_layer_ = -1;
   dragging_ = false;
+  connect_from_ = -2;
   if (event->button() == Qt::LeftButton) {
+    // From an output port: a connection.
+    if (const int port = port_at(event->position().toPoint()); port != -2) {
+      connect_from_ = port;
+      const QPointF start = node(port)->mapToScene(node(port)->port_centre());
+      connect_line_->setLine(QLineF(start, start));
+      connect_line_->show();
+      viewport()->setCursor(Qt::CrossCursor);
+      event->accept();
+      return;
+    }
     for (QGraphicsItem* item = itemAt(event->position().toPoint()); item != nullptr;
          item = item->parentItem()) {
       if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr && b->layer() >= 0) {
@@ -372,7 +541,14 @@ void ModelCanvas::mousePressEvent(QMouseEvent* event) {
 }
 
 void ModelCanvas::mouseMoveEvent(QMouseEvent* event) {
-  if (press_layer_ >= 0 && event->buttons().testFlag(Qt::LeftButton)) {
+  if (connect_from_ != -2) {
+    connect_line_->setLine(
+        QLineF(connect_line_->line().p1(), mapToScene(event->position().toPoint())));
+    event->accept();
+    return;
+  }
+  // Blocks move by dragging in a chain only: in a graph the order is the edges'.
+  if (chain_ && press_layer_ >= 0 && event->buttons().testFlag(Qt::LeftButton)) {
     const QPoint pos = event->position().toPoint();
     if (!dragging_ && (pos - press_pos_).manhattanLength() >= QApplication::startDragDistance()) {
       dragging_ = true;
@@ -388,6 +564,19 @@ void ModelCanvas::mouseMoveEvent(QMouseEvent* event) {
 }
 
 void ModelCanvas::mouseReleaseEvent(QMouseEvent* event) {
+  if (connect_from_ != -2 && event->button() == Qt::LeftButton) {
+    const int from = connect_from_;
+    connect_from_ = -2;
+    connect_line_->hide();
+    viewport()->unsetCursor();
+    int to = -1;
+    for (QGraphicsItem* item = itemAt(event->position().toPoint()); item != nullptr;
+         item = item->parentItem())
+      if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr) to = b->layer();
+    if (to >= 0) connect_layers(from, to);
+    event->accept();
+    return;
+  }
   if (dragging_ && event->button() == Qt::LeftButton) {
     const int from = press_layer_;
     dragging_ = false;
@@ -410,6 +599,42 @@ void ModelCanvas::wheelEvent(QWheelEvent* event) {
     return;
   }
   QGraphicsView::wheelEvent(event);
+}
+
+bool ModelCanvas::event(QEvent* event) {
+  // Delete removes a selected edge, before the editor's Remove (a layer) sees the key.
+  if (event->type() == QEvent::ShortcutOverride) {
+    const auto* key = static_cast<QKeyEvent*>(event);
+    if ((key->key() == Qt::Key_Delete || key->key() == Qt::Key_Backspace) && selected_edge() >= 0) {
+      event->accept();
+      return true;
+    }
+  }
+  return QGraphicsView::event(event);
+}
+
+void ModelCanvas::keyPressEvent(QKeyEvent* event) {
+  if ((event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace) &&
+      selected_edge() >= 0) {
+    delete_selected_edge();
+    event->accept();
+    return;
+  }
+  QGraphicsView::keyPressEvent(event);
+}
+
+void ModelCanvas::contextMenuEvent(QContextMenuEvent* event) {
+  QMenu menu(this);
+  QMenu* merges = menu.addMenu(tr("Merge the selected layers with"));
+  merges->setEnabled(selected_layers().size() >= 2);
+  for (const LayerType type : {LayerType::Add, LayerType::Subtract, LayerType::Multiply,
+                               LayerType::Average, LayerType::Maximum, LayerType::Concatenate})
+    merges->addAction(qt_text(to_string(type)), this, [this, type] { merge_selected(type); });
+  QAction* remove = menu.addAction(tr("Delete the edge"), this, [this] { delete_selected_edge(); });
+  remove->setEnabled(selected_edge() >= 0);
+  menu.addSeparator();
+  menu.addActions(view_actions());
+  menu.exec(event->globalPos());
 }
 
 void ModelCanvas::set_zoom(double zoom) {

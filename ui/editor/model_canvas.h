@@ -1,17 +1,28 @@
 // The model as a diagram beside the layer table, in the style of Sony's Neural Network Console:
-// the input and one block per layer, top to bottom, joined by edges labelled with tensor shapes
-// (canvas_items.h). It redraws from the document on every change.
+// the input and one block per layer, joined by edges labelled with tensor shapes
+// (canvas_items.h), laid out top to bottom by Graphviz's dot (graph_layout.h) so that branches
+// and shortcuts show side by side. It redraws from the document on every change.
 //
-// A palette entry dropped on the canvas is inserted in the gap under the pointer; a block
-// dragged to another gap moves there; a table row dropped on it moves too. Selecting a block
-// selects the layer (layer_selected), and select_layer() follows the table. Every edit is an
-// undo command on the document's stack. Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out and to fit while
-// the canvas has focus, Ctrl+wheel zooms; the image exports as PNG or SVG.
+// Editing, each edit one undo step on the document's stack (graph_edits.h for the edges):
+// - a palette entry dropped on an edge is inserted into it (for a chain: into the gap under the
+//   pointer); dropped below the last block, it is appended;
+// - in a chain, a block dragged to another gap moves there, and a table row dropped on the
+//   canvas moves too;
+// - dragging from a block's output port (the dot at its bottom) to another block connects them;
+// - a click selects an edge, and Delete removes it;
+// - with two or more blocks selected (Ctrl+click), Ctrl+M joins them with an Add, and the
+//   context menu with any merge.
+// Selecting a block selects the layer (layer_selected), and select_layer() follows the table.
+// Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out and to fit while the canvas has focus, Ctrl+wheel
+// zooms; the image exports as PNG or SVG.
 #pragma once
 
 #include <QGraphicsView>
 #include <QList>
 #include <vector>
+
+#include "engine/spec/model_spec.h"
+#include "ui/editor/graph_layout.h"
 
 class QAction;
 class QGraphicsLineItem;
@@ -27,19 +38,38 @@ class ModelCanvas : public QGraphicsView {
   Q_OBJECT
 
  public:
-  static constexpr double kMinZoom = 0.1;
+  static constexpr double kMinZoom = 0.02;
   static constexpr double kMaxZoom = 4.0;
 
   explicit ModelCanvas(ModelDocument* doc, QWidget* parent = nullptr);
   ~ModelCanvas() override;
 
-  // Zoom in (Ctrl++), Zoom out (Ctrl+-), Fit (Ctrl+0), Export... (objectNames zoom_in, zoom_out,
-  // zoom_fit, export_canvas). The shortcuts work while the canvas has focus.
+  // Zoom in (Ctrl++), Zoom out (Ctrl+-), Fit (Ctrl+0), Merge (Ctrl+M: the selected blocks into
+  // an Add), Export... (objectNames zoom_in, zoom_out, zoom_fit, merge_layers, export_canvas).
+  // The shortcuts work while the canvas has focus.
   QList<QAction*> view_actions() const;
 
   // The selected layer, or -1.
   int current_layer() const;
   void select_layer(int index);
+  // Every selected block's layer, in the model's order.
+  std::vector<int> selected_layers() const;
+  // The selected edge's index in edges(), or -1.
+  int selected_edge() const;
+
+  // The edits of the mouse and the keyboard, callable directly. Each is one undo step; a refused
+  // one changes nothing and emits notice() with the reason.
+  bool connect_layers(int from, int to);
+  bool delete_selected_edge();
+  bool merge_selected(LayerType type);
+
+  // True when every layer reads the one before it: then blocks move by dragging, and drops land
+  // in gaps.
+  bool is_chain() const { return chain_; }
+  // How the last layout was made (Graphviz, or the one-column fallback and why).
+  const GraphLayout& layout() const { return layout_; }
+  // Milliseconds the last rebuild took, layout included.
+  double last_rebuild_ms() const { return rebuild_ms_; }
 
   // The blocks of the layers, in order (the input's block is not among them), and the edges
   // from the input down.
@@ -49,10 +79,14 @@ class ModelCanvas : public QGraphicsView {
   const std::vector<EdgeItem*>& edges() const { return edges_; }
 
   // The gap between layers (0 before the first, block_count() after the last) that a drop at
-  // `view_pos` (viewport coordinates) lands in.
+  // `view_pos` (viewport coordinates) lands in, by height: a chain's drops.
   int gap_at(QPoint view_pos) const;
-  // Where in the viewport block `index`'s centre is now shown.
+  // The edge near `view_pos` (within a few pixels on screen), or -1.
+  int edge_at(QPoint view_pos) const;
+  // Where in the viewport block `index`'s centre (-1: the input's) is now shown, and its
+  // output port.
   QPoint block_centre(int index) const;
+  QPoint port_centre(int index) const;
 
   double zoom() const { return zoom_; }
   void set_zoom(double zoom);
@@ -72,6 +106,8 @@ class ModelCanvas : public QGraphicsView {
  signals:
   // The user selected a block (-1: none).
   void layer_selected(int index);
+  // An edit was refused: why, for the status line.
+  void notice(const QString& text);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -82,6 +118,9 @@ class ModelCanvas : public QGraphicsView {
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
   void wheelEvent(QWheelEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  bool event(QEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
   void create_actions();
@@ -92,6 +131,14 @@ class ModelCanvas : public QGraphicsView {
   bool accepts(const QMimeData* data) const;
   // Shows the drop marker in `gap`; -1 hides it.
   void show_drop_marker(int gap);
+  // Marks edge `edge` as where a drop lands; -1: none.
+  void show_drop_edge(int edge);
+  // Inserts a palette layer where a drop at `view_pos` lands; false when it lands nowhere.
+  bool insert_at(QPoint view_pos, LayerSpec layer);
+  // The block (-1: the input's; -2: none) whose output port is at `view_pos`.
+  int port_at(QPoint view_pos) const;
+  LayerBlockItem* node(int index) const;  // -1: the input's block
+  bool refuse(const QString& why);
   // Moves layer `from` into `gap`, as the table's drop does; false when that is where it is.
   bool move_to_gap(int from, int gap);
 
@@ -99,7 +146,17 @@ class ModelCanvas : public QGraphicsView {
   LayerBlockItem* input_ = nullptr;
   std::vector<LayerBlockItem*> blocks_;
   std::vector<EdgeItem*> edges_;
+  GraphLayout layout_;
+  // The last layout's input, to skip Graphviz when only a block's text changed.
+  std::vector<QSizeF> layout_sizes_;
+  std::vector<LayoutEdge> layout_edges_;
+  bool chain_ = true;
+  double rebuild_ms_ = 0.0;
   QGraphicsLineItem* drop_marker_ = nullptr;
+  int drop_edge_ = -1;
+  // A connection being dragged from a port: the source node (-1 the input) and the line.
+  int connect_from_ = -2;
+  QGraphicsLineItem* connect_line_ = nullptr;
   int selected_ = -1;
   bool syncing_ = false;  // true while the canvas sets the scene's selection itself
   double zoom_ = 1.0;
@@ -112,6 +169,7 @@ class ModelCanvas : public QGraphicsView {
   QAction* zoom_in_ = nullptr;
   QAction* zoom_out_ = nullptr;
   QAction* fit_ = nullptr;
+  QAction* merge_ = nullptr;
   QAction* export_ = nullptr;
 };
 

@@ -11,10 +11,12 @@
 #include <QLocale>
 #include <QScopedValueRollback>
 #include <QSpinBox>
+#include <QToolTip>
 #include <QUndoStack>
 #include <QVBoxLayout>
 #include <limits>
 
+#include "ui/editor/graph_edits.h"
 #include "ui/editor/model_document.h"
 
 namespace mixlab::ui {
@@ -81,6 +83,8 @@ bool has_field(LayerType type, LayerField field) {
     case LayerField::scale:
     case LayerField::offset:
       return type == LayerType::Rescaling;
+    case LayerField::inputs:
+      return false;  // edited on the canvas
   }
   return false;
 }
@@ -266,10 +270,16 @@ void PropertyPanel::build_layer_group() {
   name_ = new QLineEdit;
   name_->setObjectName(QStringLiteral("name"));
   name_->setToolTip(tr("Optional layer name, saved in the model file"));
+  // A rename carries the layers that read this one by name along (graph_edits.h); a name
+  // another layer has is refused, the field shows the old one again and says why.
   connect(name_, &QLineEdit::editingFinished, this, [this] {
-    const std::string name = name_->text().toStdString();
-    edit_layer(
-        LayerField::name, [&](LayerSpec& l) { l.name = name; }, false);
+    if (loading_ || layer_ < 0 || layer_ >= static_cast<int>(doc_->spec().layers.size())) return;
+    QString why;
+    if (!rename_layer(doc_, layer_, name_->text().toStdString(), &why)) {
+      show_text(name_,
+                QString::fromStdString(doc_->spec().layers[static_cast<std::size_t>(layer_)].name));
+      QToolTip::showText(name_->mapToGlobal(QPoint(0, name_->height())), why, name_);
+    }
   });
   add_layer_row(LayerField::name, tr("Name"), name_);
 

@@ -1,0 +1,364 @@
+// The canvas on graphs, driven as a user would: resnet20 drawn by Graphviz with its shortcuts
+// beside the blocks and its edges from the sources' bottoms into the readers' tops; dragging
+// from a block's output port to another block connects them; two blocks Ctrl+clicked and
+// Ctrl+M join them with an Add; a clicked edge and Delete removes it, and an edge whose removal
+// would leave a layer reading nothing is refused with the reason; a palette entry dropped on a
+// shortcut goes into it; renaming a layer carries its readers along; Ctrl+F finds layers. Each
+// edit is one undo step, and undo restores the exact spec.
+#include <QAction>
+#include <QApplication>
+#include <QDragEnterEvent>
+#include <QElapsedTimer>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QMouseEvent>
+#include <QTableView>
+#include <QTest>
+#include <QUndoStack>
+#include <algorithm>
+#include <memory>
+
+#include "engine/spec/model_graph.h"
+#include "engine/spec/shape_inference.h"
+#include "tests/ui/editor_test_support.h"
+#include "ui/editor/canvas_items.h"
+#include "ui/editor/editor_widget.h"
+#include "ui/editor/graph_edits.h"
+#include "ui/editor/layer_palette.h"
+#include "ui/editor/layer_stack_model.h"
+#include "ui/editor/model_canvas.h"
+#include "ui/editor/model_document.h"
+#include "ui/editor/property_panel.h"
+
+namespace mixlab::ui {
+namespace {
+
+using test::builtin;
+using test::json_of;
+
+// Four Dense layers in a chain, each named: a -> b -> c -> out.
+ModelSpec four_dense() {
+  return parse_model_json(R"({"name": "four", "input": {"shape": [8]}, "layers": [
+      {"type": "Dense", "units": 8, "name": "a"},
+      {"type": "Dense", "units": 8, "name": "b"},
+      {"type": "Dense", "units": 8, "name": "c"},
+      {"type": "Dense", "units": 2, "name": "out"}]})");
+}
+
+void send_mouse(ModelCanvas& canvas, QEvent::Type type, QPoint pos, Qt::MouseButton button,
+                Qt::MouseButtons buttons, Qt::KeyboardModifiers modifiers = Qt::NoModifier) {
+  QWidget* viewport = canvas.viewport();
+  QMouseEvent event(type, QPointF(pos), viewport->mapToGlobal(QPointF(pos)), button, buttons,
+                    modifiers);
+  QApplication::sendEvent(viewport, &event);
+}
+
+void click(ModelCanvas& canvas, QPoint pos, Qt::KeyboardModifiers modifiers = Qt::NoModifier) {
+  send_mouse(canvas, QEvent::MouseButtonPress, pos, Qt::LeftButton, Qt::LeftButton, modifiers);
+  send_mouse(canvas, QEvent::MouseButtonRelease, pos, Qt::LeftButton, Qt::NoButton, modifiers);
+}
+
+// Presses on `from`, moves in steps to `to` and releases there (viewport coordinates).
+void drag(ModelCanvas& canvas, QPoint from, QPoint to) {
+  send_mouse(canvas, QEvent::MouseButtonPress, from, Qt::LeftButton, Qt::LeftButton);
+  constexpr int kSteps = 6;
+  for (int i = 1; i <= kSteps; ++i)
+    send_mouse(canvas, QEvent::MouseMove, from + (to - from) * i / kSteps, Qt::NoButton,
+               Qt::LeftButton);
+  send_mouse(canvas, QEvent::MouseButtonRelease, to, Qt::LeftButton, Qt::NoButton);
+}
+
+// The index in canvas.edges() of the edge from -> to, or -1.
+int edge_index(const ModelCanvas& canvas, int from, int to) {
+  for (std::size_t i = 0; i < canvas.edges().size(); ++i)
+    if (canvas.edges()[i]->from() == from && canvas.edges()[i]->to() == to)
+      return static_cast<int>(i);
+  return -1;
+}
+
+// A point on edge `index` where nothing else is drawn: a third of the way along.
+QPoint on_edge(ModelCanvas& canvas, int index) {
+  const EdgeItem* edge = canvas.edges()[static_cast<std::size_t>(index)];
+  canvas.ensureVisible(edge->path().boundingRect(), 4, 4);
+  return canvas.mapFromScene(edge->path().pointAtPercent(0.35));
+}
+
+QRectF box(const LayerBlockItem* block) {
+  return block->mapRectToScene(QRectF(QPointF(), block->box_size()));
+}
+
+int layer_named(const ModelSpec& spec, const std::string& name) {
+  for (std::size_t i = 0; i < spec.layers.size(); ++i)
+    if (spec.layers[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+struct Fixture {
+  ModelDocument doc;
+  std::unique_ptr<EditorWidget> editor;
+  ModelCanvas* canvas = nullptr;
+
+  explicit Fixture(ModelSpec spec, const QString& name) {
+    doc.reset(std::move(spec), {}, name);
+    editor = std::make_unique<EditorWidget>(&doc);
+    editor->resize(1300, 1000);
+    editor->show();
+    canvas = editor->canvas();
+  }
+};
+
+}  // namespace
+
+class GraphCanvasTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { test::init_test_application(); }
+
+  void resnet20_is_laid_out_as_a_graph() {
+    Fixture f(builtin(QStringLiteral("resnet20")), QStringLiteral("resnet20"));
+    QVERIFY(QTest::qWaitForWindowExposed(f.editor.get()));
+    ModelCanvas& canvas = *f.canvas;
+    const ModelSpec& spec = f.doc.spec();
+    const ModelGraph graph = resolve_graph(spec);
+    QVERIFY2(canvas.layout().graphviz, qPrintable(canvas.layout().problem));
+    QVERIFY(!canvas.is_chain());
+    QCOMPARE(canvas.block_count(), static_cast<int>(spec.layers.size()));
+
+    // One edge per input of every layer, each from the source's bottom down into the reader's
+    // top, labelled with the source's shape.
+    std::size_t edges = 0;
+    for (const std::vector<int>& inputs : graph.inputs) edges += inputs.size();
+    QCOMPARE(canvas.edges().size(), edges);
+    const ShapeTable table = infer_shapes(spec);
+    for (const EdgeItem* edge : canvas.edges()) {
+      const QRectF from = box(edge->from() < 0 ? canvas.input_block() : canvas.block(edge->from()));
+      const QRectF to = box(canvas.block(edge->to()));
+      const QPointF start = edge->path().pointAtPercent(0);
+      const QPointF end = edge->path().pointAtPercent(1);
+      QVERIFY2(std::abs(start.y() - from.bottom()) < 2 && from.left() <= start.x() &&
+                   start.x() <= from.right(),
+               qPrintable(edge->label()));
+      QVERIFY2(std::abs(end.y() - to.top()) < 2 && to.left() <= end.x() && end.x() <= to.right(),
+               qPrintable(edge->label()));
+      QVERIFY(from.bottom() < to.top());
+      if (edge->from() >= 0)
+        QVERIFY(edge->label().startsWith(QString::fromStdString(
+            format_shape(table.layers[static_cast<std::size_t>(edge->from())].output_shape))));
+    }
+    // Each Add has its two edges; a shortcut runs beside the block it skips, not through it.
+    const int add = layer_named(spec, "s1b1_add");
+    const int shortcut = edge_index(canvas, layer_named(spec, "relu1"), add);
+    QVERIFY(shortcut >= 0);
+    QVERIFY(edge_index(canvas, layer_named(spec, "s1b1_bn2"), add) >= 0);
+    const QPainterPath& path = canvas.edges()[static_cast<std::size_t>(shortcut)]->path();
+    for (int i = layer_named(spec, "s1b1_conv1"); i < add; ++i)
+      for (double t = 0.1; t < 0.95; t += 0.05)
+        QVERIFY2(!box(canvas.block(i)).contains(path.pointAtPercent(t)),
+                 qPrintable(QString::number(i)));
+    // No two blocks overlap.
+    for (int i = -1; i < canvas.block_count(); ++i)
+      for (int j = i + 1; j < canvas.block_count(); ++j)
+        QVERIFY(
+            !box(i < 0 ? canvas.input_block() : canvas.block(i)).intersects(box(canvas.block(j))));
+
+    // The table shows what each layer reads, a graph's column.
+    auto* view = qobject_cast<QTableView*>(f.editor->stack_view());
+    QVERIFY(!view->isColumnHidden(LayerStackModel::Inputs));
+    LayerStackModel* model = f.editor->stack_model();
+    QCOMPARE(model->data(model->index(add, LayerStackModel::Inputs)).toString(),
+             QStringLiteral("s1b1_bn2, relu1"));
+    QCOMPARE(model->data(model->index(1, LayerStackModel::Inputs)).toString(),
+             QStringLiteral("scale"));
+    QCOMPARE(model->data(model->index(0, LayerStackModel::Inputs)).toString(),
+             QStringLiteral("input"));
+
+    // Zoomed out to fit, then in and around: the whole graph fits, and the view follows.
+    canvas.resize(canvas.width(), 500);
+    canvas.fit();
+    QVERIFY(canvas.zoom() < 0.2);
+    const QRect shown = canvas.mapFromScene(canvas.sceneRect()).boundingRect();
+    QVERIFY(canvas.viewport()->rect().adjusted(-1, -1, 1, 1).contains(shown));
+    canvas.set_zoom(1.0);
+    f.editor->select_layer(canvas.block_count() - 1);
+    QVERIFY(canvas.viewport()->rect().contains(canvas.block_centre(canvas.block_count() - 1)));
+
+    // A chain hides the column again.
+    f.doc.reset(builtin(QStringLiteral("fashion-mlp")), {}, QStringLiteral("fashion-mlp"));
+    QVERIFY(canvas.is_chain());
+    QVERIFY(view->isColumnHidden(LayerStackModel::Inputs));
+  }
+
+  void connect_merge_delete_edge_and_undo() {
+    Fixture f(four_dense(), QStringLiteral("four"));
+    f.editor->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(f.editor.get()));
+    ModelCanvas& canvas = *f.canvas;
+    QUndoStack* stack = f.doc.undo_stack();
+    const auto& layers = f.doc.spec().layers;
+    std::vector<QString> states{json_of(f.doc.spec())};
+    QVERIFY(canvas.is_chain());
+
+    // Dragged from a's port onto c: c reads a, and b, read by nothing, is the red layer.
+    drag(canvas, canvas.port_centre(0), canvas.block_centre(2));
+    QCOMPARE(stack->count(), 1);
+    QCOMPARE(layers[2].inputs, std::vector<std::string>{"a"});
+    QVERIFY(!f.doc.validation().ok);
+    QCOMPARE(f.doc.validation().layer, 1);
+    QVERIFY(canvas.block(1)->is_error());
+    QVERIFY(!canvas.is_chain());
+    stack->undo();
+    QCOMPARE(json_of(f.doc.spec()), states.back());
+
+    // a and b selected (Ctrl+click adds to the selection), Ctrl+M: an Add of both after b,
+    // which c now reads.
+    click(canvas, canvas.block_centre(0));
+    click(canvas, canvas.block_centre(1), Qt::ControlModifier);
+    QCOMPARE(canvas.selected_layers(), (std::vector<int>{0, 1}));
+    canvas.setFocus();
+    QTest::keyClick(&canvas, Qt::Key_M, Qt::ControlModifier);
+    QCOMPARE(stack->count(), 1);
+    QCOMPARE(layers.size(), std::size_t{5});
+    QCOMPARE(layers[2].type, LayerType::Add);
+    QCOMPARE(layers[2].name, std::string("add_1"));
+    QCOMPARE(layers[2].inputs, (std::vector<std::string>{"a", "b"}));
+    QVERIFY2(f.doc.validation().ok, qPrintable(f.doc.validation().message));
+    QCOMPARE(f.editor->current_layer(), 2);
+    QVERIFY(edge_index(canvas, 0, 2) >= 0);
+    QVERIFY(edge_index(canvas, 1, 2) >= 0);
+    QVERIFY(edge_index(canvas, 2, 3) >= 0);  // c reads the Add
+    states.push_back(json_of(f.doc.spec()));
+
+    // From the input's port onto the Add: a merge gains an input.
+    drag(canvas, canvas.port_centre(-1), canvas.block_centre(2));
+    QCOMPARE(layers[2].inputs, (std::vector<std::string>{"a", "b", "input"}));
+    QVERIFY2(f.doc.validation().ok, qPrintable(f.doc.validation().message));
+    QCOMPARE(stack->count(), 2);
+    states.push_back(json_of(f.doc.spec()));
+    // Again: refused, and said.
+    canvas.connect_layers(-1, 2);
+    QCOMPARE(stack->count(), 2);
+    QVERIFY2(f.editor->notice_text().contains(QStringLiteral("already reads")),
+             qPrintable(f.editor->notice_text()));
+
+    // The edge a -> Add clicked and Delete: the Add reads b and the input.
+    click(canvas, on_edge(canvas, edge_index(canvas, 0, 2)));
+    QCOMPARE(canvas.selected_edge(), edge_index(canvas, 0, 2));
+    QCOMPARE(canvas.current_layer(), -1);
+    canvas.setFocus();
+    QTest::keyClick(&canvas, Qt::Key_Delete);
+    QCOMPARE(layers.size(), std::size_t{5});  // the edge went, not a layer
+    QCOMPARE(layers[2].inputs, (std::vector<std::string>{"b", "input"}));
+    QCOMPARE(stack->count(), 3);
+    QVERIFY(stack->undoText().startsWith(QStringLiteral("Remove the edge")));
+    QCOMPARE(edge_index(canvas, 0, 2), -1);
+    states.push_back(json_of(f.doc.spec()));
+
+    // b's one input cannot go: refused with the reason, nothing changed.
+    click(canvas, on_edge(canvas, edge_index(canvas, 0, 1)));
+    QVERIFY(canvas.selected_edge() >= 0);
+    QTest::keyClick(&canvas, Qt::Key_Delete);
+    QCOMPARE(stack->count(), 3);
+    QVERIFY2(f.editor->notice_text().contains(QStringLiteral("would read nothing")),
+             qPrintable(f.editor->notice_text()));
+
+    // The context menu's merges: Subtract needs exactly two.
+    f.editor->select_layer(0);
+    QVERIFY(!canvas.merge_selected(LayerType::Subtract));
+    QVERIFY(f.editor->notice_text().contains(QStringLiteral("two or more")));
+
+    test::check_undo_redo(f.doc, states);
+  }
+
+  void palette_drop_on_a_shortcut_inserts_into_it() {
+    Fixture f(builtin(QStringLiteral("resnet20")), QStringLiteral("resnet20"));
+    QVERIFY(QTest::qWaitForWindowExposed(f.editor.get()));
+    ModelCanvas& canvas = *f.canvas;
+    const QString before = json_of(f.doc.spec());
+    const int add = layer_named(f.doc.spec(), "s1b1_add");
+    const int relu1 = layer_named(f.doc.spec(), "relu1");
+    const int shortcut = edge_index(canvas, relu1, add);
+    f.editor->palette()->set_current_type(LayerType::Dropout);
+    std::unique_ptr<QMimeData> data(
+        f.editor->palette()->model()->mimeData({f.editor->palette()->currentIndex()}));
+    const QPoint pos = on_edge(canvas, shortcut);
+    QCOMPARE(canvas.edge_at(pos), shortcut);
+    QWidget* viewport = canvas.viewport();
+    QDragEnterEvent enter(pos, Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &enter);
+    QVERIFY(enter.isAccepted());
+    QVERIFY(canvas.edges()[static_cast<std::size_t>(shortcut)]->isVisible());
+    QDropEvent drop(QPointF(pos), Qt::CopyAction, data.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &drop);
+    QVERIFY(drop.isAccepted());
+
+    // The Dropout sits before the Add, reads relu1, and the Add reads it instead.
+    const ModelSpec& spec = f.doc.spec();
+    QCOMPARE(f.doc.undo_stack()->count(), 1);
+    const LayerSpec& dropout = spec.layers[static_cast<std::size_t>(add)];
+    QCOMPARE(dropout.type, LayerType::Dropout);
+    QCOMPARE(dropout.inputs, std::vector<std::string>{"relu1"});
+    QCOMPARE(spec.layers[static_cast<std::size_t>(add) + 1].inputs,
+             (std::vector<std::string>{"s1b1_bn2", dropout.name}));
+    QVERIFY2(f.doc.validation().ok, qPrintable(f.doc.validation().message));
+    QVERIFY(edge_index(canvas, relu1, add) >= 0);
+    QVERIFY(edge_index(canvas, add, add + 1) >= 0);
+    f.doc.undo_stack()->undo();
+    QCOMPARE(json_of(f.doc.spec()), before);
+  }
+
+  void rename_carries_readers_and_find_selects() {
+    Fixture f(builtin(QStringLiteral("resnet20")), QStringLiteral("resnet20"));
+    QVERIFY(QTest::qWaitForWindowExposed(f.editor.get()));
+    const int relu1 = layer_named(f.doc.spec(), "relu1");
+    const int add = layer_named(f.doc.spec(), "s1b1_add");
+    const std::size_t count = f.doc.spec().layers.size();
+
+    // Renamed in the property panel: the Add's input follows, in one undo step.
+    f.editor->select_layer(relu1);
+    auto* name = f.editor->properties()->findChild<QLineEdit*>(QStringLiteral("name"));
+    QVERIFY(name != nullptr);
+    name->setText(QStringLiteral("stem_out"));
+    emit name->editingFinished();
+    QCOMPARE(f.doc.spec().layers[static_cast<std::size_t>(relu1)].name, std::string("stem_out"));
+    QCOMPARE(f.doc.spec().layers[static_cast<std::size_t>(add)].inputs,
+             (std::vector<std::string>{"s1b1_bn2", "stem_out"}));
+    QVERIFY(f.doc.validation().ok);
+    QCOMPARE(f.doc.undo_stack()->count(), 1);
+    // Another layer's name is refused; the field shows the name it has.
+    name->setText(QStringLiteral("conv1"));
+    emit name->editingFinished();
+    QCOMPARE(f.doc.undo_stack()->count(), 1);
+    QCOMPARE(name->text(), QStringLiteral("stem_out"));
+    QString why;
+    QVERIFY(!rename_layer(&f.doc, relu1, "", &why));  // read by name: keeps one
+    QVERIFY(why.contains(QStringLiteral("s1b1_add")));
+    f.doc.undo_stack()->undo();
+    QCOMPARE(json_of(f.doc.spec()), json_of(builtin(QStringLiteral("resnet20"))));
+
+    // Ctrl+F, "add": the first Add; Enter: the next; no match says so.
+    f.editor->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(f.editor.get()));
+    f.editor->stack_view()->setFocus();
+    QTest::keyClick(f.editor->stack_view(), Qt::Key_F, Qt::ControlModifier);
+    QLineEdit* find = f.editor->find_box();
+    QTRY_VERIFY(find->hasFocus());
+    QTest::keyClicks(find, QStringLiteral("ADD"));
+    QCOMPARE(f.editor->current_layer(), add);
+    QCOMPARE(f.editor->canvas()->current_layer(), add);
+    QTest::keyClick(find, Qt::Key_Return);
+    const int next = f.editor->current_layer();
+    QVERIFY(next > add);
+    QCOMPARE(f.doc.spec().layers[static_cast<std::size_t>(next)].type, LayerType::Add);
+    QVERIFY(
+        f.editor->canvas()->viewport()->rect().contains(f.editor->canvas()->block_centre(next)));
+    QVERIFY(!f.editor->find_layer(QStringLiteral("no such layer"), false));
+    QCOMPARE(f.editor->current_layer(), next);
+    QCOMPARE(f.doc.spec().layers.size(), count);
+  }
+};
+
+}  // namespace mixlab::ui
+
+QTEST_MAIN(mixlab::ui::GraphCanvasTest)
+#include "graph_canvas_test.moc"
