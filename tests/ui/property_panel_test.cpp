@@ -3,9 +3,11 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLineEdit>
 #include <QSpinBox>
 #include <QTest>
 #include <QUndoStack>
+#include <cmath>
 #include <vector>
 
 #include "engine/spec/model_spec.h"
@@ -156,6 +158,99 @@ class PropertyPanelTest : public QObject {
     auto* filters = panel->findChild<QSpinBox*>(QStringLiteral("filters"));
     QVERIFY(filters->isVisibleTo(panel));
     QCOMPARE(filters->value(), 8);
+  }
+
+  // BatchNormalization, ReLU, ZeroPadding2D, Reshape, the global poolings, Concatenate and the
+  // depth multiplier: each field shown for its type only, edited through the undo stack.
+  void cnn_layer_fields_edit() {
+    ModelDocument doc;
+    doc.reset(parse_model_json(R"({"name": "fields", "input": {"shape": [8, 8, 4]}, "layers": [
+        {"type": "BatchNormalization", "name": "bn"},
+        {"type": "ReLU", "max_value": 6, "name": "relu6"},
+        {"type": "ZeroPadding2D", "padding": 1, "name": "pad"},
+        {"type": "DepthwiseConv2D", "kernel_size": 3, "name": "dw"},
+        {"type": "Concatenate", "inputs": ["dw", "dw"], "name": "cat"},
+        {"type": "Reshape", "target_shape": [8, 8, 8], "name": "re"},
+        {"type": "GlobalAveragePooling2D", "name": "gap"},
+        {"type": "Dense", "units": 2}]})"),
+              {}, QStringLiteral("fields"));
+    QVERIFY2(doc.validation().ok, qPrintable(doc.validation().message));
+    EditorWidget editor(&doc);
+    PropertyPanel* panel = editor.properties();
+    const auto& layers = doc.spec().layers;
+    const auto spin = [&](const char* name) {
+      return panel->findChild<QDoubleSpinBox*>(QString::fromLatin1(name));
+    };
+    const auto box = [&](const char* name) {
+      return panel->findChild<QCheckBox*>(QString::fromLatin1(name));
+    };
+    std::vector<QString> states{json_of(doc.spec())};
+
+    editor.select_layer(0);
+    QVERIFY(spin("momentum")->isVisibleTo(panel));
+    QVERIFY(!spin("max_value")->isVisibleTo(panel));
+    QCOMPARE(spin("momentum")->value(), 0.99);
+    QCOMPARE(spin("epsilon")->value(), 1e-3);
+    spin("momentum")->setValue(0.9);
+    states.push_back(json_of(doc.spec()));
+    box("center")->setChecked(false);
+    QCOMPARE(layers[0].momentum, 0.9);
+    QVERIFY(!layers[0].center);
+    QVERIFY(layers[0].scale_gamma);
+    QVERIFY(doc.validation().ok);
+    states.push_back(json_of(doc.spec()));
+
+    // ReLU6 to unbounded (the spin box's "none") and a leaky slope.
+    editor.select_layer(1);
+    QCOMPARE(spin("max_value")->value(), 6.0);
+    spin("max_value")->setValue(spin("max_value")->minimum());
+    QCOMPARE(spin("max_value")->text(), QStringLiteral("none"));
+    QVERIFY(std::isinf(layers[1].max_value));
+    states.push_back(json_of(doc.spec()));
+    spin("negative_slope")->setValue(0.1);
+    QCOMPARE(layers[1].negative_slope, 0.1);
+    states.push_back(json_of(doc.spec()));
+
+    editor.select_layer(2);
+    panel->findChild<QSpinBox*>(QStringLiteral("zero_padding.3"))->setValue(2);
+    QCOMPARE(layers[2].zero_padding, (Pad2D{1, 1, 1, 2}));
+    states.push_back(json_of(doc.spec()));
+
+    editor.select_layer(3);
+    auto* multiplier = panel->findChild<QSpinBox*>(QStringLiteral("depth_multiplier"));
+    QVERIFY(multiplier->isVisibleTo(panel));
+    multiplier->setValue(2);
+    QCOMPARE(layers[3].depth_multiplier, 2);
+    // The Reshape now reads 8x8x16 and says so in red: the panel fixes that too.
+    QVERIFY(!doc.validation().ok);
+    states.push_back(json_of(doc.spec()));
+
+    editor.select_layer(5);
+    auto* target = panel->findChild<QLineEdit*>(QStringLiteral("target_shape"));
+    QCOMPARE(target->text(), QStringLiteral("8, 8, 8"));
+    target->setText(QStringLiteral("8, 8, 0"));  // refused: the field shows the layer's again
+    emit target->editingFinished();
+    QCOMPARE(target->text(), QStringLiteral("8, 8, 8"));
+    target->setText(QStringLiteral("8, -1, 16"));  // 8x9x16 in
+    emit target->editingFinished();
+    QCOMPARE(layers[5].target_shape, (std::vector<std::int64_t>{8, -1, 16}));
+    QVERIFY2(doc.validation().ok, qPrintable(doc.validation().message));
+    states.push_back(json_of(doc.spec()));
+
+    editor.select_layer(4);
+    panel->findChild<QSpinBox*>(QStringLiteral("axis"))->setValue(-2);
+    QCOMPARE(layers[4].axis, -2);
+    // Two 8x9x8 side by side along the width.
+    QVERIFY2(doc.validation().ok, qPrintable(doc.validation().message));
+    QCOMPARE(doc.layer_info(4)->output_shape, (Shape{8, 18, 8}));
+    states.push_back(json_of(doc.spec()));
+
+    editor.select_layer(6);
+    box("keepdims")->setChecked(true);
+    QVERIFY(layers[6].keepdims);
+    states.push_back(json_of(doc.spec()));
+
+    check_undo_redo(doc, states);
   }
 
   void rate_and_scale_spin_boxes() {

@@ -8,7 +8,7 @@ constexpr int kEditLayerId = 1;
 constexpr int kEditModelId = 2;
 // More than there are LayerFields: index * kLayerFieldCount + field is one key per layer field.
 constexpr int kLayerFieldCount = 32;
-static_assert(static_cast<int>(LayerField::inputs) < kLayerFieldCount);
+static_assert(static_cast<int>(LayerField::axis) < kLayerFieldCount);
 
 QString type_name(LayerType type) {
   return QString::fromUtf8(to_string(type));
@@ -62,6 +62,30 @@ QString field_name(LayerField field) {
       return QStringLiteral("dtype");
     case LayerField::inputs:
       return QStringLiteral("inputs");
+    case LayerField::depth_multiplier:
+      return QStringLiteral("depth_multiplier");
+    case LayerField::momentum:
+      return QStringLiteral("momentum");
+    case LayerField::epsilon:
+      return QStringLiteral("epsilon");
+    case LayerField::center:
+      return QStringLiteral("center");
+    case LayerField::scale_gamma:
+      return QStringLiteral("scale");
+    case LayerField::max_value:
+      return QStringLiteral("max_value");
+    case LayerField::negative_slope:
+      return QStringLiteral("negative_slope");
+    case LayerField::threshold:
+      return QStringLiteral("threshold");
+    case LayerField::zero_padding:
+      return QStringLiteral("padding");
+    case LayerField::target_shape:
+      return QStringLiteral("target_shape");
+    case LayerField::keepdims:
+      return QStringLiteral("keepdims");
+    case LayerField::axis:
+      return QStringLiteral("axis");
   }
   return {};
 }

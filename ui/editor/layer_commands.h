@@ -29,6 +29,18 @@ enum class LayerField : std::uint8_t {
   offset,
   dtype,
   inputs,  // the layers it reads (the canvas's connect, merge and delete-edge)
+  depth_multiplier,
+  momentum,
+  epsilon,
+  center,
+  scale_gamma,  // BatchNormalization's "scale"
+  max_value,
+  negative_slope,
+  threshold,
+  zero_padding,  // ZeroPadding2D's "padding"
+  target_shape,
+  keepdims,
+  axis,
 };
 enum class ModelField : std::uint8_t { name, input_shape, loss };
 

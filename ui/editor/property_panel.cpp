@@ -11,9 +11,12 @@
 #include <QLocale>
 #include <QScopedValueRollback>
 #include <QSpinBox>
+#include <QStringList>
 #include <QToolTip>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ui/editor/graph_edits.h"
@@ -53,9 +56,8 @@ int compact_spin_width() {
 }
 
 bool has_field(LayerType type, LayerField field) {
-  // DepthwiseConv2D and SeparableConv2D edit a Conv2D's fields (the depthwise one no filters);
-  // their depth_multiplier, and BatchNormalization's, ReLU's, ZeroPadding2D's and Reshape's own
-  // fields, come from their files (not editable here yet).
+  // DepthwiseConv2D and SeparableConv2D edit a Conv2D's fields (the depthwise one no filters)
+  // and their depth_multiplier.
   const bool separable = type == LayerType::SeparableConv2D;
   const bool conv = type == LayerType::Conv2D || type == LayerType::DepthwiseConv2D || separable;
   const bool pool = type == LayerType::MaxPooling2D || type == LayerType::AveragePooling2D;
@@ -85,6 +87,25 @@ bool has_field(LayerType type, LayerField field) {
       return type == LayerType::Rescaling;
     case LayerField::inputs:
       return false;  // edited on the canvas
+    case LayerField::depth_multiplier:
+      return type == LayerType::DepthwiseConv2D || separable;
+    case LayerField::momentum:
+    case LayerField::epsilon:
+    case LayerField::center:
+    case LayerField::scale_gamma:
+      return type == LayerType::BatchNormalization;
+    case LayerField::max_value:
+    case LayerField::negative_slope:
+    case LayerField::threshold:
+      return type == LayerType::ReLU;
+    case LayerField::zero_padding:
+      return type == LayerType::ZeroPadding2D;
+    case LayerField::target_shape:
+      return type == LayerType::Reshape;
+    case LayerField::keepdims:
+      return type == LayerType::GlobalAveragePooling2D || type == LayerType::GlobalMaxPooling2D;
+    case LayerField::axis:
+      return type == LayerType::Concatenate;
   }
   return false;
 }
@@ -373,6 +394,151 @@ void PropertyPanel::build_layer_group() {
                         &LayerSpec::offset);
   add_layer_row(LayerField::offset, tr("Offset"), offset_);
 
+  depth_multiplier_ = count_spin(QStringLiteral("depth_multiplier"),
+                                 tr("Filters per input channel of the depthwise convolution"));
+  connect(depth_multiplier_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::depth_multiplier, [&](LayerSpec& l) { l.depth_multiplier = v; }, true);
+  });
+  add_layer_row(LayerField::depth_multiplier, tr("Depth multiplier"), depth_multiplier_);
+
+  // A number >= 0 with Keras's bounds; `none` shows at the minimum of an optional one.
+  const auto bounded_spin = [this](const QString& name, const QString& tooltip, LayerField field,
+                                   double low, double high, double step,
+                                   const std::function<void(LayerSpec&, double)>& set) {
+    auto* spin = new NumberSpinBox;
+    spin->setObjectName(name);
+    spin->setToolTip(tooltip);
+    spin->setDecimals(12);
+    spin->setRange(low, high);
+    spin->setSingleStep(step);
+    spin->setMinimumWidth(compact_spin_width());
+    connect(spin, &QDoubleSpinBox::valueChanged, this, [this, field, set](double v) {
+      edit_layer(
+          field, [&](LayerSpec& l) { set(l, v); }, true);
+    });
+    connect(spin, &QDoubleSpinBox::editingFinished, this, &PropertyPanel::end_merge_session);
+    return spin;
+  };
+  momentum_ = bounded_spin(
+      QStringLiteral("momentum"), tr("Decay of the moving mean and variance, in [0, 1]"),
+      LayerField::momentum, 0.0, 1.0, 0.01, [](LayerSpec& l, double v) { l.momentum = v; });
+  add_layer_row(LayerField::momentum, tr("Momentum"), momentum_);
+  epsilon_ = bounded_spin(
+      QStringLiteral("epsilon"), tr("Added to the variance before its square root (> 0)"),
+      LayerField::epsilon, 1e-12, 1.0, 1e-4, [](LayerSpec& l, double v) { l.epsilon = v; });
+  add_layer_row(LayerField::epsilon, tr("Epsilon"), epsilon_);
+  const auto check = [this](const QString& name, const QString& text, const QString& tooltip,
+                            LayerField field, bool LayerSpec::*member) {
+    auto* box = new QCheckBox(text);
+    box->setObjectName(name);
+    box->setToolTip(tooltip);
+    connect(box, &QCheckBox::toggled, this, [this, field, member](bool on) {
+      edit_layer(
+          field, [&](LayerSpec& l) { l.*member = on; }, false);
+    });
+    add_layer_row(field, QString(), box);
+    return box;
+  };
+  center_ = check(QStringLiteral("center"), tr("Center (beta)"),
+                  tr("Add a trainable offset beta after normalizing"), LayerField::center,
+                  &LayerSpec::center);
+  scale_gamma_ = check(QStringLiteral("scale_gamma"), tr("Scale (gamma)"),
+                       tr("Multiply by a trainable gamma after normalizing"),
+                       LayerField::scale_gamma, &LayerSpec::scale_gamma);
+
+  // ReLU's max_value: none (Keras's None) at the spin box's minimum.
+  max_value_ = bounded_spin(QStringLiteral("max_value"),
+                            tr("The output's ceiling (6 gives ReLU6); none: unbounded"),
+                            LayerField::max_value, -1.0, 1e6, 1.0, [](LayerSpec& l, double v) {
+                              l.max_value = v < 0 ? std::numeric_limits<double>::infinity() : v;
+                            });
+  max_value_->setSpecialValueText(tr("none"));
+  add_layer_row(LayerField::max_value, tr("Max value"), max_value_);
+  negative_slope_ = bounded_spin(QStringLiteral("negative_slope"),
+                                 tr("Slope below the threshold (0: plain ReLU; leaky ReLU > 0)"),
+                                 LayerField::negative_slope, 0.0, 1e6, 0.01,
+                                 [](LayerSpec& l, double v) { l.negative_slope = v; });
+  add_layer_row(LayerField::negative_slope, tr("Negative slope"), negative_slope_);
+  threshold_ = bounded_spin(
+      QStringLiteral("threshold"), tr("Values at or below it are cut (or scaled by the slope)"),
+      LayerField::threshold, 0.0, 1e6, 0.1, [](LayerSpec& l, double v) { l.threshold = v; });
+  add_layer_row(LayerField::threshold, tr("Threshold"), threshold_);
+
+  // ZeroPadding2D: rows above and below, columns left and right.
+  zero_padding_row_ = new QWidget;
+  auto* pad_row = new QHBoxLayout(zero_padding_row_);
+  pad_row->setContentsMargins(0, 0, 0, 0);
+  const std::array<QString, 4> pad_tips = {tr("Rows of zeros above"), tr("Rows of zeros below"),
+                                           tr("Columns of zeros on the left"),
+                                           tr("Columns of zeros on the right")};
+  const std::array<int Pad2D::*, 4> pad_members = {&Pad2D::top, &Pad2D::bottom, &Pad2D::left,
+                                                   &Pad2D::right};
+  for (std::size_t i = 0; i < zero_padding_.size(); ++i) {
+    auto* spin = new QSpinBox;
+    spin->setObjectName(QStringLiteral("zero_padding.%1").arg(i));
+    spin->setRange(0, kMaxCount);
+    spin->setToolTip(pad_tips[i]);
+    spin->setMinimumWidth(compact_spin_width() * 2 / 3);
+    connect(spin, &QSpinBox::editingFinished, this, &PropertyPanel::end_merge_session);
+    connect(spin, &QSpinBox::valueChanged, this, [this, member = pad_members[i]](int v) {
+      edit_layer(
+          LayerField::zero_padding, [&](LayerSpec& l) { l.zero_padding.*member = v; }, true);
+    });
+    zero_padding_[i] = spin;
+    pad_row->addWidget(spin);
+  }
+  add_layer_row(LayerField::zero_padding, tr("Pad t/b/l/r"), zero_padding_row_);
+
+  // Reshape's target shape, "4, 4, 8" (one -1 is inferred); a shape that does not parse is
+  // refused and the field shows the layer's again.
+  target_shape_ = new QLineEdit;
+  target_shape_->setObjectName(QStringLiteral("target_shape"));
+  target_shape_->setToolTip(
+      tr("The shape per sample, 1 to 3 sizes separated by commas; one may be -1 (inferred)"));
+  connect(target_shape_, &QLineEdit::editingFinished, this, [this] {
+    std::vector<std::int64_t> shape;
+    bool ok = true;
+    for (const QString& part : target_shape_->text().split(QLatin1Char(','))) {
+      const qlonglong v = part.trimmed().toLongLong(&ok);
+      if (!ok || (v < 1 && v != -1)) {
+        ok = false;
+        break;
+      }
+      shape.push_back(v);
+    }
+    const bool valid = ok && !shape.empty() && shape.size() <= 3 &&
+                       std::count(shape.begin(), shape.end(), -1) <= 1;
+    if (!valid) {
+      refresh();
+      QToolTip::showText(target_shape_->mapToGlobal(QPoint(0, target_shape_->height())),
+                         tr("A target shape is 1 to 3 sizes >= 1 separated by commas, at most "
+                            "one of them -1."),
+                         target_shape_);
+      return;
+    }
+    edit_layer(
+        LayerField::target_shape, [&](LayerSpec& l) { l.target_shape = shape; }, false);
+  });
+  add_layer_row(LayerField::target_shape, tr("Target shape"), target_shape_);
+
+  keepdims_ = check(QStringLiteral("keepdims"), tr("Keep dims (1×1×C)"),
+                    tr("Keep the pooled height and width as 1x1 axes"), LayerField::keepdims,
+                    &LayerSpec::keepdims);
+
+  axis_ = new QSpinBox;
+  axis_->setObjectName(QStringLiteral("axis"));
+  axis_->setRange(-3, 3);
+  axis_->setToolTip(
+      tr("The axis to join along, counted as Keras counts it with the batch "
+         "(-1: the last, the channels; 0, the batch, is not allowed)"));
+  axis_->setMinimumWidth(compact_spin_width());
+  connect(axis_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::axis, [&](LayerSpec& l) { l.axis = v; }, false);
+  });
+  add_layer_row(LayerField::axis, tr("Axis"), axis_);
+
   dtype_ = make_combo(QStringLiteral("dtype"),
                       tr("'float32' keeps this layer in float32 under a mixed policy (Keras's "
                          "idiom for the final softmax)"));
@@ -434,6 +600,23 @@ void PropertyPanel::refresh_layer() {
   show_double(rate_, layer.rate);
   show_double(scale_, layer.scale);
   show_double(offset_, layer.offset);
+  show_int(depth_multiplier_, layer.depth_multiplier);
+  show_double(momentum_, layer.momentum);
+  show_double(epsilon_, layer.epsilon);
+  center_->setChecked(layer.center);
+  scale_gamma_->setChecked(layer.scale_gamma);
+  show_double(max_value_, std::isinf(layer.max_value) ? -1.0 : layer.max_value);
+  show_double(negative_slope_, layer.negative_slope);
+  show_double(threshold_, layer.threshold);
+  show_int(zero_padding_[0], layer.zero_padding.top);
+  show_int(zero_padding_[1], layer.zero_padding.bottom);
+  show_int(zero_padding_[2], layer.zero_padding.left);
+  show_int(zero_padding_[3], layer.zero_padding.right);
+  QStringList shape;
+  for (std::int64_t v : layer.target_shape) shape << QString::number(v);
+  show_text(target_shape_, shape.join(QStringLiteral(", ")));
+  keepdims_->setChecked(layer.keepdims);
+  show_int(axis_, layer.axis);
   // What "the policy's default" means right now, e.g. float16 under mixed_float16.
   dtype_->setItemText(
       0, tr("Policy default (%1)").arg(text_of(to_string(compute_dtype(doc_->policy(), false)))));

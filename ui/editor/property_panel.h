@@ -90,6 +90,19 @@ class PropertyPanel : public QWidget {
   QDoubleSpinBox* rate_ = nullptr;
   QDoubleSpinBox* scale_ = nullptr;
   QDoubleSpinBox* offset_ = nullptr;
+  QSpinBox* depth_multiplier_ = nullptr;
+  QDoubleSpinBox* momentum_ = nullptr;
+  QDoubleSpinBox* epsilon_ = nullptr;
+  QCheckBox* center_ = nullptr;
+  QCheckBox* scale_gamma_ = nullptr;
+  QDoubleSpinBox* max_value_ = nullptr;
+  QDoubleSpinBox* negative_slope_ = nullptr;
+  QDoubleSpinBox* threshold_ = nullptr;
+  QWidget* zero_padding_row_ = nullptr;
+  std::array<QSpinBox*, 4> zero_padding_{};
+  QLineEdit* target_shape_ = nullptr;
+  QCheckBox* keepdims_ = nullptr;
+  QSpinBox* axis_ = nullptr;
   QComboBox* dtype_ = nullptr;
 };
 
