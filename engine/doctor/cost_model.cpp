@@ -343,6 +343,7 @@ class Model {
       }
       case PlanOp::activation:
       case PlanOp::rescaling:
+      case PlanOp::normalization:
       case PlanOp::dropout: {
         double flops_per = 1.0;
         if (node.op == PlanOp::activation) {

@@ -238,6 +238,11 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
   const auto weights_image = archive.read("model.weights.h5", weights_bound(table));
   bool any_params = false;
   for (const LayerInfo& info : table.layers) any_params = any_params || !info.params.empty();
+  // An adapted Normalization keeps its mean and variance as weights: they become the layer's
+  // constants.
+  for (const LayerSpec& layer : model.spec.layers) {
+    any_params = any_params || (layer.type == LayerType::Normalization && layer.mean.empty());
+  }
   if (!weights_image) {
     if (any_params) {
       throw SpecError(name + ": the archive has no model.weights.h5 (save it with model.save())");
@@ -255,14 +260,9 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
     const int n = per_class[snake]++;
     class_paths.push_back(n == 0 ? snake : snake + "_" + std::to_string(n));
   }
-  auto weights = std::make_shared<ModelWeights>();
-  weights->origin = origin;
-  for (const LayerInfo& info : table.layers) {
-    if (info.params.empty()) continue;
-    const auto at = static_cast<std::size_t>(info.index);
+  // The group of layer `at`'s variables, or empty.
+  const auto group_of = [&](std::size_t at) -> std::string {
     const std::string& keras_name = model.keras_names.at(at);
-    const std::string what = "layer " + std::to_string(info.index) + " " + quote(keras_name);
-    std::string group;
     for (const std::string& candidate :
          {"layers/" + class_paths.at(at) + "/vars", "layers/" + keras_name + "/vars",
           "_layer_checkpoint_dependencies/" + keras_name + "/vars", keras_name + "/vars"}) {
@@ -271,11 +271,38 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
           candidate != "layers/" + class_paths.at(at) + "/vars" &&
           std::any_of(class_paths.begin(), class_paths.end(),
                       [&](const std::string& p) { return candidate == "layers/" + p + "/vars"; });
-      if (!other_layers && file.exists(candidate)) {
-        group = candidate;
-        break;
-      }
+      if (!other_layers && file.exists(candidate)) return candidate;
     }
+    return {};
+  };
+  for (std::size_t at = 0; at < model.spec.layers.size(); ++at) {
+    LayerSpec& layer = model.spec.layers[at];
+    if (layer.type != LayerType::Normalization || !layer.mean.empty()) continue;
+    const std::string what = "layer " + std::to_string(at) + " " + quote(model.keras_names.at(at));
+    const std::string group = group_of(at);
+    if (group.empty() || !file.exists(group + "/0") || !file.exists(group + "/1")) {
+      throw SpecError(name + " (model.weights.h5): no adapted mean and variance for " + what,
+                      static_cast<int>(at));
+    }
+    const Shape channels{table.layers[at].output_shape.back()};
+    for (auto [index, values] : {std::pair{"0", &layer.mean}, std::pair{"1", &layer.variance}}) {
+      const std::string part = what + (values == &layer.mean ? " mean" : " variance");
+      for (const float v : file.read(group + "/" + index, channels, part)) values->push_back(v);
+    }
+    // The import's note that a JSON file lacks them does not hold here.
+    std::erase_if(model.warnings, [&](const std::string& w) {
+      return w.find(quote(model.keras_names.at(at))) != std::string::npos &&
+             w.find("come from adapt()") != std::string::npos;
+    });
+  }
+  auto weights = std::make_shared<ModelWeights>();
+  weights->origin = origin;
+  for (const LayerInfo& info : table.layers) {
+    if (info.params.empty()) continue;
+    const auto at = static_cast<std::size_t>(info.index);
+    const std::string& keras_name = model.keras_names.at(at);
+    const std::string what = "layer " + std::to_string(info.index) + " " + quote(keras_name);
+    const std::string group = group_of(at);
     if (group.empty()) {
       throw SpecError(name + " (model.weights.h5): no weights for " + what +
                           " (looked for layers/" + class_paths.at(at) + "/vars and layers/" +

@@ -110,6 +110,18 @@ ordered_json layer_config(const LayerSpec& layer) {
     case LayerType::Reshape:
       c["target_shape"] = layer.target_shape;
       break;
+    case LayerType::Normalization:
+      // Keras writes its axis as a list; no mean and variance: its state before adapt().
+      c["axis"] = ordered_json::array({layer.axis});
+      c["invert"] = false;
+      if (layer.mean.empty()) {
+        c["mean"] = nullptr;
+        c["variance"] = nullptr;
+      } else {
+        c["mean"] = layer.mean;
+        c["variance"] = layer.variance;
+      }
+      break;
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:

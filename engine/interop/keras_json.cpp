@@ -511,6 +511,24 @@ class Importer {
     } else if (cls == "Rescaling") {
       out["type"] = "Rescaling";
       fields = {"scale", "offset"};
+    } else if (cls == "Normalization") {
+      out["type"] = "Normalization";
+      fields = {"mean", "variance"};
+      checked_.insert("axis");
+      if (config.contains("axis")) {
+        // Keras writes a list (one axis for MixLab; None, every axis at once, it has not).
+        const json& axis = config["axis"];
+        out["axis"] = axis.is_array() && axis.size() == 1 ? axis[0] : axis;
+      }
+      expect_default(config, "invert", {json(false)}, index, layer);
+      if (!config.contains("mean") || config["mean"].is_null()) {
+        // Adapted: the statistics are the layer's state, in a .keras archive's weights
+        // (keras_archive.cpp reads them); a JSON file has none.
+        out_.warnings.push_back(where(index, layer) +
+                                ": its mean and variance come from adapt(), which a JSON file "
+                                "does not hold: mean 0 and variance 1 until a .keras archive's "
+                                "weights give them");
+      }
     } else if (is_keras_merge(cls)) {
       out["type"] = cls;
       if (cls == "Concatenate") fields = {"axis"};
@@ -525,7 +543,8 @@ class Importer {
               " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
               "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
               "GlobalMaxPooling2D, ZeroPadding2D, BatchNormalization, Flatten, Reshape, Dropout, "
-              "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Add, Subtract, Multiply, "
+              "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Normalization, Add, Subtract, "
+              "Multiply, "
               "Average, Maximum, Concatenate)");
     }
     // Every config key must be known: a layer field, a Keras base key, or one checked above.

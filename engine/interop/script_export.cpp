@@ -132,6 +132,18 @@ PyCode relu_arguments(const LayerSpec& layer, std::size_t index) {
          ", threshold=" + layer_float(index, layer.threshold, "threshold");
 }
 
+// A Normalization's mean or variance as a Python list of floats ("[0.5, 0.25]"), "None" when
+// the layer has none.
+PyCode float_list(std::size_t index, const std::vector<double>& values, std::string_view field) {
+  if (values.empty()) return PyCode("None");
+  PyCode list("[");
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) list += ", ";
+    list += layer_float(index, values[i], field);
+  }
+  return list + "]";
+}
+
 // --- Keras ----------------------------------------------------------------------------------
 
 PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
@@ -220,6 +232,15 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
       args = py_pair(layer.kernel_size) + ", strides=" + py_pair(layer.strides) +
              ", padding=" + py_str(to_string(layer.padding)) +
              ", depth_multiplier=" + py_int(layer.depth_multiplier) + activation + bias;
+      break;
+    case LayerType::Normalization:
+      type = "Normalization";
+      // Without a mean and variance Keras's layer is identity until adapt(): MixLab's 0 and 1.
+      args = PyCode("axis=") + py_int(layer.axis) + ", mean=" +
+             float_list(index, layer.mean.empty() ? std::vector<double>{0.0} : layer.mean, "mean") +
+             ", variance=" +
+             float_list(index, layer.variance.empty() ? std::vector<double>{1.0} : layer.variance,
+                        "variance");
       break;
     case LayerType::Add:
       type = "Add";
@@ -449,6 +470,12 @@ class TorchWriter {
         add(torch_activation(layer.activation, true), false);
         break;
       }
+      case LayerType::Normalization:
+        to_nhwc();  // the channels last, as the constants broadcast
+        add(PyCode("KerasNormalization(") + float_list(i, layer.mean, "mean") + ", " +
+                float_list(i, layer.variance, "variance") + ")",
+            true);
+        break;
       case LayerType::Add:
       case LayerType::Subtract:
       case LayerType::Multiply:

@@ -91,6 +91,8 @@ std::string_view to_string(PlanOp op) {
       return "batch_norm";
     case PlanOp::zero_padding:
       return "zero_padding";
+    case PlanOp::normalization:
+      return "normalization";
   }
   return "?";
 }
@@ -294,6 +296,11 @@ class Lowering {
         cast_to(s, li, label);
         add(PlanOp::batch_norm, li, s, out, label);
         add_slots(info, li);
+        break;
+      case LayerType::Normalization:
+        // Keras converts the input to the layer's dtype and computes in it.
+        cast_to(s, li, label);
+        add(PlanOp::normalization, li, s, out, label);
         break;
       case LayerType::ZeroPadding2D:
         cast_to(s, li, label);

@@ -62,6 +62,9 @@ enum class PlanOp : std::uint8_t {
   // moving_mean / moving_variance slots, which the optimizer leaves alone).
   batch_norm,
   zero_padding,  // ZeroPadding2D (LayerInfo's pad_* fields)
+  // Normalization: (x - mean) / max(sqrt(variance), 1e-7) per channel, with constants from the
+  // layer (engine/ops/normalization.h); nothing to train.
+  normalization,
 };
 std::string_view to_string(PlanOp op);
 

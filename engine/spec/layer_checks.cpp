@@ -154,6 +154,32 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
       }
       break;
     }
+    case LayerType::Normalization: {
+      if (layer.axis == 0) {
+        throw SpecError(where + "axis 0 is the batch: normalize the last axis (-1)", index);
+      }
+      if (layer.mean.empty() != layer.variance.empty()) {
+        throw SpecError(where + (layer.mean.empty() ? "variance" : "mean") + " is given without " +
+                            (layer.mean.empty() ? "mean" : "variance") +
+                            ": give both (or neither: mean 0, variance 1)",
+                        index);
+      }
+      if (layer.mean.size() != layer.variance.size() && layer.mean.size() != 1 &&
+          layer.variance.size() != 1) {
+        throw SpecError(where + "mean has " + std::to_string(layer.mean.size()) +
+                            " values and variance " + std::to_string(layer.variance.size()) +
+                            ": give one value, or one per channel, for each",
+                        index);
+      }
+      for (const double m : layer.mean) check_finite(m, "mean", where, index);
+      for (const double v : layer.variance) {
+        check_finite(v, "variance", where, index);
+        if (v < 0.0) {
+          throw SpecError(where + "variance " + format_number(v) + " is below 0", index);
+        }
+      }
+      break;
+    }
     case LayerType::Flatten:
     case LayerType::Activation:
     case LayerType::GlobalAveragePooling2D:

@@ -115,6 +115,23 @@ std::string layer_summary(const LayerSpec& layer) {
       parts.push_back(shape);
       break;
     }
+    case LayerType::Normalization:
+      if (layer.mean.empty()) {
+        parts.emplace_back("mean 0, variance 1");
+      } else {
+        // "mean 0.485 / 0.456 / 0.406, variance 0.052 / ..." (three values at most, then "…")
+        for (const auto& [field, values] :
+             {std::pair{"mean ", &layer.mean}, std::pair{"variance ", &layer.variance}}) {
+          std::string text = field;
+          for (std::size_t i = 0; i < values->size() && i < 3; ++i) {
+            if (i != 0) text += " / ";
+            text += number((*values)[i]);
+          }
+          if (values->size() > 3) text += " / …";
+          parts.push_back(text);
+        }
+      }
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:

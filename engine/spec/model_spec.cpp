@@ -46,6 +46,7 @@ constexpr std::array kLayerTypes = {
     LayerType::DepthwiseConv2D,
     LayerType::Reshape,
     LayerType::SeparableConv2D,
+    LayerType::Normalization,
 };
 constexpr std::array kActivations = {
     ActivationFn::relu,      ActivationFn::sigmoid, ActivationFn::tanh,  ActivationFn::gelu,
@@ -79,6 +80,7 @@ std::span<const std::string_view> type_fields(LayerType type) {
                                                                  "center", "scale"};
   static constexpr std::array<std::string_view, 1> zero_padding = {"padding"};
   static constexpr std::array<std::string_view, 1> reshape = {"target_shape"};
+  static constexpr std::array<std::string_view, 3> normalization = {"axis", "mean", "variance"};
   static constexpr std::array<std::string_view, 7> separable = {
       "filters", "kernel_size", "strides", "padding", "depth_multiplier", "activation", "use_bias"};
   static constexpr std::array<std::string_view, 6> depthwise = {
@@ -122,6 +124,8 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return reshape;
     case LayerType::SeparableConv2D:
       return separable;
+    case LayerType::Normalization:
+      return normalization;
   }
   return {};
 }
@@ -435,6 +439,25 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
         layer.depth_multiplier = in.get_positive_int("depth_multiplier", *v);
       }
       break;
+    case LayerType::Normalization:
+      if (const json* v = in.find("axis")) layer.axis = in.get_int("axis", *v);
+      // A number for every channel, or an array of one per channel (null: none, as Keras).
+      for (auto [field, values] :
+           {std::pair{"mean", &layer.mean}, std::pair{"variance", &layer.variance}}) {
+        const json* v = in.find(field);
+        if (v == nullptr || v->is_null()) continue;
+        if (v->is_number()) {
+          values->push_back(in.get_number(field, *v));
+          continue;
+        }
+        if (!v->is_array() || v->empty())
+          in.fail_type(field, "a number or an array of numbers", *v);
+        for (const json& e : *v) {
+          if (!e.is_number()) in.fail_type(field, "a number or an array of numbers", *v);
+          values->push_back(in.get_number(field, e));
+        }
+      }
+      break;
     case LayerType::Reshape: {
       const json& target = in.require("target_shape");
       if (!target.is_array() || target.empty() || target.size() > 3) {
@@ -632,6 +655,8 @@ std::string_view to_string(LayerType type) {
       return "DepthwiseConv2D";
     case LayerType::Reshape:
       return "Reshape";
+    case LayerType::Normalization:
+      return "Normalization";
     case LayerType::SeparableConv2D:
       return "SeparableConv2D";
   }

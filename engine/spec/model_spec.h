@@ -65,6 +65,10 @@ enum class LayerType : std::uint8_t {
   // A DepthwiseConv2D (no bias) then a 1x1 Conv2D of `filters` (with the layer's bias and
   // activation), as one Keras layer: HxWxC -> H'xW'xfilters.
   SeparableConv2D,
+  // Keras's Normalization with a fixed mean and variance per channel (the last axis) or one for
+  // all: y = (x - mean) / max(sqrt(variance), 1e-7), in the layer's dtype (EfficientNet's first
+  // layers). Without them, Keras's state before adapt(): mean 0, variance 1. Not trainable.
+  Normalization,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
@@ -150,6 +154,10 @@ struct LayerSpec {
   Pad2D zero_padding;
   // Reshape: the per-sample shape, 1 to 3 axes, at most one -1 (inferred)
   std::vector<std::int64_t> target_shape;
+  // Normalization: one value for every channel, or one per channel; both or neither (then 0
+  // and 1)
+  std::vector<double> mean;
+  std::vector<double> variance;
   // Dropout (required; 0 <= rate < 1)
   double rate = 0.0;
   // Rescaling: y = x * scale + offset (scale required)
@@ -157,8 +165,8 @@ struct LayerSpec {
   double offset = 0.0;
   // GlobalAveragePooling2D, GlobalMaxPooling2D: keep the 1x1 spatial axes
   bool keepdims = false;
-  // Concatenate and BatchNormalization: the axis, as Keras counts it with the batch (-1 the
-  // last; 0, the batch, is not allowed; BatchNormalization takes the last only)
+  // Concatenate, BatchNormalization and Normalization: the axis, as Keras counts it with the
+  // batch (-1 the last; 0, the batch, is not allowed; the normalizations take the last only)
   int axis = -1;
   // "dtype": "float32" keeps this layer in float32 under a mixed policy (Keras's idiom for the
   // final softmax).

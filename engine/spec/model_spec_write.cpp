@@ -117,6 +117,11 @@ ordered_json layer_json(const LayerSpec& layer) {
     case LayerType::Reshape:
       j["target_shape"] = layer.target_shape;
       break;
+    case LayerType::Normalization:
+      if (layer.axis != -1) j["axis"] = layer.axis;
+      if (!layer.mean.empty()) j["mean"] = layer.mean;
+      if (!layer.variance.empty()) j["variance"] = layer.variance;
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:

@@ -345,6 +345,29 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       info.flops = c.mul(2, in_elements);  // inference: one multiply-add per element
       break;
     }
+    case LayerType::Normalization: {
+      const auto rank = static_cast<int>(input.size());
+      if (layer.axis != -1 && layer.axis != rank) {
+        throw SpecError(where + "axis " + std::to_string(layer.axis) + " of input " +
+                            format_shape(input) +
+                            ": MixLab normalizes the last axis (-1) only, Keras's default",
+                        index);
+      }
+      const std::int64_t channels = input.back();
+      for (const auto& [field, values] :
+           {std::pair{"mean", &layer.mean}, std::pair{"variance", &layer.variance}}) {
+        if (values->size() > 1 && static_cast<std::int64_t>(values->size()) != channels) {
+          throw SpecError(where + field + " has " + std::to_string(values->size()) +
+                              " values for the " + std::to_string(channels) +
+                              " channels of input " + format_shape(input) +
+                              ": give one value, or one per channel",
+                          index);
+        }
+      }
+      info.output_shape = input;
+      info.flops = c.mul(2, in_elements);  // a subtraction and a division per element
+      break;
+    }
     case LayerType::ZeroPadding2D: {
       require_image(info, spec, where);
       const Pad2D& p = layer.zero_padding;

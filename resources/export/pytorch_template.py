@@ -67,6 +67,19 @@ class KerasReLU(nn.Module):
         return y if self.max_value is None else torch.clamp(y, max=self.max_value)
 
 
+class KerasNormalization(nn.Module):
+    """Keras's Normalization: (x - mean) / max(sqrt(variance), 1e-7) over the last axis; without
+    a mean and variance, Keras's state before adapt() (0 and 1)."""
+
+    def __init__(self, mean=None, variance=None):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(mean if mean is not None else [0.0]))
+        self.register_buffer("variance", torch.tensor(variance if variance is not None else [1.0]))
+
+    def forward(self, x):
+        return (x - self.mean) / torch.clamp(torch.sqrt(self.variance), min=1e-7)
+
+
 class Merge(nn.Module):
     """Keras's merge layers, on tensors in Keras's layout (NHWC or flat); axis counts the batch."""
 

@@ -123,6 +123,14 @@ inline LayerSpec reshape(std::vector<std::int64_t> target) {
   return l;
 }
 
+inline LayerSpec normalization(std::vector<double> mean, std::vector<double> variance) {
+  LayerSpec l;
+  l.type = LayerType::Normalization;
+  l.mean = std::move(mean);
+  l.variance = std::move(variance);
+  return l;
+}
+
 inline LayerSpec named(LayerSpec l, std::string name, std::vector<std::string> inputs = {}) {
   l.name = std::move(name);
   if (!inputs.empty()) l.inputs = std::move(inputs);

@@ -13,6 +13,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/op_access.h"
 #include "engine/core/half.h"
+#include "engine/ops/normalization.h"
 #include "engine/spec/shape_inference.h"
 #include "tests/cpu/layers.h"
 #include "tests/cpu/reference.h"
@@ -91,6 +92,12 @@ std::vector<OpCase> cases() {
       {"BatchNormOnFeatures", {5}, batch_norm()},
       {"BatchNormNoScaleNoCenter", {2, 2, 3}, batch_norm(false, false)},
       {"Rescaling", {9}, rescale},
+      // Per channel, one for all, none (the floor of the root: NormalizationConstants below).
+      {"NormalizationPerChannel",
+       {3, 2, 4},
+       normalization({0.5, -0.25, 0.0, 2.0}, {4.0, 0.3, 4e-4, 0.01})},
+      {"NormalizationScalar", {5}, normalization({0.75}, {2.5})},
+      {"NormalizationIdentity", {2, 2, 3}, normalization({}, {})},
       {"Dropout", {40}, drop},
       {"Flatten", {2, 3, 4}, simple(LayerType::Flatten)},
       {"ReshapeToImage", {24}, reshape({2, -1, 4})},
@@ -165,6 +172,18 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
       return reference::depthwise_conv2d(x, kernel, bias, kBatch, l, info);
     case LayerType::SeparableConv2D:
       return reference::separable_conv2d(x, kernel, pointwise, bias, kBatch, l, info);
+    case LayerType::Normalization: {
+      const std::int64_t channels = info.output_shape.back();
+      const auto at = [](const std::vector<double>& v, std::int64_t c, double fallback) {
+        return v.empty() ? fallback : v[v.size() == 1 ? 0 : static_cast<std::size_t>(c)];
+      };
+      std::vector<double> y(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const auto c = static_cast<std::int64_t>(i) % channels;
+        y[i] = (x[i] - at(l.mean, c, 0.0)) / std::max(std::sqrt(at(l.variance, c, 1.0)), 1e-7);
+      }
+      return y;
+    }
     case LayerType::BatchNormalization:
       // kernel: gamma, bias: beta (OpInputs).
       return reference::batch_norm_train(x, info.input_shape.back(), kernel, bias, l.epsilon);
@@ -377,6 +396,29 @@ TEST_P(CpuOp, MixedPoliciesMatchFloat32WithinTheirEpsilon) {
 
 INSTANTIATE_TEST_SUITE_P(Layers, CpuOp, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
+
+// Keras's Normalization: the mean and variance as the layer's dtype holds them, the divisor
+// max(sqrt(variance), 1e-7) rounded as Keras rounds each result; a variance of 0 or below the
+// floor's square divides by the floor, not by 0.
+TEST(NormalizationConstants, RoundLikeKerasAndFloorTheRoot) {
+  const NormalizationConstants f32 =
+      normalization_constants({0.1, -2.0}, {1e-16, 2.0}, 2, DType::f32);
+  EXPECT_EQ(f32.mean, (std::vector<float>{0.1f, -2.0f}));
+  EXPECT_EQ(f32.divisor[0], 1e-7f);
+  EXPECT_EQ(f32.divisor[1], std::sqrt(2.0f));
+  const NormalizationConstants bf16 =
+      normalization_constants({0.1, -2.0}, {0.0, 2.0}, 2, DType::bf16);
+  EXPECT_EQ(bf16.mean[0], round_to_bf16(0.1f));
+  EXPECT_EQ(bf16.divisor[0], round_to_bf16(1e-7f));
+  EXPECT_EQ(bf16.divisor[1], round_to_bf16(std::sqrt(round_to_bf16(2.0f))));
+  // One value for every channel; none: mean 0 and variance 1.
+  const NormalizationConstants one = normalization_constants({3.0}, {9.0}, 3, DType::f16);
+  EXPECT_EQ(one.mean, (std::vector<float>{3.0f, 3.0f, 3.0f}));
+  EXPECT_EQ(one.divisor, (std::vector<float>{3.0f, 3.0f, 3.0f}));
+  const NormalizationConstants none = normalization_constants({}, {}, 2, DType::f32);
+  EXPECT_EQ(none.mean, (std::vector<float>{0.0f, 0.0f}));
+  EXPECT_EQ(none.divisor, (std::vector<float>{1.0f, 1.0f}));
+}
 
 }  // namespace
 }  // namespace mixlab

@@ -2,6 +2,7 @@
 // Golden-free: each test looks for the lines that matter (a layer call, a setting) and, for the
 // PyTorch layout switches, their order. That the scripts run is tests/keras's (label `keras`).
 #include "engine/interop/script_export.h"
+#include "engine/spec/model_spec.h"
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,25 @@ TEST(ScriptExport, KerasLayersAreKerasCalls) {
   expect_has(text, "GROWTH_INTERVAL = 2000\n");
   expect_has(text, "model.train_on_batch(");
   expect_lacks(text, "import torch");
+}
+
+// Normalization's statistics are Python float lists in both scripts: Keras's layer with them,
+// and the PyTorch script's KerasNormalization on the channels-last layout; without them, Keras's
+// before-adapt state spelled out (0 and 1) and None for the PyTorch module.
+TEST(ScriptExport, NormalizationCarriesItsStatistics) {
+  const ModelSpec spec = parse_model_json(R"({"name": "n", "input": {"shape": [28, 28, 1]},
+      "layers": [{"type": "Normalization", "mean": 0.5, "variance": 0.25},
+                 {"type": "Conv2D", "filters": 4, "kernel_size": 3},
+                 {"type": "Normalization"}, {"type": "Flatten"}, {"type": "Dense", "units": 10},
+                 {"type": "Activation", "activation": "softmax"}]})");
+  const std::string keras = script(ScriptKind::keras, spec, fashion_config());
+  expect_in_order(keras, {"keras.layers.Normalization(axis=-1, mean=[0.5], variance=[0.25]),",
+                          "keras.layers.Conv2D(",
+                          "keras.layers.Normalization(axis=-1, mean=[0.0], variance=[1.0]),"});
+  const std::string torch = script(ScriptKind::pytorch, spec, fashion_config());
+  expect_in_order(torch, {"KerasNormalization([0.5], [0.25]),", "ToNCHW()", "nn.Conv2d(",
+                          "ToNHWC()", "KerasNormalization(None, None),"});
+  expect_has(torch, "class KerasNormalization(nn.Module):");
 }
 
 TEST(ScriptExport, OptimizerHyperparameters) {

@@ -30,6 +30,9 @@ def keras_layer(l, **kw):
         return keras.layers.Activation(l["activation"], **kw)
     if t == "Rescaling":
         return keras.layers.Rescaling(l["scale"], offset=l.get("offset", 0.0), **kw)
+    if t == "Normalization":
+        return keras.layers.Normalization(axis=l.get("axis", -1), mean=l.get("mean"),
+                                          variance=l.get("variance"), **kw)
     if t == "ReLU":
         return keras.layers.ReLU(max_value=l.get("max_value"), negative_slope=l.get("negative_slope", 0.0),
                                  threshold=l.get("threshold", 0.0), **kw)

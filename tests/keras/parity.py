@@ -691,11 +691,13 @@ BN_NET_SPEC = {
 
 # SeparableConv2D (its depthwise and pointwise kernels) and Reshape in Keras's HWC order, for the
 # PyTorch export's check: the separable layer's two convolutions, and Dense on a reshaped
-# (positions, features) tensor's last axis.
+# (positions, features) tensor's last axis; a Normalization with fixed per-channel statistics
+# first, as EfficientNet's (its mean and variance in the layer's dtype under the mixed policies).
 SEPARABLE_SPEC = {
     "name": "separable", "input": {"shape": [32, 32, 3]}, "loss": "sparse_categorical_crossentropy",
     "layers": [
         {"type": "Rescaling", "scale": 0.00392156862745098},
+        {"type": "Normalization", "mean": [0.485, 0.456, 0.406], "variance": [0.052, 0.05, 0.0506]},
         {"type": "SeparableConv2D", "filters": 8, "kernel_size": 3, "strides": 2, "padding": "same",
          "depth_multiplier": 2, "activation": "relu"},
         {"type": "Reshape", "target_shape": [16, -1]},
@@ -795,6 +797,7 @@ def xception_small(input_shape, classes):
 
 
 def part_applications(cli, work, batch):
+    normalization_adapted(cli, work, batch)
     for cls in APPLICATIONS:
         name = cls.lower()
         with attempt(f"applications {name}"):
@@ -826,6 +829,48 @@ def part_applications(cli, work, batch):
             expected = model.predict(x_test[:FORWARD_COUNT], verbose=0)
             record("forward float32", name, rel_diff(np.array(got["outputs"], np.float64), expected),
                    APPLICATIONS_RTOL)
+
+
+def normalization_adapted(cli, work, batch):
+    """A Normalization adapted to data (EfficientNet's first layers are one): its mean and
+    variance are the layer's weights in the .keras archive, and become MixLab's constants. Keras
+    counts them and the sample count (2C + 1) as non-trainable weights; MixLab, which holds them
+    as the layer's constants, counts none: the check says so rather than hide it."""
+    name = "normalization-adapted"
+    with attempt(f"applications {name}"):
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(17)
+        layers = keras.layers
+        norm = layers.Normalization(axis=-1)
+        norm.adapt(np.random.default_rng(17).uniform(0, 3, (64, 32, 32, 3)).astype(np.float32)
+                   * np.array([1.0, 0.5, 2.0], np.float32))
+        inputs = keras.Input(shape=(32, 32, 3))
+        x = norm(inputs)
+        x = layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+        x = layers.GlobalAveragePooling2D()(x)
+        outputs = layers.Dense(10, activation="softmax")(x)
+        model = keras.Model(inputs, outputs)
+        path = work / f"{name}.keras"
+        model.save(path)
+        info = cli.json("inspect", path, "--json")
+        non_trainable = sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
+        check(model.count_params() - non_trainable == info["params_total"] and
+              non_trainable == 2 * 3 + 1 and info["non_trainable_params"] == 0,
+              f"applications {name}: Keras counts {model.count_params()} parameters ({non_trainable} "
+              f"non-trainable: the adapted mean, variance and count), MixLab {info['params_total']} "
+              f"({info['non_trainable_params']}: the statistics are the layer's constants)")
+        spec = json.loads(cli.run("export", path, "--to", "mixlab"))
+        mean = spec["layers"][0].get("mean", [])
+        check(np.allclose(mean, np.asarray(norm.mean).reshape(-1), rtol=1e-6),
+              f"applications {name}: the adapted mean {mean} imports as the layer's mean")
+        dataset, _, (x_test, _) = make_dataset(work, {"name": name, "input": {"shape": [32, 32, 3]},
+                                                      "layers": [{"type": "Dense", "units": 10}]},
+                                               batch, FORWARD_COUNT)
+        got = cli.json("predict", path, "--dataset", dataset, "--count", FORWARD_COUNT, "--json",
+                       "--precision", "float32", "--device", "cpu")
+        expected = model.predict(x_test[:FORWARD_COUNT], verbose=0)
+        record("forward float32", name, rel_diff(np.array(got["outputs"], np.float64), expected),
+               APPLICATIONS_RTOL)
 
 
 def part_tfkeras(cli, source, work):

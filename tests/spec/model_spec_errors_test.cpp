@@ -281,6 +281,17 @@ TEST(SpecErrors, NewLayersNameTheirFields) {
             "layer 0 (BatchNormalization): epsilon 0 must be a finite number above 0");
   EXPECT_EQ(layer_error(R"({"type": "ZeroPadding2D", "padding": [[1, -1], [0, 0]]})"),
             "layer 0 (ZeroPadding2D): padding [[1,-1],[0,0]] is out of range [0, 2147483647]");
+  EXPECT_EQ(layer_error(R"({"type": "Normalization", "mean": [0.5]})"),
+            "layer 0 (Normalization): mean is given without variance: give both (or neither: mean "
+            "0, variance 1)");
+  EXPECT_EQ(layer_error(R"({"type": "Normalization", "mean": 0, "variance": [1, -2, 1]})"),
+            "layer 0 (Normalization): variance -2 is below 0");
+  EXPECT_EQ(layer_error(R"({"type": "Normalization", "mean": [0, 0], "variance": [1, 1, 1]})"),
+            "layer 0 (Normalization): mean has 2 values and variance 3: give one value, or one "
+            "per channel, for each");
+  EXPECT_EQ(layer_error(R"({"type": "Normalization", "mean": "0.5", "variance": 1})"),
+            "layer 0 (Normalization): field 'mean' must be a number or an array of numbers, got "
+            "string");
   EXPECT_EQ(layer_error(R"({"type": "Reshape", "target_shape": [-1, -1]})"),
             "layer 0 (Reshape): target_shape [-1, -1]: each size must be in [1, 2147483647], or "
             "one of them -1 (inferred)");

@@ -232,7 +232,8 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
                                            LayerType::ZeroPadding2D,
                                            LayerType::DepthwiseConv2D,
                                            LayerType::Reshape,
-                                           LayerType::SeparableConv2D};
+                                           LayerType::SeparableConv2D,
+                                           LayerType::Normalization};
       l.type = kStackTypes[pick(0, static_cast<int>(std::size(kStackTypes)) - 1)];
       switch (l.type) {
         case LayerType::Dense:
@@ -283,6 +284,14 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           break;
         case LayerType::ZeroPadding2D:
           l.zero_padding = {pick(0, 5), pick(0, 5), pick(0, 5), pick(0, 5)};
+          break;
+        case LayerType::Normalization:
+          if (pick(0, 1) == 1) {
+            for (int c = pick(1, 4); c > 0; --c) {
+              l.mean.push_back(real());
+              l.variance.push_back(std::abs(real()));
+            }
+          }
           break;
         case LayerType::DepthwiseConv2D:
         case LayerType::SeparableConv2D:

@@ -430,6 +430,19 @@ TEST(ShapeErrors, NewLayersNameWhatDoesNotFit) {
             "'valid'");
   EXPECT_EQ(error(R"({"type": "Reshape", "target_shape": [5, -1]})"),
             "layer 0 (Reshape): target_shape [5, -1] does not hold the 192 values of input 8x8x3");
+  EXPECT_EQ(error(R"({"type": "Normalization", "mean": [1, 2], "variance": [1, 1]})"),
+            "layer 0 (Normalization): mean has 2 values for the 3 channels of input 8x8x3: give "
+            "one value, or one per channel");
+  EXPECT_EQ(error(R"({"type": "Normalization", "axis": 2})"),
+            "layer 0 (Normalization): axis 2 of input 8x8x3: MixLab normalizes the last axis (-1) "
+            "only, Keras's default");
+  // Nothing to train; a subtraction and a division per element.
+  const ShapeTable norm = infer_shapes(parse_model_json(R"({"input": {"shape": [8, 8, 3]},
+      "layers": [{"type": "Normalization", "mean": [1, 2, 3], "variance": 4}, {"type": "Flatten"},
+                 {"type": "Dense", "units": 2}]})"));
+  EXPECT_EQ(norm.layers[0].output_shape, (Shape{8, 8, 3}));
+  EXPECT_TRUE(norm.layers[0].params.empty());
+  EXPECT_EQ(norm.layers[0].flops, 2 * 8 * 8 * 3);
   // The separable layer's parameters and FLOPs: the depthwise kernel, the 1x1 one, the bias.
   const ModelSpec sep = parse_model_json(R"({"input": {"shape": [8, 8, 3]}, "layers": [
       {"type": "SeparableConv2D", "filters": 4, "kernel_size": 3, "depth_multiplier": 2},

@@ -13,6 +13,8 @@
 #include "engine/spec/model_spec.h"
 #include "tests/ui/editor_test_support.h"
 #include "ui/editor/editor_widget.h"
+#include "ui/editor/layer_commands.h"
+#include "ui/editor/layer_text.h"
 #include "ui/editor/model_document.h"
 #include "ui/editor/property_panel.h"
 
@@ -249,6 +251,31 @@ class PropertyPanelTest : public QObject {
     box("keepdims")->setChecked(true);
     QVERIFY(layers[6].keepdims);
     states.push_back(json_of(doc.spec()));
+
+    // A Normalization's statistics: per channel, then one for all; a negative variance is
+    // refused.
+    doc.undo_stack()->push(
+        new InsertLayerCommand(&doc, 0, default_layer(LayerType::Normalization)));
+    editor.select_layer(0);
+    states.push_back(json_of(doc.spec()));
+    auto* mean = panel->findChild<QLineEdit*>(QStringLiteral("mean"));
+    auto* variance = panel->findChild<QLineEdit*>(QStringLiteral("variance"));
+    QVERIFY(mean->isVisibleTo(panel));
+    QCOMPARE(mean->text(), QStringLiteral("0.485, 0.456, 0.406"));
+    mean->setText(QStringLiteral("1, 2, 3, 4"));
+    emit mean->editingFinished();
+    QCOMPARE(layers[0].mean, (std::vector<double>{1, 2, 3, 4}));
+    states.push_back(json_of(doc.spec()));
+    variance->setText(QStringLiteral("2.5"));
+    emit variance->editingFinished();
+    QCOMPARE(layers[0].variance, (std::vector<double>{2.5}));
+    // (The model's error is the keepdims above, at its end; the four means fit the channels.)
+    QCOMPARE(doc.validation().layer, 8);
+    states.push_back(json_of(doc.spec()));
+    variance->setText(QStringLiteral("1, -1"));
+    emit variance->editingFinished();
+    QCOMPARE(variance->text(), QStringLiteral("2.5"));
+    QCOMPARE(layers[0].variance, (std::vector<double>{2.5}));
 
     check_undo_redo(doc, states);
   }

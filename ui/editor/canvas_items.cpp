@@ -44,6 +44,7 @@ QColor type_colour(const BlockContent& content) {
     case LayerType::SeparableConv2D:
       return {46, 158, 91};
     case LayerType::BatchNormalization:
+    case LayerType::Normalization:
       return {112, 128, 60};
     case LayerType::ZeroPadding2D:
     case LayerType::Reshape:

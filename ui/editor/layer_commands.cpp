@@ -8,7 +8,7 @@ constexpr int kEditLayerId = 1;
 constexpr int kEditModelId = 2;
 // More than there are LayerFields: index * kLayerFieldCount + field is one key per layer field.
 constexpr int kLayerFieldCount = 32;
-static_assert(static_cast<int>(LayerField::axis) < kLayerFieldCount);
+static_assert(static_cast<int>(LayerField::variance) < kLayerFieldCount);
 
 QString type_name(LayerType type) {
   return QString::fromUtf8(to_string(type));
@@ -86,6 +86,10 @@ QString field_name(LayerField field) {
       return QStringLiteral("keepdims");
     case LayerField::axis:
       return QStringLiteral("axis");
+    case LayerField::mean:
+      return QStringLiteral("mean");
+    case LayerField::variance:
+      return QStringLiteral("variance");
   }
   return {};
 }

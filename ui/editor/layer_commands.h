@@ -41,6 +41,8 @@ enum class LayerField : std::uint8_t {
   target_shape,
   keepdims,
   axis,
+  mean,  // Normalization's
+  variance,
 };
 enum class ModelField : std::uint8_t { name, input_shape, loss };
 

@@ -74,6 +74,10 @@ QString layer_description(LayerType type) {
       return tr(
           "ReLU with options: clipped at max_value (6 gives ReLU6), negative_slope below "
           "the threshold (a leaky ReLU).");
+    case LayerType::Normalization:
+      return tr(
+          "Subtracts a fixed mean and divides by the square root of a fixed variance, per "
+          "channel (EfficientNet's first layers); nothing is trained.");
     case LayerType::BatchNormalization:
       return tr(
           "Normalizes each channel by the batch's mean and variance while training (their "
@@ -148,6 +152,11 @@ LayerSpec default_layer(LayerType type) {
     case LayerType::GlobalMaxPooling2D:
     case LayerType::Reshape:
       layer.target_shape = {-1};
+      break;
+    case LayerType::Normalization:
+      // ImageNet's per-channel statistics of 0..1 pixels, as Keras's EfficientNet uses them.
+      layer.mean = {0.485, 0.456, 0.406};
+      layer.variance = {0.229 * 0.229, 0.224 * 0.224, 0.225 * 0.225};
       break;
     case LayerType::BatchNormalization:
     case LayerType::ZeroPadding2D:

@@ -106,6 +106,9 @@ bool has_field(LayerType type, LayerField field) {
       return type == LayerType::GlobalAveragePooling2D || type == LayerType::GlobalMaxPooling2D;
     case LayerField::axis:
       return type == LayerType::Concatenate;
+    case LayerField::mean:
+    case LayerField::variance:
+      return type == LayerType::Normalization;
   }
   return false;
 }
@@ -522,6 +525,49 @@ void PropertyPanel::build_layer_group() {
   });
   add_layer_row(LayerField::target_shape, tr("Target shape"), target_shape_);
 
+  // Normalization's statistics: "0.485, 0.456, 0.406" (one value for every channel, or one per
+  // channel); empty, both: mean 0 and variance 1. What does not parse is refused.
+  const auto values_edit = [this](const QString& name, const QString& tooltip, LayerField field,
+                                  std::vector<double> LayerSpec::*member, bool non_negative) {
+    auto* edit = new QLineEdit;
+    edit->setObjectName(name);
+    edit->setToolTip(tooltip);
+    connect(edit, &QLineEdit::editingFinished, this, [this, edit, field, member, non_negative] {
+      std::vector<double> values;
+      bool ok = true;
+      if (!edit->text().trimmed().isEmpty()) {
+        for (const QString& part : edit->text().split(QLatin1Char(','))) {
+          // As the field shows them (QString::number): the C locale's digits.
+          const double parsed = QLocale::c().toDouble(part.trimmed(), &ok);
+          if (!ok || !std::isfinite(parsed) || (non_negative && parsed < 0)) {
+            ok = false;
+            break;
+          }
+          values.push_back(parsed);
+        }
+      }
+      if (!ok) {
+        refresh();
+        QToolTip::showText(edit->mapToGlobal(QPoint(0, edit->height())),
+                           tr("Numbers separated by commas (one, or one per channel)%1.")
+                               .arg(non_negative ? tr(", each 0 or more") : QString()),
+                           edit);
+        return;
+      }
+      edit_layer(
+          field, [&](LayerSpec& l) { l.*member = values; }, false);
+    });
+    add_layer_row(field, field == LayerField::mean ? tr("Mean") : tr("Variance"), edit);
+    return edit;
+  };
+  mean_ = values_edit(QStringLiteral("mean"),
+                      tr("Subtracted per channel: one value, or one per channel; empty: 0"),
+                      LayerField::mean, &LayerSpec::mean, false);
+  variance_ = values_edit(QStringLiteral("variance"),
+                          tr("Divided by its square root per channel: one value, or one per "
+                             "channel; empty: 1"),
+                          LayerField::variance, &LayerSpec::variance, true);
+
   keepdims_ = check(QStringLiteral("keepdims"), tr("Keep dims (1×1×C)"),
                     tr("Keep the pooled height and width as 1x1 axes"), LayerField::keepdims,
                     &LayerSpec::keepdims);
@@ -616,6 +662,12 @@ void PropertyPanel::refresh_layer() {
   for (std::int64_t v : layer.target_shape) shape << QString::number(v);
   show_text(target_shape_, shape.join(QStringLiteral(", ")));
   keepdims_->setChecked(layer.keepdims);
+  for (auto [edit, values] :
+       {std::pair{mean_, &layer.mean}, std::pair{variance_, &layer.variance}}) {
+    QStringList parts;
+    for (const double v : *values) parts << QString::number(v, 'g', 12);
+    show_text(edit, parts.join(QStringLiteral(", ")));
+  }
   show_int(axis_, layer.axis);
   // What "the policy's default" means right now, e.g. float16 under mixed_float16.
   dtype_->setItemText(

@@ -102,6 +102,8 @@ class PropertyPanel : public QWidget {
   std::array<QSpinBox*, 4> zero_padding_{};
   QLineEdit* target_shape_ = nullptr;
   QCheckBox* keepdims_ = nullptr;
+  QLineEdit* mean_ = nullptr;
+  QLineEdit* variance_ = nullptr;
   QSpinBox* axis_ = nullptr;
   QComboBox* dtype_ = nullptr;
 };

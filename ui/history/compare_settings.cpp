@@ -77,6 +77,7 @@ std::string describe_layers(const RunRecord& r) {
         if (l.negative_slope != 0.0) args.push_back("slope " + number(l.negative_slope));
         break;
       case LayerType::BatchNormalization:
+      case LayerType::Normalization:
       case LayerType::ZeroPadding2D:
       case LayerType::Reshape:
       case LayerType::Flatten:

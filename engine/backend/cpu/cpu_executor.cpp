@@ -115,6 +115,9 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
         case PlanOp::rescaling:
           made = std::make_unique<RescalingNode>(li, layer.scale, layer.offset, s);
           break;
+        case PlanOp::normalization:
+          made = std::make_unique<NormalizationNode>(li, layer, info, node.out_dtype, s);
+          break;
         case PlanOp::dropout:
           made = std::make_unique<DropoutNode>(li, layer.rate, s);
           break;

@@ -160,6 +160,34 @@ void RescalingNode::backward(CpuContext&, const Tensor&, const Tensor&, const Te
   map1(dy, *dx, [=](float g, std::int64_t) { return g * scale; });
 }
 
+NormalizationNode::NormalizationNode(int layer_index, const LayerSpec& layer, const LayerInfo& info,
+                                     DType dtype, Storage storage)
+    : constants_(
+          normalization_constants(layer.mean, layer.variance, info.output_shape.back(), dtype)) {
+  this->layer = layer_index;
+  label = "Normalization";
+  out_storage = storage;
+}
+
+void NormalizationNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase,
+                                std::uint64_t) {
+  const float* mean = constants_.mean.data();
+  const float* divisor = constants_.divisor.data();
+  const auto channels = static_cast<std::int64_t>(constants_.mean.size());
+  map1(x, y, [=](float v, std::int64_t i) {
+    const std::int64_t c = i % channels;
+    return (v - mean[c]) / divisor[c];
+  });
+}
+
+void NormalizationNode::backward(CpuContext&, const Tensor&, const Tensor&, const Tensor& dy,
+                                 const Tensor* dx) {
+  if (!dx) return;
+  const float* divisor = constants_.divisor.data();
+  const auto channels = static_cast<std::int64_t>(constants_.divisor.size());
+  map1(dy, *dx, [=](float g, std::int64_t i) { return g / divisor[i % channels]; });
+}
+
 DropoutNode::DropoutNode(int layer_index, double rate, Storage storage) : rate_(rate) {
   layer = layer_index;
   label = "Dropout";

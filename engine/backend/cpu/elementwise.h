@@ -5,6 +5,7 @@
 
 #include "engine/backend/cpu/cpu_node.h"
 #include "engine/ops/activation.h"
+#include "engine/ops/normalization.h"
 
 namespace mixlab::cpu {
 
@@ -67,6 +68,21 @@ class DropoutNode : public CpuNode {
   double rate_;
   std::uint64_t step_ = 0;  // of the last training forward
   bool trained_ = false;    // the last forward applied the mask
+};
+
+// Normalization: (x - mean) / divisor per channel, constants from engine/ops/normalization.h
+// rounded to the layer's dtype; backward dy / divisor.
+class NormalizationNode : public CpuNode {
+ public:
+  NormalizationNode(int layer_index, const LayerSpec& layer, const LayerInfo& info, DType dtype,
+                    Storage storage);
+  void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
+               std::uint64_t step) override;
+  void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                const Tensor* dx) override;
+
+ private:
+  NormalizationConstants constants_;
 };
 
 // ZeroPadding2D: copies each image into the middle of a zeroed larger one (NHWC); backward

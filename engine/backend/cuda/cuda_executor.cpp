@@ -187,6 +187,9 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           made = std::make_unique<RescalingNode>(node.layer, layer.scale, layer.offset, dtype,
                                                  node.label);
           break;
+        case PlanOp::normalization:
+          made = std::make_unique<NormalizationNode>(node.layer, layer, info, dtype, node.label);
+          break;
         case PlanOp::dropout:
           made = std::make_unique<DropoutNode>(node.layer, layer.rate, dtype, node.label);
           break;

@@ -1,5 +1,7 @@
 #include "engine/backend/cuda/elementwise_nodes.h"
 
+#include "engine/backend/cuda/cuda_check.h"
+
 namespace mixlab::cuda {
 
 void CastNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {
@@ -39,6 +41,40 @@ void RescalingNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y
 void RescalingNode::backward(CudaContext& ctx, const DTensor&, const DTensor&, const DTensor& dy,
                              const DTensor* dx) {
   if (dx) kernels::scale_offset(dy.data, dx->data, dy.dtype, scale_, 0.0f, dy.elements(), ctx.stream);
+}
+
+NormalizationNode::NormalizationNode(int layer, const LayerSpec& spec, const LayerInfo& info,
+                                     DType dtype, std::string label)
+    : CudaNode(layer, dtype, std::move(label)),
+      constants_(
+          normalization_constants(spec.mean, spec.variance, info.output_shape.back(), dtype)) {}
+
+void NormalizationNode::reserve(DeviceArena& arena) {
+  constants_id_ = arena.reserve(2 * constants_.mean.size() * sizeof(float), Purpose::workspace);
+}
+
+void NormalizationNode::bind(const DeviceArena& arena) {
+  device_constants_ = arena.as<float>(constants_id_);
+  const std::size_t c = constants_.mean.size();
+  CUDA_CHECK(cudaMemcpy(device_constants_, constants_.mean.data(), c * sizeof(float),
+                        cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(device_constants_ + c, constants_.divisor.data(), c * sizeof(float),
+                        cudaMemcpyHostToDevice));
+}
+
+void NormalizationNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {
+  const auto c = static_cast<int>(constants_.mean.size());
+  kernels::channel_normalize(x.data, y.data, y.dtype, device_constants_, device_constants_ + c, c,
+                             x.elements(), ctx.stream);
+}
+
+void NormalizationNode::backward(CudaContext& ctx, const DTensor&, const DTensor&,
+                                 const DTensor& dy, const DTensor* dx) {
+  const auto c = static_cast<int>(constants_.mean.size());
+  if (dx) {
+    kernels::channel_normalize(dy.data, dx->data, dy.dtype, nullptr, device_constants_ + c, c,
+                               dy.elements(), ctx.stream);
+  }
 }
 
 void DropoutNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {

@@ -1,9 +1,11 @@
 // The CUDA executor's elementwise nodes, each on MixLab's kernels (kernels.h): Cast, Flatten
-// (a view), Activation (softmax row-wise), Rescaling, Dropout and ZeroPadding2D. Each reads and
+// (a view), Activation (softmax row-wise), Rescaling, Normalization, Dropout and ZeroPadding2D.
+// Each reads and
 // writes one dtype; the plan puts a Cast before them where the input's differs.
 #pragma once
 
 #include "engine/backend/cuda/cuda_context.h"
+#include "engine/ops/normalization.h"
 
 namespace mixlab::cuda {
 
@@ -70,6 +72,24 @@ class DropoutNode final : public CudaNode {
 
 // ZeroPadding2D: the input copied into the interior of its output, whose border stays zero
 // (the arena is zeroed and nothing else writes it); backward crops the gradient.
+// Normalization: (x - mean) / divisor per channel with engine/ops/normalization.h's constants,
+// uploaded to the arena when it is bound; backward dy / divisor.
+class NormalizationNode final : public CudaNode {
+ public:
+  NormalizationNode(int layer, const LayerSpec& spec, const LayerInfo& info, DType dtype,
+                    std::string label);
+  void reserve(DeviceArena& arena) override;
+  void bind(const DeviceArena& arena) override;
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+
+ private:
+  NormalizationConstants constants_;
+  DeviceArena::Id constants_id_ = 0;
+  float* device_constants_ = nullptr;  // mean[C] then divisor[C]
+};
+
 class ZeroPaddingNode final : public CudaNode {
  public:
   ZeroPaddingNode(int batch, const LayerInfo& info, DType dtype, std::string label);

@@ -81,6 +81,11 @@ void softmax_forward(const void* x, void* y, DType dtype, std::int64_t rows, int
 void softmax_backward(const void* y, const void* dy, void* dx, DType dtype, std::int64_t rows,
                       int k, cudaStream_t stream);
 
+// Normalization: y = (x - mean[c]) / divisor[c] over the last axis of `channels` (device
+// arrays; mean null: 0, for the backward dx = dy / divisor).
+void channel_normalize(const void* x, void* y, DType dtype, const float* mean, const float* divisor,
+                       int channels, std::int64_t n, cudaStream_t stream);
+
 // y = x * scale + offset (Rescaling); backward: dx = dy * scale (offset 0).
 void scale_offset(const void* x, void* y, DType dtype, float scale, float offset, std::int64_t n,
                   cudaStream_t stream);

@@ -44,6 +44,16 @@ __global__ void scale_offset_kernel(const T* x, T* y, float scale, float offset,
 }
 
 template <class T>
+__global__ void channel_normalize_kernel(const T* x, T* y, const float* mean,
+                                         const float* divisor, int channels, std::int64_t n) {
+  for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
+    const int c = static_cast<int>(i % channels);
+    const float m = mean != nullptr ? mean[c] : 0.0f;
+    y[i] = from_float<T>((to_float(x[i]) - m) / divisor[c]);
+  }
+}
+
+template <class T>
 __global__ void dropout_kernel(const T* x, T* y, std::int64_t n, double rate, std::uint64_t seed,
                                int layer, const StepParams* params) {
   if (params->train) {
@@ -166,6 +176,17 @@ void scale_offset(const void* x, void* y, DType dtype, float scale, float offset
         static_cast<const T*>(x), static_cast<T*>(y), scale, offset, n);
   });
   MIXLAB_CHECK_LAUNCH("scale_offset_kernel");
+}
+
+void channel_normalize(const void* x, void* y, DType dtype, const float* mean,
+                       const float* divisor, int channels, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  with_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    channel_normalize_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), mean, divisor, channels, n);
+  });
+  MIXLAB_CHECK_LAUNCH("channel_normalize_kernel");
 }
 
 void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, std::uint64_t seed,
