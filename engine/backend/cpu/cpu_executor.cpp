@@ -107,7 +107,7 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
                                                   elements, s, node.relu);
           break;
         case PlanOp::batch_norm:
-          made = std::make_unique<BatchNormNode>(layer, info, s);
+          made = std::make_unique<BatchNormNode>(ctx_, layer, info, batch_, s);
           break;
         case PlanOp::zero_padding:
           made = std::make_unique<ZeroPaddingNode>(li, info, s);
