@@ -138,6 +138,22 @@ struct CpuCalibration {
   double bf16_matmul_flops = 0.0;  // the same in bfloat16; 0 without oneDNN bf16 kernels
   double f32_small_matmul_flops = 0.0;  // at 32 rows (a small batch): the median of three widths
   double f32_conv_flops = 0.0;     // FLOP/s of a 3x3, 64 -> 64 channel convolution, 32x16x16
+  // The same library's rate on narrow layers, which its wide-layer figures do not predict
+  // (oneDNN's bf16 kernels gain little on 16 channels): a 3x3, 16 -> 16 channel convolution,
+  // 32x32x32; and both shapes in bfloat16 (0 without oneDNN bf16 kernels).
+  double f32_narrow_conv_flops = 0.0;
+  double bf16_conv_flops = 0.0;
+  double bf16_narrow_conv_flops = 0.0;
+  // The narrow bfloat16 convolution's weight gradient (float32 out), which oneDNN computes at a
+  // fraction of its forward rate on this kind of layer (0 without bf16 kernels).
+  double bf16_narrow_conv_weights_flops = 0.0;
+  // The memory-bound layers' own rates, in the bytes the doctor's cost model counts for them: an
+  // elementwise add of 2M elements on MixLab's loops, and oneDNN's batch normalization (training
+  // forward and backward, 32x32x32x16), in float32 and in bfloat16 (0 without bf16 kernels).
+  double f32_elementwise_bytes_per_s = 0.0;
+  double bf16_elementwise_bytes_per_s = 0.0;
+  double f32_bnorm_bytes_per_s = 0.0;
+  double bf16_bnorm_bytes_per_s = 0.0;
   double stream_bytes_per_s = 0.0; // an in-place a += s * b over 64 MiB arrays: bytes/s
   double pooling_bytes_per_s = 0.0;  // 2x2 max pooling for training, 32x28x28x16: bytes in+out/s
   double call_overhead_s = 0.0;    // a small layer's call beyond its work

@@ -70,6 +70,14 @@ CpuCalibration from_json<CpuCalibration>(const json& j) {
   c.bf16_matmul_flops = j.at("bf16_matmul_flops").get<double>();
   c.f32_small_matmul_flops = j.at("f32_small_matmul_flops").get<double>();
   c.f32_conv_flops = j.at("f32_conv_flops").get<double>();
+  c.f32_narrow_conv_flops = j.at("f32_narrow_conv_flops").get<double>();
+  c.bf16_conv_flops = j.at("bf16_conv_flops").get<double>();
+  c.bf16_narrow_conv_flops = j.at("bf16_narrow_conv_flops").get<double>();
+  c.bf16_narrow_conv_weights_flops = j.at("bf16_narrow_conv_weights_flops").get<double>();
+  c.f32_elementwise_bytes_per_s = j.at("f32_elementwise_bytes_per_s").get<double>();
+  c.bf16_elementwise_bytes_per_s = j.at("bf16_elementwise_bytes_per_s").get<double>();
+  c.f32_bnorm_bytes_per_s = j.at("f32_bnorm_bytes_per_s").get<double>();
+  c.bf16_bnorm_bytes_per_s = j.at("bf16_bnorm_bytes_per_s").get<double>();
   c.stream_bytes_per_s = j.at("stream_bytes_per_s").get<double>();
   c.pooling_bytes_per_s = j.at("pooling_bytes_per_s").get<double>();
   c.call_overhead_s = j.at("call_overhead_s").get<double>();
@@ -84,6 +92,17 @@ std::string figures_problem(const CpuCalibration& c) {
       {"bf16_matmul_flops", figure_problem(c.bf16_matmul_flops, kPeakRateBounds, true)},
       {"f32_small_matmul_flops", figure_problem(c.f32_small_matmul_flops, kPeakRateBounds, true)},
       {"f32_conv_flops", figure_problem(c.f32_conv_flops, kPeakRateBounds, true)},
+      {"f32_narrow_conv_flops", figure_problem(c.f32_narrow_conv_flops, kPeakRateBounds, true)},
+      {"bf16_conv_flops", figure_problem(c.bf16_conv_flops, kPeakRateBounds, true)},
+      {"bf16_narrow_conv_flops", figure_problem(c.bf16_narrow_conv_flops, kPeakRateBounds, true)},
+      {"bf16_narrow_conv_weights_flops",
+       figure_problem(c.bf16_narrow_conv_weights_flops, kPeakRateBounds, true)},
+      {"f32_elementwise_bytes_per_s",
+       figure_problem(c.f32_elementwise_bytes_per_s, kBandwidthBounds, true)},
+      {"bf16_elementwise_bytes_per_s",
+       figure_problem(c.bf16_elementwise_bytes_per_s, kBandwidthBounds, true)},
+      {"f32_bnorm_bytes_per_s", figure_problem(c.f32_bnorm_bytes_per_s, kBandwidthBounds, true)},
+      {"bf16_bnorm_bytes_per_s", figure_problem(c.bf16_bnorm_bytes_per_s, kBandwidthBounds, true)},
       {"stream_bytes_per_s", figure_problem(c.stream_bytes_per_s, kBandwidthBounds)},
       {"pooling_bytes_per_s", figure_problem(c.pooling_bytes_per_s, kBandwidthBounds, true)},
       {"call_overhead_s", figure_problem(c.call_overhead_s, kOverheadBounds)},
@@ -141,6 +160,14 @@ json to_json(const CpuCalibration& c) {
           {"bf16_matmul_flops", c.bf16_matmul_flops},
           {"f32_small_matmul_flops", c.f32_small_matmul_flops},
           {"f32_conv_flops", c.f32_conv_flops},
+          {"f32_narrow_conv_flops", c.f32_narrow_conv_flops},
+          {"bf16_conv_flops", c.bf16_conv_flops},
+          {"bf16_narrow_conv_flops", c.bf16_narrow_conv_flops},
+          {"bf16_narrow_conv_weights_flops", c.bf16_narrow_conv_weights_flops},
+          {"f32_elementwise_bytes_per_s", c.f32_elementwise_bytes_per_s},
+          {"bf16_elementwise_bytes_per_s", c.bf16_elementwise_bytes_per_s},
+          {"f32_bnorm_bytes_per_s", c.f32_bnorm_bytes_per_s},
+          {"bf16_bnorm_bytes_per_s", c.bf16_bnorm_bytes_per_s},
           {"stream_bytes_per_s", c.stream_bytes_per_s},
           {"pooling_bytes_per_s", c.pooling_bytes_per_s},
           {"call_overhead_s", c.call_overhead_s}};

@@ -163,9 +163,29 @@ class Model {
     item.overhead_s = item.launches * overhead_s_;
   }
 
+  // A convolution's rate as a fraction of its dtype's matmul peak on this CPU: the measured
+  // wide (64 channels and more) and narrow (16 and fewer) figures, log-interpolated by the
+  // narrower of its input and output channels.
+  double convolution_efficiency(bool bf16, std::int64_t channels) const {
+    // 0: not measured (a published profile, a CPU without bf16 kernels): the figure above it.
+    const auto or_else = [](double measured, double fallback) {
+      return measured > 0 ? measured : fallback;
+    };
+    const double wide =
+        bf16 ? or_else(device_.bf16_convolution_efficiency, device_.convolution_efficiency)
+             : device_.convolution_efficiency;
+    const double narrow = or_else(
+        bf16 ? device_.bf16_narrow_convolution_efficiency : device_.narrow_convolution_efficiency,
+        wide);
+    const double t =
+        std::clamp(std::log2(static_cast<double>(std::max<std::int64_t>(channels, 1)) / 16.0) / 2.0,
+                   0.0, 1.0);  // 16 -> 0, 64 -> 1
+    return std::pow(narrow, 1.0 - t) * std::pow(wide, t);
+  }
+
   // The roof of a GEMM of `dtype` with these dimensions; records emulation, alignment and
-  // quantization on the item.
-  double gemm_peak(CostItem& item, DType dtype) const {
+  // quantization on the item. `conv_channels`: a convolution's narrower channel count.
+  double gemm_peak(CostItem& item, DType dtype, std::int64_t conv_channels = 0) const {
     double peak = matmul_peak(device_, dtype, run_.tf32);
     if (peak <= 0.0) {
       item.emulated = true;  // float32 math with 16-bit rounding (or no such path at all)
@@ -176,7 +196,14 @@ class Model {
       // tensor cores' fast path; modelled as a quarter of their rate, never below float32's.
       peak = std::max(device_.peak.float32, peak / 4.0);
     }
-    if (item.kind == TimeKind::convolution) peak *= device_.convolution_efficiency;
+    if (item.kind == TimeKind::convolution) {
+      const bool bf16 = !item.emulated && dtype == DType::bf16;
+      peak *= convolution_efficiency(bf16, conv_channels);
+      if (bf16 && item.phase == CostPhase::backward_weights &&
+          device_.bf16_weights_gradient_efficiency > 0) {
+        peak *= device_.bf16_weights_gradient_efficiency;
+      }
+    }
     if (device_.small_gemm_efficiency < 1.0) {
       const double smallest = static_cast<double>(
           std::min({item.shape.m, item.shape.n, item.shape.k}));
@@ -188,6 +215,19 @@ class Model {
       peak *= item.quantization.efficiency();
     }
     return peak;
+  }
+
+  // The measured fraction of the streaming rate that this CPU's kernels reach on a memory-bound
+  // layer (oneDNN's batch normalization, or MixLab's elementwise loops), on the item's tensors'
+  // dtype; 1 where not measured (a GPU, a published profile).
+  double memory_efficiency(const CostItem& item, bool normalization) const {
+    if (gpu()) return 1.0;
+    const bool bf16 = elem(item.dtype) == 2;
+    const double e =
+        normalization
+            ? (bf16 ? device_.bf16_normalization_efficiency : device_.normalization_efficiency)
+            : (bf16 ? device_.bf16_elementwise_efficiency : device_.elementwise_efficiency);
+    return e > 0 ? e : 1.0;
   }
 
   // The first dimension (of those named) that is not a multiple of 8, for 16-bit math on a GPU.
@@ -242,6 +282,7 @@ class Model {
     const bool backward = node.backward && std::any_of(node.inputs.begin(), node.inputs.end(),
                                                        [](const PlanInput& i) { return i.grad; });
     const std::string& label = node.label;
+    accumulations(n, node);
     switch (node.op) {
       case PlanOp::dense:
         dense(n, node, backward);
@@ -273,12 +314,12 @@ class Model {
         CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d, label + " padding");
         move(f, node.in_dtype, in);
         move(f, d, out);
-        time(f, 0);
+        time(f, 0, memory_efficiency(f, false));
         if (backward) {
           CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
                             label + " padding backward");
           b.bytes_f32 = 4 * out + 4 * in;
-          time(b, 0);
+          time(b, 0, memory_efficiency(b, false));
         }
         break;
       }
@@ -292,7 +333,7 @@ class Model {
         move(f, d, out);
         f.flops = 5 * out;
         f.launches = gpu() ? 2 : 0;
-        time(f, 0);
+        time(f, 0, memory_efficiency(f, true));
         rounding(n, CostPhase::forward, d, out, label);
         if (node.backward) {
           CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
@@ -301,7 +342,7 @@ class Model {
           b.bytes_f32 = 4 * 2 * out + (backward ? 4 * in : 0);
           b.flops = 8 * out;
           b.launches = gpu() ? 2 : 0;
-          time(b, 0);
+          time(b, 0, memory_efficiency(b, true));
         }
         break;
       }
@@ -314,7 +355,7 @@ class Model {
         move(f, node.in_dtype, node.merge == MergeOp::concatenate ? out : k * out);
         move(f, d, out);
         f.flops = node.merge == MergeOp::concatenate ? 0.0 : (k - 1.0) * out;
-        time(f, 0);
+        time(f, 0, memory_efficiency(f, false));
         rounding(n, CostPhase::forward, d, out, label);
         if (backward) {
           CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
@@ -325,7 +366,7 @@ class Model {
             move(b, d, k * out);  // the inputs it differentiates against
           }
           b.flops = grads;
-          time(b, 0);
+          time(b, 0, memory_efficiency(b, false));
         }
         break;
       }
@@ -362,7 +403,7 @@ class Model {
         move(f, node.in_dtype, in);
         move(f, d, out);
         f.flops = flops_per * out;
-        time(f, 0);
+        time(f, 0, memory_efficiency(f, false));
         rounding(n, CostPhase::forward, d, out, label);
         // The softmax before the cross-entropy is differentiated with the loss.
         const bool with_loss = n + 1 == static_cast<int>(plan_.nodes.size()) &&
@@ -374,10 +415,26 @@ class Model {
           b.bytes_f32 = 8 * out;  // the gradient in and out
           if (node.op == PlanOp::activation) move(b, d, out);  // the output it differentiates
           b.flops = flops_per * out;
-          time(b, 0);
+          time(b, 0, memory_efficiency(b, false));
         }
         break;
       }
+    }
+  }
+
+  // Where a branch rejoins, an input's gradient buffer already holds another reader's: the
+  // executors write this node's gradient into scratch, then add it in (read both, write one), a
+  // pass over float32 gradients the op's own backward does not count.
+  void accumulations(int n, const PlanNode& node) {
+    if (!node.backward) return;
+    for (const PlanInput& input : node.inputs) {
+      if (!input.grad || !input.accumulate || input.node == kPlanInput) continue;
+      const double elements = static_cast<double>(plan_.out_elements(input.node));
+      CostItem& a = add(n, CostPhase::backward_data, TimeKind::elementwise, DType::f32,
+                        node.label + " gradient accumulation");
+      a.bytes_f32 = 12 * elements;
+      a.flops = elements;
+      time(a, 0, memory_efficiency(a, false));
     }
   }
 
@@ -475,7 +532,9 @@ class Model {
     const double macs = static_cast<double>(b * p * q) * static_cast<double>(c * r * s) *
                         static_cast<double>(f) / groups;
     const std::string& label = node.label;
-    const auto peak = [&](CostItem& item) { return grouped ? 0.0 : gemm_peak(item, d); };
+    const auto peak = [&](CostItem& item) {
+      return grouped ? 0.0 : gemm_peak(item, d, std::min(c, f));
+    };
     {
       CostItem& fw = add(n, CostPhase::forward, TimeKind::convolution, d, label + " forward");
       fw.gemm = !grouped;
@@ -683,7 +742,15 @@ double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& r
   DeviceProfile bare = device;
   bare.small_gemm_efficiency = 1.0;
   bare.convolution_efficiency = 1.0;
+  bare.narrow_convolution_efficiency = 0.0;
+  bare.bf16_convolution_efficiency = 0.0;
+  bare.bf16_narrow_convolution_efficiency = 0.0;
   bare.pooling_efficiency = 1.0;
+  bare.bf16_weights_gradient_efficiency = 0.0;
+  bare.elementwise_efficiency = 0.0;
+  bare.bf16_elementwise_efficiency = 0.0;
+  bare.normalization_efficiency = 0.0;
+  bare.bf16_normalization_efficiency = 0.0;
   bare.launch_overhead_s = 0.0;
   return predict_step(spec, policy, run, bare).step_s();
 }

@@ -56,13 +56,28 @@ struct DeviceProfile {
   double bandwidth_bytes_per_s = 0.0;  // device memory (the CPU: a streaming copy's)
   PeakRates peak;
   // Convolutions' rate as a fraction of the matmul peak (the CPU's measured; 1 on a GPU, where
-  // tile and wave quantization model them).
+  // tile and wave quantization model them), at 64 channels and more; at 16 and fewer the narrow
+  // one, log-interpolated between; each for float32 and for bfloat16 (against its own peak). 0:
+  // not measured, the wide (float32's) figure stands for it.
   double convolution_efficiency = 1.0;
+  double narrow_convolution_efficiency = 0.0;
+  double bf16_convolution_efficiency = 0.0;
+  double bf16_narrow_convolution_efficiency = 0.0;
+  // A bfloat16 convolution's weight gradient as a fraction of its forward's rate (the CPU's
+  // measured on a narrow layer; 0: not measured, as fast as the forward).
+  double bf16_weights_gradient_efficiency = 0.0;
   // A GEMM whose smallest dimension is 32 (a small batch) runs at this fraction of the peak, one
   // of 512 or more at the peak, log-interpolated between (the CPU's measured; 1 on a GPU).
   double small_gemm_efficiency = 1.0;
   // Pooling's bandwidth as a fraction of the streaming one (the CPU's measured; 1 on a GPU).
   double pooling_efficiency = 1.0;
+  // The same for the other memory-bound layers, on the kernels that run them (the CPU's
+  // measured: MixLab's elementwise loops, oneDNN's batch normalization), on float32 tensors and
+  // on bfloat16 ones. 0: not measured, the streaming rate stands (a GPU, a published profile).
+  double elementwise_efficiency = 0.0;
+  double bf16_elementwise_efficiency = 0.0;
+  double normalization_efficiency = 0.0;
+  double bf16_normalization_efficiency = 0.0;
   // What one kernel launch or library call costs beyond its work (seconds).
   double launch_overhead_s = 0.0;
   // Each figure's document, by field name ("peak_tflops": "NVIDIA A100 datasheet ...").

@@ -122,6 +122,22 @@ DeviceProfile cpu_profile(const CpuCalibration& c) {
   p.peak.bfloat16 = c.bf16_matmul_flops;  // 0: emulated in float32
   p.convolution_efficiency =
       c.f32_conv_flops > 0 ? std::min(1.0, c.f32_conv_flops / c.f32_matmul_flops) : 1.0;
+  const auto fraction = [](double part, double whole) {  // 0: not measured
+    return part > 0 && whole > 0 ? std::min(1.0, part / whole) : 0.0;
+  };
+  p.narrow_convolution_efficiency = fraction(c.f32_narrow_conv_flops, c.f32_matmul_flops);
+  p.bf16_convolution_efficiency = fraction(c.bf16_conv_flops, c.bf16_matmul_flops);
+  p.bf16_narrow_convolution_efficiency = fraction(c.bf16_narrow_conv_flops, c.bf16_matmul_flops);
+  p.bf16_weights_gradient_efficiency =
+      fraction(c.bf16_narrow_conv_weights_flops, c.bf16_narrow_conv_flops);
+  // Above the streaming rate (a tensor the caches hold) is as good as measured, too.
+  const auto rate = [&](double bytes_per_s) {
+    return bytes_per_s > 0 && c.stream_bytes_per_s > 0 ? bytes_per_s / c.stream_bytes_per_s : 0.0;
+  };
+  p.elementwise_efficiency = rate(c.f32_elementwise_bytes_per_s);
+  p.bf16_elementwise_efficiency = rate(c.bf16_elementwise_bytes_per_s);
+  p.normalization_efficiency = rate(c.f32_bnorm_bytes_per_s);
+  p.bf16_normalization_efficiency = rate(c.bf16_bnorm_bytes_per_s);
   p.small_gemm_efficiency =
       c.f32_small_matmul_flops > 0 ? std::min(1.0, c.f32_small_matmul_flops / c.f32_matmul_flops)
                                    : 1.0;
@@ -131,9 +147,12 @@ DeviceProfile cpu_profile(const CpuCalibration& c) {
   p.launch_overhead_s = c.call_overhead_s;
   const std::string how = "measured on this machine at " + std::to_string(c.threads) +
                           " threads through oneDNN " + c.onednn;
-  for (const char* field : {"peak_tflops", "memory_bandwidth_gb_s", "launch_overhead",
-                            "convolution_efficiency", "small_gemm_efficiency",
-                            "pooling_efficiency"}) {
+  for (const char* field :
+       {"peak_tflops", "memory_bandwidth_gb_s", "launch_overhead", "convolution_efficiency",
+        "narrow_convolution_efficiency", "bf16_convolution_efficiency",
+        "bf16_narrow_convolution_efficiency", "small_gemm_efficiency", "pooling_efficiency",
+        "elementwise_efficiency", "bf16_elementwise_efficiency", "normalization_efficiency",
+        "bf16_normalization_efficiency", "bf16_weights_gradient_efficiency"}) {
     p.sources[field] = how;
   }
   return p;

@@ -74,6 +74,15 @@ ordered_json to_json(const DeviceProfile& p) {
     j["threads"] = p.threads;
     j["isa"] = std::string(to_string(p.isa));
     j["convolution_efficiency"] = p.convolution_efficiency;
+    const auto measured = [](double e) { return e > 0 ? ordered_json(e) : ordered_json(); };
+    j["narrow_convolution_efficiency"] = measured(p.narrow_convolution_efficiency);
+    j["bf16_convolution_efficiency"] = measured(p.bf16_convolution_efficiency);
+    j["bf16_narrow_convolution_efficiency"] = measured(p.bf16_narrow_convolution_efficiency);
+    j["bf16_weights_gradient_efficiency"] = measured(p.bf16_weights_gradient_efficiency);
+    j["elementwise_efficiency"] = measured(p.elementwise_efficiency);
+    j["bf16_elementwise_efficiency"] = measured(p.bf16_elementwise_efficiency);
+    j["normalization_efficiency"] = measured(p.normalization_efficiency);
+    j["bf16_normalization_efficiency"] = measured(p.bf16_normalization_efficiency);
     j["small_gemm_efficiency"] = p.small_gemm_efficiency;
     j["pooling_efficiency"] = p.pooling_efficiency;
   }

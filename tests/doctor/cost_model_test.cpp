@@ -193,6 +193,50 @@ TEST(CostModel, BadInputIsNamed) {
   EXPECT_THROW(predict_step(model(kDense), Policy::float32, at(2), broken), ConfigError);
 }
 
+// A CPU whose bf16 convolutions reach the bf16 roof's 40% at 64 channels but 5% at 16 (oneDNN's
+// kernels on narrow layers): the narrow layer's bf16 time follows the narrow figure, the wide
+// one's the wide figure, and float32 its own; without the narrow figures, the wide stand in.
+TEST(CostModel, ConvolutionsRunAtTheirMeasuredWidthsEfficiency) {
+  DeviceProfile cpu = round_cpu();
+  cpu.isa = CpuIsa::avx512_core_amx;
+  cpu.peak.bfloat16 = 800e9;
+  cpu.bandwidth_bytes_per_s = 1e15;  // compute-bound, so the ratios show the efficiencies
+  cpu.convolution_efficiency = 0.8;
+  const auto conv_seconds = [&](const DeviceProfile& device, int channels, Policy policy) {
+    const ModelSpec spec = model(
+        (std::string(R"({"name": "c", "input": {"shape": [32, 32, )") + std::to_string(channels) +
+         R"(]}, "layers": [{"type": "Conv2D", "filters": )" + std::to_string(channels) +
+         R"(, "kernel_size": 3, "padding": "same", "use_bias": false},
+                                  {"type": "Flatten"}, {"type": "Dense", "units": 2}]})")
+            .c_str());
+    double s = 0;
+    for (const CostItem& item : predict_step(spec, policy, at(32), device).items) {
+      if (item.kind == TimeKind::convolution && item.phase == CostPhase::forward)
+        s += item.time_s();
+    }
+    return s;
+  };
+  const double f32_wide = conv_seconds(cpu, 64, Policy::float32);
+  const double bf16_wide_unmeasured = conv_seconds(cpu, 64, Policy::mixed_bfloat16);
+  const double bf16_narrow_unmeasured = conv_seconds(cpu, 16, Policy::mixed_bfloat16);
+  DeviceProfile measured = cpu;
+  measured.narrow_convolution_efficiency = 0.4;
+  measured.bf16_convolution_efficiency = 0.4;
+  measured.bf16_narrow_convolution_efficiency = 0.05;
+  // 16x the FLOPs at 64 channels; the bf16 roof is 8x float32's.
+  EXPECT_NEAR(conv_seconds(measured, 64, Policy::float32), f32_wide, 1e-12);
+  EXPECT_NEAR(conv_seconds(measured, 16, Policy::float32) * 16 * 0.4 / 0.8, f32_wide,
+              f32_wide * 1e-6);
+  EXPECT_NEAR(conv_seconds(measured, 64, Policy::mixed_bfloat16), bf16_wide_unmeasured * 0.8 / 0.4,
+              bf16_wide_unmeasured * 1e-6);
+  EXPECT_NEAR(conv_seconds(measured, 16, Policy::mixed_bfloat16),
+              bf16_narrow_unmeasured * 0.8 / 0.05, bf16_narrow_unmeasured * 1e-6);
+  // 32 channels: halfway, geometrically.
+  EXPECT_NEAR(conv_seconds(measured, 32, Policy::mixed_bfloat16) /
+                  conv_seconds(cpu, 32, Policy::mixed_bfloat16),
+              0.8 / std::sqrt(0.05 * 0.4), 1e-6);
+}
+
 TEST(CostModel, TheRooflineBoundIsBelowThePrediction) {
   DeviceProfile cpu = round_cpu();
   cpu.small_gemm_efficiency = 0.5;

@@ -13,6 +13,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_isa.h"
 #include "engine/backend/cpu/dnnl_check.h"
+#include "engine/backend/cpu/elementwise.h"
 
 namespace mixlab {
 
@@ -82,10 +83,13 @@ double call_seconds(const dnnl::engine& eng, dnnl::stream& strm) {
          2.0;
 }
 
-double conv_flops(const dnnl::engine& eng, dnnl::stream& strm) {
-  constexpr dnnl::memory::dim n = 32, c = 64, h = 16, w = 16, f = 64;
-  const dnnl::memory::desc src({n, c, h, w}, dt::f32, tag::nhwc),
-      dst({n, f, h, w}, dt::f32, tag::nhwc), weights({f, c, 3, 3}, dt::f32, tag::any);
+// FLOP/s of a 3x3 `channels` -> `channels` convolution's forward (training), NHWC, 32 images of
+// `size` x `size`, in `type`, as the backend runs it.
+double conv_flops(const dnnl::engine& eng, dnnl::stream& strm, dt type, dnnl::memory::dim channels,
+                  dnnl::memory::dim size) {
+  const dnnl::memory::dim n = 32, c = channels, h = size, w = size, f = channels;
+  const dnnl::memory::desc src({n, c, h, w}, type, tag::nhwc), dst({n, f, h, w}, type, tag::nhwc),
+      weights({f, c, 3, 3}, type, tag::any);
   const auto pd = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
                                       dnnl::algorithm::convolution_auto, src, weights, dst,
@@ -98,6 +102,35 @@ double conv_flops(const dnnl::engine& eng, dnnl::stream& strm) {
   const double seconds = best_seconds(
       [&] {
         prim.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, d}});
+        strm.wait();
+      },
+      10, 5);
+  return 2.0 * static_cast<double>(n * h * w * f * c * 9) / seconds;
+}
+
+// FLOP/s of the weight gradient of conv_flops's convolution (float32 weights gradient, as the
+// backend keeps it), in `type`.
+double conv_weights_flops(const dnnl::engine& eng, dnnl::stream& strm, dt type,
+                          dnnl::memory::dim channels, dnnl::memory::dim size) {
+  const dnnl::memory::dim n = 32, c = channels, h = size, w = size, f = channels;
+  const dnnl::memory::desc src({n, c, h, w}, type, tag::nhwc), dst({n, f, h, w}, type, tag::nhwc),
+      weights({f, c, 3, 3}, type, tag::any), weights_grad({f, c, 3, 3}, dt::f32, tag::any);
+  const auto fwd_pd = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_auto, src, weights, dst, {1, 1},
+                                      {1, 1}, {1, 1}),
+      eng));
+  const auto pd = DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(
+      dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_auto, src, weights_grad,
+                                               dst, {1, 1}, {1, 1}, {1, 1}),
+      eng, fwd_pd));
+  dnnl::memory s(src, eng), d(dst, eng), g(pd.diff_weights_desc(), eng);
+  std::fill_n(static_cast<char*>(s.get_data_handle()), src.get_size(), 0);
+  std::fill_n(static_cast<char*>(d.get_data_handle()), dst.get_size(), 0);
+  const dnnl::convolution_backward_weights prim(pd);
+  const double seconds = best_seconds(
+      [&] {
+        prim.execute(strm, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_DIFF_WEIGHTS, g}});
         strm.wait();
       },
       10, 5);
@@ -128,6 +161,62 @@ double pooling_bytes_per_s(const dnnl::engine& eng, dnnl::stream& strm) {
 
 // Bytes read and written per second by an in-place update a += s * b of 64 MiB arrays (what an
 // optimizer's pass does: no write-allocate traffic), past every cache.
+// MixLab's elementwise add, 2M elements of `storage`: two read and one written per element.
+double elementwise_bytes_per_s(cpu::Storage storage) {
+  constexpr std::int64_t n = std::int64_t{2} << 20;
+  return 3.0 * static_cast<double>(n * static_cast<std::int64_t>(cpu::storage_bytes(storage))) /
+         cpu::elementwise_add_seconds(storage, n);
+}
+
+// oneDNN's batch normalization, training forward then backward (with scale and shift) on
+// 32x32x32x16 NHWC in `type`, as bytes per second of what the doctor's model counts for the
+// pair: forward the input twice and the output, backward the input twice, the gradient twice
+// and the input's gradient (float32, 12 bytes an element, whatever the tensors' type).
+double bnorm_bytes_per_s(const dnnl::engine& eng, dnnl::stream& strm, dt type) {
+  constexpr dnnl::memory::dim n = 32, c = 16, h = 32;
+  const dnnl::memory::desc data({n, c, h, h}, type, tag::nhwc);
+  const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  const auto fwd_pd = DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(
+      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, data, 1e-3f,
+                                              flags),
+      eng));
+  const auto bwd_pd = DNNL_CHECK(dnnl::batch_normalization_backward::primitive_desc(
+      dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, data, data, 1e-3f, flags),
+      eng, fwd_pd));
+  dnnl::memory x(data, eng), y(data, eng), dy(data, eng), dx(data, eng);
+  for (dnnl::memory* m : {&x, &y, &dy, &dx}) {
+    std::fill_n(static_cast<char*>(m->get_data_handle()), data.get_size(), 0);
+  }
+  const dnnl::memory::desc vec({c}, dt::f32, tag::a);
+  std::vector<float> values(7 * c, 1.0f);
+  const auto at = [&](int i) { return dnnl::memory(vec, eng, values.data() + i * c); };
+  const dnnl::batch_normalization_forward fwd(fwd_pd);
+  const dnnl::batch_normalization_backward bwd(bwd_pd);
+  const double seconds = best_seconds(
+      [&] {
+        fwd.execute(strm, {{DNNL_ARG_SRC, x},
+                           {DNNL_ARG_DST, y},
+                           {DNNL_ARG_MEAN, at(0)},
+                           {DNNL_ARG_VARIANCE, at(1)},
+                           {DNNL_ARG_SCALE, at(2)},
+                           {DNNL_ARG_SHIFT, at(3)}});
+        bwd.execute(strm, {{DNNL_ARG_SRC, x},
+                           {DNNL_ARG_MEAN, at(0)},
+                           {DNNL_ARG_VARIANCE, at(1)},
+                           {DNNL_ARG_DIFF_DST, dy},
+                           {DNNL_ARG_DIFF_SRC, dx},
+                           {DNNL_ARG_SCALE, at(2)},
+                           {DNNL_ARG_SHIFT, at(3)},
+                           {DNNL_ARG_DIFF_SCALE, at(4)},
+                           {DNNL_ARG_DIFF_SHIFT, at(5)}});
+        strm.wait();
+      },
+      5, 5);
+  const double elements = static_cast<double>(n * c * h * h);
+  const double bytes = type == dt::bf16 ? 2.0 : 4.0;
+  return (5.0 * bytes + 12.0) * elements / seconds;
+}
+
 double stream_bytes_per_s() {
   const std::size_t count = std::size_t{16} << 20;  // floats
   std::vector<float> a(count, 1.0f), b(count, 0.5f);
@@ -168,8 +257,20 @@ CpuCalibration calibrate_cpu(int threads) {
   if (cpu::has_bf16_kernels(c.isa)) {
     c.bf16_matmul_flops = matmul_flops(eng, strm, 512, 1024, 1024, dt::bf16, 10);
   }
-  c.f32_conv_flops = conv_flops(eng, strm);
+  c.f32_conv_flops = conv_flops(eng, strm, dt::f32, 64, 16);
+  c.f32_narrow_conv_flops = conv_flops(eng, strm, dt::f32, 16, 32);
+  if (cpu::has_bf16_kernels(c.isa)) {
+    c.bf16_conv_flops = conv_flops(eng, strm, dt::bf16, 64, 16);
+    c.bf16_narrow_conv_flops = conv_flops(eng, strm, dt::bf16, 16, 32);
+    c.bf16_narrow_conv_weights_flops = conv_weights_flops(eng, strm, dt::bf16, 16, 32);
+  }
   c.stream_bytes_per_s = stream_bytes_per_s();
+  c.f32_elementwise_bytes_per_s = elementwise_bytes_per_s(cpu::Storage::f32);
+  c.f32_bnorm_bytes_per_s = bnorm_bytes_per_s(eng, strm, dt::f32);
+  if (cpu::has_bf16_kernels(c.isa)) {
+    c.bf16_elementwise_bytes_per_s = elementwise_bytes_per_s(cpu::Storage::bf16);
+    c.bf16_bnorm_bytes_per_s = bnorm_bytes_per_s(eng, strm, dt::bf16);
+  }
   c.pooling_bytes_per_s = pooling_bytes_per_s(eng, strm);
   c.call_overhead_s = call_seconds(eng, strm);
   return c;

@@ -1,5 +1,10 @@
 #include "engine/backend/cpu/elementwise.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
 #include "engine/ops/activation.h"
 #include "engine/ops/dropout.h"
 #include "engine/ops/loss.h"
@@ -274,6 +279,24 @@ FlattenNode::FlattenNode(int layer_index, Storage storage) {
   layer = layer_index;
   label = "Flatten";
   out_storage = storage;
+}
+
+double elementwise_add_seconds(Storage storage, std::int64_t n) {
+  std::vector<std::byte> buffers(3 * static_cast<std::size_t>(n) * storage_bytes(storage));
+  std::byte* base = buffers.data();
+  const std::size_t stride = static_cast<std::size_t>(n) * storage_bytes(storage);
+  const Tensor a{base, storage, {n}}, b{base + stride, storage, {n}},
+      y{base + 2 * stride, storage, {n}};
+  const auto add = [&] { map2(a, b, y, [](float u, float v) { return u + v; }); };
+  add();  // first touch
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 4; ++i) add();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 4);
+  }
+  return best;
 }
 
 }  // namespace mixlab::cpu

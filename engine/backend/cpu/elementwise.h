@@ -9,6 +9,10 @@
 
 namespace mixlab::cpu {
 
+// MixLab's elementwise loop as the merge and activation nodes run it: an add of two (n) tensors
+// into a third, all in `storage`; the best seconds of a few rounds (the doctor's calibration).
+double elementwise_add_seconds(Storage storage, std::int64_t n);
+
 // Converts to another storage (Keras's autocast of a layer's inputs to its compute dtype).
 class CastNode : public CpuNode {
  public:
