@@ -11,8 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/half.h"
-#include "engine/core/precision.h"
+#include "engine/core/round_dtype.h"
 
 namespace mixlab {
 
@@ -24,18 +23,6 @@ struct NormalizationConstants {
   std::vector<float> divisor;
 };
 
-inline float round_normalization_value(DType dtype, float v) {
-  switch (dtype) {
-    case DType::bf16:
-      return round_to_bf16(v);
-    case DType::f16:
-      return round_to_f16(v);
-    case DType::f32:
-      break;
-  }
-  return v;
-}
-
 // `mean` and `variance` hold one value (for every channel) or one per channel; both empty:
 // Keras's state before adapt(), mean 0 and variance 1.
 inline NormalizationConstants normalization_constants(const std::vector<double>& mean,
@@ -46,11 +33,11 @@ inline NormalizationConstants normalization_constants(const std::vector<double>&
     if (v.empty()) return fallback;
     return v.size() == 1 ? v.front() : v[static_cast<std::size_t>(c)];
   };
-  const float floor = round_normalization_value(dtype, kNormalizationEpsilon);
+  const float floor = round_to_dtype(dtype, kNormalizationEpsilon);
   for (std::int64_t c = 0; c < channels; ++c) {
-    k.mean.push_back(round_normalization_value(dtype, static_cast<float>(at(mean, c, 0.0))));
-    const float var = round_normalization_value(dtype, static_cast<float>(at(variance, c, 1.0)));
-    const float root = round_normalization_value(dtype, std::sqrt(var));
+    k.mean.push_back(round_to_dtype(dtype, static_cast<float>(at(mean, c, 0.0))));
+    const float var = round_to_dtype(dtype, static_cast<float>(at(variance, c, 1.0)));
+    const float root = round_to_dtype(dtype, std::sqrt(var));
     k.divisor.push_back(std::max(root, floor));
   }
   return k;

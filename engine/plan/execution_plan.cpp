@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
-#include "engine/core/half.h"
+#include "engine/core/round_dtype.h"
 #include "engine/spec/model_graph.h"
 
 namespace mixlab {
@@ -159,19 +159,6 @@ namespace {
 std::string layer_label(const ModelSpec& spec, int layer) {
   return "layer " + std::to_string(layer) + " (" +
          std::string(to_string(spec.layers.at(static_cast<std::size_t>(layer)).type)) + ")";
-}
-
-// A value as the dtype holds it (Keras's cast of a layer's constants to its compute dtype).
-float round_to_dtype(DType dtype, float v) {
-  switch (dtype) {
-    case DType::bf16:
-      return round_to_bf16(v);
-    case DType::f16:
-      return round_to_f16(v);
-    case DType::f32:
-      break;
-  }
-  return v;
 }
 
 MergeOp merge_op(LayerType type) {

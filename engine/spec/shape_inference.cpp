@@ -12,6 +12,17 @@ namespace {
 
 using spec_detail::layer_prefix;
 
+// BatchNormalization and Normalization take Keras's default axis, the last, only.
+void require_last_axis(const LayerSpec& layer, const Shape& input, const std::string& where,
+                       int index) {
+  if (layer.axis != -1 && layer.axis != static_cast<int>(input.size())) {
+    throw SpecError(where + "axis " + std::to_string(layer.axis) + " of input " +
+                        format_shape(input) +
+                        ": MixLab normalizes the last axis (-1) only, Keras's default",
+                    index);
+  }
+}
+
 // Forward FLOPs per element of an activation function (also used when Dense/Conv2D fuse one).
 std::int64_t activation_flops(ActivationFn fn) {
   switch (fn) {
@@ -329,13 +340,7 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       break;
     }
     case LayerType::BatchNormalization: {
-      const auto rank = static_cast<int>(input.size());
-      if (layer.axis != -1 && layer.axis != rank) {
-        throw SpecError(where + "axis " + std::to_string(layer.axis) + " of input " +
-                            format_shape(input) +
-                            ": MixLab normalizes the last axis (-1) only, Keras's default",
-                        index);
-      }
+      require_last_axis(layer, input, where, index);
       const std::int64_t channels = input.back();
       info.output_shape = input;
       if (layer.scale_gamma) info.params.push_back({ParamKind::gamma, {channels}});
@@ -346,13 +351,7 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       break;
     }
     case LayerType::Normalization: {
-      const auto rank = static_cast<int>(input.size());
-      if (layer.axis != -1 && layer.axis != rank) {
-        throw SpecError(where + "axis " + std::to_string(layer.axis) + " of input " +
-                            format_shape(input) +
-                            ": MixLab normalizes the last axis (-1) only, Keras's default",
-                        index);
-      }
+      require_last_axis(layer, input, where, index);
       const std::int64_t channels = input.back();
       for (const auto& [field, values] :
            {std::pair{"mean", &layer.mean}, std::pair{"variance", &layer.variance}}) {

@@ -141,10 +141,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   // A field's edit (the layout reused) and a structural one (laid out again), each undone.
-  mixlab::LayerSpec renamed = doc.spec().layers[10];
-  renamed.filters = 96;
+  mixlab::LayerSpec wider = doc.spec().layers[10];
+  wider.filters = 96;
   doc.undo_stack()->push(
-      new mixlab::ui::EditLayerCommand(&doc, 10, mixlab::ui::LayerField::filters, renamed));
+      new mixlab::ui::EditLayerCommand(&doc, 10, mixlab::ui::LayerField::filters, wider));
   const double field_ms = canvas->last_rebuild_ms();
   doc.undo_stack()->undo();
   doc.undo_stack()->push(new mixlab::ui::InsertLayerCommand(
