@@ -270,6 +270,49 @@ class GraphCanvasTest : public QObject {
     test::check_undo_redo(f.doc, states);
   }
 
+  void connect_keeps_the_execution_order_and_refuses_cycles() {
+    Fixture f(four_dense(), QStringLiteral("four"));
+    ModelCanvas& canvas = *f.canvas;
+    QUndoStack* stack = f.doc.undo_stack();
+    const auto& layers = f.doc.spec().layers;
+    std::vector<QString> states{json_of(f.doc.spec())};
+    const auto names = [&] {
+      std::vector<std::string> n;
+      for (const LayerSpec& l : layers) n.push_back(l.name);
+      return n;
+    };
+
+    // b reads the input; then a reads b, which comes after it: the layers move into the order
+    // they run in, in the same undo step, and c keeps reading b (named now, no longer the one
+    // before it).
+    QVERIFY(canvas.connect_layers(-1, 1));
+    states.push_back(json_of(f.doc.spec()));
+    QVERIFY(canvas.connect_layers(1, 0));
+    QCOMPARE(stack->count(), 2);
+    QCOMPARE(names(), (std::vector<std::string>{"b", "a", "c", "out"}));
+    QCOMPARE(layers[0].inputs, std::vector<std::string>{"input"});
+    QCOMPARE(layers[1].inputs, std::vector<std::string>{"b"});
+    QCOMPARE(layers[2].inputs, std::vector<std::string>{"b"});
+    states.push_back(json_of(f.doc.spec()));
+    // The table lists them so, with what each reads.
+    const LayerStackModel* table = f.editor->stack_model();
+    QCOMPARE(table->index(0, LayerStackModel::Layer).data().toString().left(5),
+             QStringLiteral("Dense"));
+    QCOMPARE(table->index(1, LayerStackModel::Inputs).data().toString(), QStringLiteral("b"));
+    // c reads a: input -> b -> a -> c -> out, valid again.
+    QVERIFY(canvas.connect_layers(1, 2));
+    QVERIFY2(f.doc.validation().ok, qPrintable(f.doc.validation().message));
+    QCOMPARE(names(), (std::vector<std::string>{"b", "a", "c", "out"}));
+    states.push_back(json_of(f.doc.spec()));
+
+    // out reads b through a and c: b reading out would be a cycle, refused and said.
+    QVERIFY(!canvas.connect_layers(3, 0));
+    QCOMPARE(stack->count(), 3);
+    QVERIFY2(f.editor->notice_text().contains(QStringLiteral("cycle")),
+             qPrintable(f.editor->notice_text()));
+    test::check_undo_redo(f.doc, states);
+  }
+
   void palette_drop_on_a_shortcut_inserts_into_it() {
     Fixture f(builtin(QStringLiteral("resnet20")), QStringLiteral("resnet20"));
     QVERIFY(QTest::qWaitForWindowExposed(f.editor.get()));

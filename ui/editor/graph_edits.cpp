@@ -62,7 +62,84 @@ void set_inputs(ModelDocument* doc, int index, const std::vector<int>& sources) 
     doc->undo_stack()->push(new EditLayerCommand(doc, index, LayerField::inputs, after));
 }
 
+// True when `node` reads `target`, directly or through other layers.
+bool feeds(const std::vector<std::vector<int>>& inputs, int target, int node) {
+  std::vector<bool> seen(inputs.size(), false);
+  std::vector<int> todo{node};
+  while (!todo.empty()) {
+    const int at = todo.back();
+    todo.pop_back();
+    if (at == target) return true;
+    if (at < 0 || seen[static_cast<std::size_t>(at)]) continue;
+    seen[static_cast<std::size_t>(at)] = true;
+    for (const int source : inputs[static_cast<std::size_t>(at)]) todo.push_back(source);
+  }
+  return false;
+}
+
+// Moves the layers into the order they run in (each after every layer it reads, earliest first,
+// as resolve_graph orders them), in the open macro, so that the table lists them as they run.
+// A layer whose implicit "the one before" would change is named what it reads first.
+void keep_execution_order(ModelDocument* doc) {
+  const std::vector<int> order = execution_order(drawn_inputs(doc->spec()));
+  const int count = static_cast<int>(order.size());
+  bool in_order = true;
+  for (int k = 0; k < count; ++k) in_order = in_order && order[static_cast<std::size_t>(k)] == k;
+  if (in_order || count != static_cast<int>(doc->spec().layers.size())) return;
+  std::vector<int> position(order.size());
+  for (int k = 0; k < count; ++k)
+    position[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = k;
+  // Name every implicit edge that the moves would break: layer i read i - 1 (or the input).
+  for (int i = 0; i < count; ++i) {
+    if (!layer_at(doc, i).inputs.empty()) continue;
+    const int source = i - 1;
+    const int at = position[static_cast<std::size_t>(i)];
+    const bool kept = source < 0 ? at == 0 : position[static_cast<std::size_t>(source)] == at - 1;
+    if (kept) continue;
+    LayerSpec after = layer_at(doc, i);
+    after.inputs = {name_for_reading(doc, source)};
+    doc->undo_stack()->push(new EditLayerCommand(doc, i, LayerField::inputs, after));
+  }
+  // Then move them, one place at a time from the top: `current` maps places to layers.
+  std::vector<int> current(order.size());
+  for (int k = 0; k < count; ++k) current[static_cast<std::size_t>(k)] = k;
+  for (int k = 0; k < count; ++k) {
+    const int layer = order[static_cast<std::size_t>(k)];
+    const auto from =
+        static_cast<int>(std::find(current.begin(), current.end(), layer) - current.begin());
+    if (from == k) continue;
+    doc->undo_stack()->push(new MoveLayerCommand(doc, from, k));
+    current.erase(current.begin() + from);
+    current.insert(current.begin() + k, layer);
+  }
+}
+
 }  // namespace
+
+std::vector<int> execution_order(const std::vector<std::vector<int>>& inputs) {
+  const auto n = inputs.size();
+  std::vector<int> waiting(n, 0);
+  std::vector<std::vector<int>> readers(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (const int source : inputs[i]) {
+      if (source < 0) continue;
+      ++waiting[i];
+      readers[static_cast<std::size_t>(source)].push_back(static_cast<int>(i));
+    }
+  // Kahn's algorithm, the earliest ready layer first (a set, for ResNet50's 176 it is cheap).
+  std::set<int> ready;
+  for (std::size_t i = 0; i < n; ++i)
+    if (waiting[i] == 0) ready.insert(static_cast<int>(i));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int next = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(next);
+    for (const int reader : readers[static_cast<std::size_t>(next)])
+      if (--waiting[static_cast<std::size_t>(reader)] == 0) ready.insert(reader);
+  }
+  return order;
+}
 
 std::vector<std::vector<int>> drawn_inputs(const ModelSpec& spec) {
   std::vector<std::vector<int>> inputs(spec.layers.size());
@@ -109,6 +186,10 @@ bool connect_layers(ModelDocument* doc, int from, int to, QString* why) {
   const bool reads = std::find(sources.begin(), sources.end(), from) != sources.end();
   if (merge ? reads : sources == std::vector<int>{from})
     return refuse(why, tr("%1 already reads %2.").arg(node_text(spec, to), node_text(spec, from)));
+  if (feeds(drawn_inputs(spec), to, from))
+    return refuse(why, tr("%1 already reads %2 through other layers: connecting them would make "
+                          "a cycle.")
+                           .arg(node_text(spec, from), node_text(spec, to)));
   if (merge)
     sources.push_back(from);
   else
@@ -116,6 +197,7 @@ bool connect_layers(ModelDocument* doc, int from, int to, QString* why) {
   QUndoStack* stack = doc->undo_stack();
   stack->beginMacro(tr("Connect %1 to %2").arg(node_text(spec, from), node_text(spec, to)));
   set_inputs(doc, to, sources);
+  keep_execution_order(doc);
   stack->endMacro();
   return true;
 }

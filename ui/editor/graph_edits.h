@@ -25,12 +25,18 @@ class ModelDocument;
 // validation names it in red).
 std::vector<std::vector<int>> drawn_inputs(const ModelSpec& spec);
 
+// The order the layers run in, given drawn_inputs: each after every layer it reads, the
+// earliest ready one first (resolve_graph's rule), so that a model in that order keeps it.
+// Layers on a cycle are left out.
+std::vector<int> execution_order(const std::vector<std::vector<int>>& inputs);
+
 // A name no layer has: Keras's snake-case name of the type, then _1, _2, ... ("add_1").
 std::string unique_layer_name(const ModelSpec& spec, LayerType type);
 
 // `to` reads `from` (-1: the model's input): a merge gains it as one more input, another layer
 // reads it instead of what it read. Refused (false, *why) when `to` already reads it that way,
-// or when `from` is `to`.
+// when `from` is `to`, or when `from` reads `to` (a cycle). When `from` comes after `to` in the
+// model, the layers are then moved into the order they run in, in the same undo step.
 bool connect_layers(ModelDocument* doc, int from, int to, QString* why = nullptr);
 
 // `to` stops reading `from`. Refused when `to` would read nothing.
