@@ -177,8 +177,17 @@ int main(int argc, char** argv) {
     canvas->set_zoom(fit_zoom + (1.0 - fit_zoom) * i / frames);
     zoom_ms.push_back(frame());
   }
+  const std::size_t edge_count = canvas->edges().size();
+  // Every block folded (Ctrl+Shift+F): the rebuild with the smaller layout, and frames at fit.
+  canvas->fold_all();
+  const double fold_ms = canvas->last_rebuild_ms();
+  const int folded = canvas->folded_count();
+  std::vector<double> folded_fit_ms;
+  canvas->fit();
+  const double folded_zoom = canvas->zoom();
+  for (int i = 0; i < frames; ++i) folded_fit_ms.push_back(frame());
   std::printf("canvas_bench: ResNet50 graph, %zu layers, %zu edges, Graphviz layout: %s\n",
-              spec.layers.size(), canvas->edges().size(), canvas->layout().graphviz ? "yes" : "no");
+              spec.layers.size(), edge_count, canvas->layout().graphviz ? "yes" : "no");
   std::printf("  rebuild on open         %8.1f ms\n", open_ms);
   std::printf("  rebuild, field edit     %8.1f ms (layout reused)\n", field_ms);
   std::printf("  rebuild, layer inserted %8.1f ms\n", insert_ms);
@@ -188,5 +197,9 @@ int main(int argc, char** argv) {
               max_of(scroll_ms));
   std::printf("  frame zooming            median %6.1f ms, max %6.1f ms\n", median(zoom_ms),
               max_of(zoom_ms));
+  std::printf(
+      "  fold all (%d blocks)     %8.1f ms rebuild; frame at fit (zoom %.3f) median %6.1f "
+      "ms, max %6.1f ms\n",
+      folded, fold_ms, folded_zoom, median(folded_fit_ms), max_of(folded_fit_ms));
   return 0;
 }

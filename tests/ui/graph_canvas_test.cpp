@@ -24,8 +24,10 @@
 #include "ui/editor/canvas_items.h"
 #include "ui/editor/editor_widget.h"
 #include "ui/editor/graph_edits.h"
+#include "ui/editor/layer_commands.h"
 #include "ui/editor/layer_palette.h"
 #include "ui/editor/layer_stack_model.h"
+#include "ui/editor/layer_text.h"
 #include "ui/editor/model_canvas.h"
 #include "ui/editor/model_document.h"
 #include "ui/editor/property_panel.h"
@@ -311,6 +313,91 @@ class GraphCanvasTest : public QObject {
     QVERIFY2(f.editor->notice_text().contains(QStringLiteral("cycle")),
              qPrintable(f.editor->notice_text()));
     test::check_undo_redo(f.doc, states);
+  }
+
+  void residual_blocks_fold_and_open() {
+    Fixture f(builtin(QStringLiteral("resnet20")), QStringLiteral("resnet20"));
+    f.editor->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(f.editor.get()));
+    ModelCanvas& canvas = *f.canvas;
+    const ModelSpec& spec = f.doc.spec();
+    // Nine basic blocks, each from its first convolution to its Add (the ReLU after the Add is
+    // what the next block's shortcut reads, so it is no block's).
+    const std::vector<LayerBlock>& blocks = canvas.foldable_blocks();
+    QCOMPARE(blocks.size(), std::size_t{9});
+    QCOMPARE(blocks.front(),
+             (LayerBlock{layer_named(spec, "s1b1_conv1"), layer_named(spec, "s1b1_add")}));
+    QCOMPARE(blocks.back().last, layer_named(spec, "s3b3_add"));
+    const std::size_t all_edges = canvas.edges().size();
+
+    // Ctrl+Shift+F folds them all: nine boxes, their layers hidden, a shorter diagram with no
+    // overlapping boxes, and nothing on the undo stack.
+    canvas.setFocus();
+    QTest::keyClick(&canvas, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(canvas.folded_count(), 9);
+    QCOMPARE(f.doc.undo_stack()->count(), 0);
+    const int conv = layer_named(spec, "s1b1_conv2");
+    QVERIFY(canvas.is_folded(conv));
+    QVERIFY(!canvas.block(conv)->isVisible());
+    QVERIFY(canvas.block(layer_named(spec, "s1b1_out"))->isVisible());
+    const BlockContent& first = canvas.folded_box(0)->content();
+    QCOMPARE(first.folded_layers, 6);
+    QVERIFY2(first.settings.startsWith(QStringLiteral("2× Conv2D, 2× BatchNormalization")),
+             qPrintable(first.settings));
+    QCOMPARE(first.figures, QStringLiteral("out 32x32x16 · %1 params").arg(format_count(4736)));
+    QVERIFY2(first.tooltip.contains(QStringLiteral("alike")), qPrintable(first.tooltip));
+    QVERIFY(canvas.edges().size() < all_edges);
+    std::vector<QRectF> shown{box(canvas.input_block())};
+    for (int i = 0; i < canvas.block_count(); ++i)
+      if (canvas.block(i)->isVisible()) shown.push_back(box(canvas.block(i)));
+    for (int k = 0; k < canvas.folded_count(); ++k) shown.push_back(box(canvas.folded_box(k)));
+    for (std::size_t i = 0; i < shown.size(); ++i)
+      for (std::size_t j = i + 1; j < shown.size(); ++j) QVERIFY(!shown[i].intersects(shown[j]));
+    // The edge into a box stands for two (the convolution's and the shortcut's): it cannot be
+    // picked; the one out of it is the Add's, and can.
+    const int relu1 = layer_named(spec, "relu1");
+    const int into = edge_index(canvas, relu1, layer_named(spec, "s1b1_conv1"));
+    QVERIFY(into >= 0);
+    QVERIFY(!canvas.edges()[static_cast<std::size_t>(into)]->flags().testFlag(
+        QGraphicsItem::ItemIsSelectable));
+    const int out_of =
+        edge_index(canvas, layer_named(spec, "s1b1_add"), layer_named(spec, "s1b1_out"));
+    QVERIFY(out_of >= 0);
+    QCOMPARE(canvas.edge_at(on_edge(canvas, out_of)), out_of);
+    // A field's edit elsewhere keeps the folds.
+    f.editor->select_layer(layer_named(spec, "conv1"));
+    LayerSpec wider = spec.layers[1];
+    wider.filters = 8;
+    f.doc.undo_stack()->push(new EditLayerCommand(&f.doc, 1, LayerField::filters, wider));
+    QCOMPARE(canvas.folded_count(), 9);
+    f.doc.undo_stack()->undo();
+
+    // A double-click opens a box; selecting a folded layer (as the table or Ctrl+F does) opens
+    // its block; Ctrl+Shift+E opens them all.
+    LayerBlockItem* second = canvas.folded_box(1);
+    canvas.ensureVisible(second);
+    const QPoint centre = canvas.mapFromScene(box(second).center());
+    send_mouse(canvas, QEvent::MouseButtonDblClick, centre, Qt::LeftButton, Qt::LeftButton);
+    QCOMPARE(canvas.folded_count(), 8);
+    QVERIFY(!canvas.is_folded(layer_named(spec, "s1b2_conv1")));
+    const int deep = layer_named(spec, "s3b2_bn1");
+    QVERIFY(canvas.is_folded(deep));
+    f.editor->select_layer(deep);
+    QCOMPARE(canvas.folded_count(), 7);
+    QVERIFY(canvas.block(deep)->isVisible());
+    QCOMPARE(canvas.current_layer(), deep);
+    canvas.setFocus();
+    QTest::keyClick(&canvas, Qt::Key_E, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(canvas.folded_count(), 0);
+    QCOMPARE(canvas.edges().size(), all_edges);
+    QVERIFY(canvas.fold_block_of(deep));
+    QVERIFY(!canvas.fold_block_of(deep));      // already
+    QVERIFY(!canvas.fold_block_of(relu1));     // in no block
+    QCOMPARE(f.doc.undo_stack()->count(), 1);  // the filters' edit only
+
+    // A chain has no blocks.
+    f.doc.reset(builtin(QStringLiteral("fashion-mlp")), {}, QStringLiteral("fashion-mlp"));
+    QVERIFY(canvas.foldable_blocks().empty());
   }
 
   void palette_drop_on_a_shortcut_inserts_into_it() {

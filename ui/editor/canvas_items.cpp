@@ -20,6 +20,7 @@ QString tr(const char* text) {
 
 constexpr qreal kRadius = 6.0;
 constexpr qreal kStripe = 6.0;  // the type's colour down the left edge
+constexpr qreal kStackOffset = 6.0;  // a folded block's second card, down and to the right
 constexpr qreal kPadX = 14.0;   // text from the left edge (past the stripe)
 constexpr qreal kPadY = 6.0;
 constexpr qreal kBarGap = 3.0;  // between the figures and the bars, and between bars
@@ -35,7 +36,7 @@ const QColor kActivationBar(224, 137, 42);
 // One colour per kind of layer, so the stack reads at a glance (as Neural Network Console's
 // blocks do): matmuls blue and green, pooling teal, reshapes grey, elementwise warm.
 QColor type_colour(const BlockContent& content) {
-  if (content.layer < 0) return {85, 85, 85};
+  if (content.layer < 0 && content.folded_layers == 0) return {85, 85, 85};
   switch (content.type) {
     case LayerType::Dense:
       return {59, 125, 216};
@@ -102,8 +103,9 @@ LayerBlockItem::LayerBlockItem(BlockContent content, const QFont& font)
   // The offending layer has no figures to share out: its message takes the bars' place.
   if (is_error())
     height_ += error_height() + kBarGap;
-  else if (content_.layer >= 0)
+  else if (content_.layer >= 0 || is_folded())
     height_ += kBarGap + 2 * (line_height(small_) + kBarGap);
+  if (is_folded()) height_ += kStackOffset;
 }
 
 qreal LayerBlockItem::error_height() const {
@@ -129,9 +131,18 @@ void LayerBlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* op
                            QWidget* widget) {
   const QPalette palette = palette_of(widget);
   const bool selected = option->state.testFlag(QStyle::State_Selected);
-  const QRectF box = QRectF(QPointF(), box_size()).adjusted(1, 1, -1, -1);
+  QRectF box = QRectF(QPointF(), box_size()).adjusted(1, 1, -1, -1);
   painter->setRenderHint(QPainter::Antialiasing);
   const qreal detail = option->levelOfDetailFromTransform(painter->worldTransform());
+  if (is_folded()) {
+    // A folded block: a stack of cards, the front one smaller by the offset.
+    box.adjust(0, 0, -kStackOffset, -kStackOffset);
+    QPainterPath back;
+    back.addRoundedRect(box.translated(kStackOffset, kStackOffset), kRadius, kRadius);
+    painter->fillPath(back, palette.color(QPalette::Base));
+    painter->setPen(QPen(type_colour(content_), 1.5));
+    painter->drawPath(back);
+  }
 
   QPainterPath outline;
   outline.addRoundedRect(box, kRadius, kRadius);
@@ -201,7 +212,7 @@ void LayerBlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* op
                     metrics.elidedText(content_.figures, Qt::ElideRight, width));
   y += line_h;
 
-  if (content_.layer >= 0 && !is_error()) {
+  if ((content_.layer >= 0 || is_folded()) && !is_error()) {
     y += kBarGap;
     paint_bar(painter, y, tr("params"), content_.param_share, kParamsBar);
     y += line_height(small_) + kBarGap;
@@ -228,7 +239,7 @@ void LayerBlockItem::paint_bar(QPainter* painter, qreal y, const QString& label,
   const QFontMetricsF metrics(small_);
   const qreal h = line_height(small_);
   const qreal left = kPadX + 1;
-  const qreal right = kWidth - kPadY - 1;
+  const qreal right = kWidth - kPadY - 1 - (is_folded() ? kStackOffset : 0.0);
   const qreal label_w = std::max(metrics.horizontalAdvance(tr("params")),
                                  metrics.horizontalAdvance(tr("activations"))) +
                         6;

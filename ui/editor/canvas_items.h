@@ -30,7 +30,12 @@ struct BlockContent {
   double activation_share = -1.0;
   QString error;  // the engine's message when this is the offending layer
   QString tooltip;
+  // A folded block (layer kFoldedBlock): how many layers it holds, painted as a stack.
+  int folded_layers = 0;
 };
+
+// The layer index of a folded block's box, which stands for several layers.
+inline constexpr int kFoldedBlock = -2;
 
 class LayerBlockItem : public QGraphicsItem {
  public:
@@ -46,6 +51,7 @@ class LayerBlockItem : public QGraphicsItem {
 
   const BlockContent& content() const { return content_; }
   int layer() const { return content_.layer; }
+  bool is_folded() const { return content_.folded_layers > 0; }
   bool is_error() const { return !content_.error.isEmpty(); }
   // The fill and frame colours it paints with (red for the offending layer).
   QColor fill_colour() const;

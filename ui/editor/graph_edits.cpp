@@ -141,6 +141,29 @@ std::vector<int> execution_order(const std::vector<std::vector<int>>& inputs) {
   return order;
 }
 
+std::vector<LayerBlock> layer_blocks(const std::vector<std::vector<int>>& inputs) {
+  const int count = static_cast<int>(inputs.size());
+  // over[v]: how many edges pass over layer v (from before it to after it), by differences.
+  std::vector<int> over(inputs.size() + 1, 0);
+  for (int i = 0; i < count; ++i)
+    for (const int source : inputs[static_cast<std::size_t>(i)]) {
+      if (source >= i) return {};  // not in the order they run in
+      if (i - source < 2) continue;
+      ++over[static_cast<std::size_t>(source + 1)];
+      --over[static_cast<std::size_t>(i)];
+    }
+  std::vector<LayerBlock> blocks;
+  int passing = 0;
+  int cut = kModelInput;  // the last layer no edge passes over
+  for (int v = 0; v < count; ++v) {
+    passing += over[static_cast<std::size_t>(v)];
+    if (passing != 0) continue;
+    if (v - cut >= 2) blocks.push_back({cut + 1, v});
+    cut = v;
+  }
+  return blocks;
+}
+
 std::vector<std::vector<int>> drawn_inputs(const ModelSpec& spec) {
   std::vector<std::vector<int>> inputs(spec.layers.size());
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {

@@ -30,6 +30,18 @@ std::vector<std::vector<int>> drawn_inputs(const ModelSpec& spec);
 // Layers on a cycle are left out.
 std::vector<int> execution_order(const std::vector<std::vector<int>>& inputs);
 
+// Layers first..last that the canvas can fold into one box: only the output of the node before
+// `first` (-1: the model's input) enters them and only `last`'s output leaves, and an edge
+// skips inside (a residual block, an Inception cell). The blocks are the stretches between the
+// layers that no edge passes over, of two layers or more; in the model's order, which must be
+// the order they run in (else there are none).
+struct LayerBlock {
+  int first = 0;
+  int last = 0;
+  friend bool operator==(const LayerBlock&, const LayerBlock&) = default;
+};
+std::vector<LayerBlock> layer_blocks(const std::vector<std::vector<int>>& inputs);
+
 // A name no layer has: Keras's snake-case name of the type, then _1, _2, ... ("add_1").
 std::string unique_layer_name(const ModelSpec& spec, LayerType type);
 

@@ -26,6 +26,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "engine/spec/model_graph.h"
@@ -124,6 +125,64 @@ BlockContent layer_content(const ModelDocument& doc, int index, const Totals& to
   return c;
 }
 
+// A folded block's box: its layers' types counted, the output of its last and the parameters
+// of all, and how many blocks of the model look the same (their types in the same order).
+BlockContent folded_content(const ModelDocument& doc, const LayerBlock& block, int alike,
+                            const Totals& totals) {
+  const ModelSpec& spec = doc.spec();
+  const auto& layers = spec.layers;
+  const ModelDocument::Validation& v = doc.validation();
+  BlockContent c;
+  c.layer = kFoldedBlock;
+  c.folded_layers = block.last - block.first + 1;
+  c.type = layers[static_cast<std::size_t>(block.last)].type;
+  c.title = ModelCanvas::tr("Block");
+  const auto name = [&](int i) {
+    const std::string& n = layers[static_cast<std::size_t>(i)].name;
+    return n.empty() ? QStringLiteral("#%1").arg(i) : qt_text(n);
+  };
+  c.name = QStringLiteral("%1 … %2").arg(name(block.first), name(block.last));
+  std::vector<std::pair<LayerType, int>> counts;
+  std::int64_t params = 0;
+  std::int64_t activations = 0;
+  bool computed = true;
+  for (int i = block.first; i <= block.last; ++i) {
+    const LayerType type = layers[static_cast<std::size_t>(i)].type;
+    const auto found = std::find_if(counts.begin(), counts.end(),
+                                    [type](const auto& entry) { return entry.first == type; });
+    if (found == counts.end())
+      counts.emplace_back(type, 1);
+    else
+      ++found->second;
+    if (const LayerInfo* info = doc.layer_info(i)) {
+      params += info->param_count;
+      activations += info->activation_bytes;
+    } else {
+      computed = false;
+    }
+    if (!v.ok && v.layer == i) c.error = v.message;
+  }
+  QStringList types;
+  for (const auto& [type, n] : counts)
+    types << (n > 1 ? QStringLiteral("%1× %2").arg(n).arg(qt_text(to_string(type)))
+                    : qt_text(to_string(type)));
+  c.settings = types.join(QStringLiteral(", "));
+  const LayerInfo* out = doc.layer_info(block.last);
+  if (computed && out != nullptr) {
+    c.figures = ModelCanvas::tr("out %1 · %2 params")
+                    .arg(qt_text(format_shape(out->output_shape)), format_count(params));
+    c.param_share = share(params, totals.params);
+    c.activation_share = share(activations, totals.activation_bytes);
+  } else {
+    c.figures = ModelCanvas::tr("not computed: see the red layer");
+  }
+  c.tooltip =
+      ModelCanvas::tr("%1 layers folded into one box%2. Double-click to open it.")
+          .arg(c.folded_layers)
+          .arg(alike > 1 ? ModelCanvas::tr(", one of %1 blocks alike").arg(alike) : QString());
+  return c;
+}
+
 // The shape a layer hands down, with the dtype it is stored in: "28x28x32 · float16".
 QString edge_label(const ModelDocument& doc, int from_layer) {
   if (from_layer < 0) return qt_text(format_shape(doc.spec().input_shape));
@@ -218,13 +277,22 @@ void ModelCanvas::create_actions() {
                    "(Ctrl+M); the context menu offers the other merges"),
                 {QKeySequence(Qt::CTRL | Qt::Key_M)});
   connect(merge_, &QAction::triggered, this, [this] { merge_selected(LayerType::Add); });
+  fold_ = make(QStringLiteral("fold_blocks"), tr("Fold blocks"),
+               tr("Fold each block of layers (a residual block, say) into one box "
+                  "(Ctrl+Shift+F); double-click a folded box to open it"),
+               {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F)});
+  connect(fold_, &QAction::triggered, this, &ModelCanvas::fold_all);
+  open_ = make(QStringLiteral("open_blocks"), tr("Open blocks"),
+               tr("Open every folded block (Ctrl+Shift+E)"),
+               {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)});
+  connect(open_, &QAction::triggered, this, &ModelCanvas::open_all);
   export_ = make(QStringLiteral("export_canvas"), tr("Export…"),
                  tr("Save the diagram as a PNG or SVG image"), {});
   connect(export_, &QAction::triggered, this, &ModelCanvas::export_with_dialog);
 }
 
 QList<QAction*> ModelCanvas::view_actions() const {
-  return {zoom_in_, zoom_out_, fit_, merge_, export_};
+  return {zoom_in_, zoom_out_, fit_, merge_, fold_, open_, export_};
 }
 
 QSize ModelCanvas::sizeHint() const {
@@ -288,7 +356,61 @@ bool ModelCanvas::merge_selected(LayerType type) {
   return true;
 }
 
+LayerBlockItem* ModelCanvas::folded_box(int k) const {
+  return k >= 0 && k < folded_count() ? fold_items_[static_cast<std::size_t>(k)] : nullptr;
+}
+
+int ModelCanvas::region_of(int layer) const {
+  for (std::size_t r = 0; r < regions_.size(); ++r)
+    if (regions_[r].first <= layer && layer <= regions_[r].last) return static_cast<int>(r);
+  return -1;
+}
+
+std::string ModelCanvas::region_key(int region) const {
+  const int last = regions_[static_cast<std::size_t>(region)].last;
+  const std::string& name = doc_->spec().layers[static_cast<std::size_t>(last)].name;
+  if (!name.empty()) return name;
+  std::string key = "#";
+  key += std::to_string(last);
+  return key;
+}
+
+bool ModelCanvas::is_folded(int layer) const {
+  return layer >= 0 && layer < static_cast<int>(fold_of_.size()) &&
+         fold_of_[static_cast<std::size_t>(layer)] >= 0;
+}
+
+bool ModelCanvas::fold_block_of(int layer) {
+  const int region = region_of(layer);
+  if (region < 0 || !folded_.insert(region_key(region)).second) return false;
+  const LayerBlock& block = regions_[static_cast<std::size_t>(region)];
+  if (selected_ >= block.first && selected_ <= block.last) selected_ = -1;
+  rebuild();
+  return true;
+}
+
+bool ModelCanvas::open_block_of(int layer) {
+  const int region = region_of(layer);
+  if (region < 0 || folded_.erase(region_key(region)) == 0) return false;
+  rebuild();
+  return true;
+}
+
+void ModelCanvas::fold_all() {
+  for (int r = 0; r < static_cast<int>(regions_.size()); ++r) folded_.insert(region_key(r));
+  if (is_folded(selected_) || region_of(selected_) >= 0) selected_ = -1;
+  rebuild();
+}
+
+void ModelCanvas::open_all() {
+  if (folded_.empty()) return;
+  folded_.clear();
+  rebuild();
+}
+
 void ModelCanvas::select_layer(int index) {
+  // A layer inside a folded block: open the block to show it.
+  if (is_folded(index)) open_block_of(index);
   selected_ = index;
   apply_selection();
   if (LayerBlockItem* b = block(index)) ensureVisible(b, 8, 8);
@@ -303,10 +425,13 @@ void ModelCanvas::apply_selection() {
 void ModelCanvas::clear_items() {
   const QScopedValueRollback guard(syncing_, true);
   for (LayerBlockItem* b : blocks_) delete b;
+  for (LayerBlockItem* b : fold_items_) delete b;
   for (EdgeItem* edge : edges_) delete edge;
   delete input_;
   input_ = nullptr;
   blocks_.clear();
+  fold_items_.clear();
+  fold_regions_.clear();
   edges_.clear();
   drop_edge_ = -1;
 }
@@ -332,14 +457,64 @@ void ModelCanvas::rebuild() {
     blocks_.push_back(b);
     sizes.push_back(b->box_size());
   }
-  // Node 0 is the input, node i + 1 layer i; the edges by reader, in the order each reads.
   const std::vector<std::vector<int>> inputs = drawn_inputs(spec);
+  // The folded blocks, each one node; the folds of blocks that are no more are forgotten.
+  regions_ = layer_blocks(inputs);
+  fold_of_.assign(static_cast<std::size_t>(count), -1);
+  std::set<std::string> still;
+  std::map<std::vector<LayerType>, int> alike;
+  const auto types_of = [&](const LayerBlock& block) {
+    std::vector<LayerType> types;
+    for (int i = block.first; i <= block.last; ++i)
+      types.push_back(spec.layers[static_cast<std::size_t>(i)].type);
+    return types;
+  };
+  for (const LayerBlock& block : regions_) ++alike[types_of(block)];
+  for (int r = 0; r < static_cast<int>(regions_.size()); ++r) {
+    const std::string key = region_key(r);
+    if (!folded_.contains(key)) continue;
+    still.insert(key);
+    const LayerBlock& block = regions_[static_cast<std::size_t>(r)];
+    auto* box =
+        new LayerBlockItem(folded_content(*doc_, block, alike[types_of(block)], totals), font);
+    scene()->addItem(box);
+    for (int i = block.first; i <= block.last; ++i)
+      fold_of_[static_cast<std::size_t>(i)] = folded_count();
+    fold_items_.push_back(box);
+    fold_regions_.push_back(r);
+  }
+  folded_ = std::move(still);
+  // Node 0 is the input, then each layer that shows, then each folded box; the edges by reader,
+  // in the order each reads, one per pair of nodes.
+  std::vector<int> node_of(static_cast<std::size_t>(count));
+  std::vector<QSizeF> shown{sizes.front()};
+  for (int i = 0; i < count; ++i) {
+    if (is_folded(i)) continue;
+    node_of[static_cast<std::size_t>(i)] = static_cast<int>(shown.size());
+    shown.push_back(sizes[static_cast<std::size_t>(i) + 1]);
+  }
+  for (int k = 0; k < folded_count(); ++k) {
+    const LayerBlock& block =
+        regions_[static_cast<std::size_t>(fold_regions_[static_cast<std::size_t>(k)])];
+    for (int i = block.first; i <= block.last; ++i)
+      node_of[static_cast<std::size_t>(i)] = static_cast<int>(shown.size());
+    shown.push_back(fold_items_[static_cast<std::size_t>(k)]->box_size());
+  }
+  sizes = std::move(shown);
   std::vector<LayoutEdge> edges;
+  std::vector<std::pair<int, int>> ends;  // per edge: the layers it joins
   chain_ = true;
   for (int i = 0; i < count; ++i) {
     const std::vector<int>& reads = inputs[static_cast<std::size_t>(i)];
     chain_ = chain_ && reads == std::vector<int>{i - 1};
-    for (int from : reads) edges.push_back({from + 1, i + 1});
+    const int to = node_of[static_cast<std::size_t>(i)];
+    for (int from : reads) {
+      const LayoutEdge edge{from < 0 ? 0 : node_of[static_cast<std::size_t>(from)], to};
+      if (edge.from == edge.to || std::find(edges.begin(), edges.end(), edge) != edges.end())
+        continue;
+      edges.push_back(edge);
+      ends.emplace_back(from, i);
+    }
   }
   // A field's edit changes no size: the last layout still holds.
   if (sizes != layout_sizes_ || edges != layout_edges_ || layout_.positions.empty()) {
@@ -348,19 +523,32 @@ void ModelCanvas::rebuild() {
     layout_edges_ = edges;
   }
   input_->setPos(layout_.positions[0]);
-  for (int i = 0; i < count; ++i)
-    blocks_[static_cast<std::size_t>(i)]->setPos(
-        layout_.positions[static_cast<std::size_t>(i) + 1]);
+  for (int i = 0; i < count; ++i) {
+    LayerBlockItem* b = blocks_[static_cast<std::size_t>(i)];
+    b->setPos(layout_.positions[static_cast<std::size_t>(node_of[static_cast<std::size_t>(i)])]);
+    b->setVisible(!is_folded(i));
+  }
+  for (int k = 0; k < folded_count(); ++k) {
+    const LayerBlock& block =
+        regions_[static_cast<std::size_t>(fold_regions_[static_cast<std::size_t>(k)])];
+    fold_items_[static_cast<std::size_t>(k)]->setPos(
+        layout_
+            .positions[static_cast<std::size_t>(node_of[static_cast<std::size_t>(block.first)])]);
+  }
   for (std::size_t e = 0; e < edges.size(); ++e) {
-    const int from = edges[e].from - 1;
-    auto* edge =
-        new EdgeItem(layout_.paths[e], from, edges[e].to - 1, edge_label(*doc_, from), font);
+    const auto [from, to] = ends[e];
+    auto* edge = new EdgeItem(layout_.paths[e], from, to, edge_label(*doc_, from), font);
+    // An edge into a folded box stands for several (into each layer that reads from outside):
+    // open the block to delete one or insert into it.
+    if (is_folded(to)) edge->setFlag(QGraphicsItem::ItemIsSelectable, false);
     scene()->addItem(edge);
     edges_.push_back(edge);
   }
   // Everything drawn, with room below the last block for the drop marker.
   QRectF drawn = input_->sceneBoundingRect();
-  for (const LayerBlockItem* b : blocks_) drawn |= b->sceneBoundingRect();
+  for (const LayerBlockItem* b : blocks_)
+    if (b->isVisible()) drawn |= b->sceneBoundingRect();
+  for (const LayerBlockItem* b : fold_items_) drawn |= b->sceneBoundingRect();
   for (const EdgeItem* e : edges_) drawn |= e->sceneBoundingRect();
   drawn.setBottom(drawn.bottom() + kEdgeLength / 2);
   scene()->setSceneRect(drawn.adjusted(-kMargin, -kMargin, kMargin, kMargin));
@@ -380,7 +568,9 @@ int ModelCanvas::edge_at(QPoint view_pos) const {
   QPainterPathStroker stroker;
   stroker.setWidth(2.0 * kPickPixels / zoom_);
   for (std::size_t i = 0; i < edges_.size(); ++i)
-    if (stroker.createStroke(edges_[i]->path()).contains(p)) return static_cast<int>(i);
+    if (edges_[i]->flags().testFlag(QGraphicsItem::ItemIsSelectable) &&
+        stroker.createStroke(edges_[i]->path()).contains(p))
+      return static_cast<int>(i);
   return -1;
 }
 
@@ -397,8 +587,16 @@ QPoint ModelCanvas::port_centre(int index) const {
 int ModelCanvas::port_at(QPoint view_pos) const {
   const qreal reach = std::max<qreal>(kPickPixels, LayerBlockItem::kPortRadius * zoom_ + 3);
   for (int i = kModelInput; i < block_count(); ++i) {
+    if (is_folded(i)) continue;
     const QPoint d = port_centre(i) - view_pos;
     if (std::hypot(d.x(), d.y()) <= reach) return i;
+  }
+  // A folded box's port is its last layer's, the one output that leaves the block.
+  for (int k = 0; k < folded_count(); ++k) {
+    const LayerBlockItem* b = fold_items_[static_cast<std::size_t>(k)];
+    const QPoint d = mapFromScene(b->mapToScene(b->port_centre())) - view_pos;
+    if (std::hypot(d.x(), d.y()) <= reach)
+      return regions_[static_cast<std::size_t>(fold_regions_[static_cast<std::size_t>(k)])].last;
   }
   return -2;
 }
@@ -573,7 +771,10 @@ void ModelCanvas::mouseReleaseEvent(QMouseEvent* event) {
     for (QGraphicsItem* item = itemAt(event->position().toPoint()); item != nullptr;
          item = item->parentItem())
       if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr) to = b->layer();
-    if (to >= 0) connect_layers(from, to);
+    if (to >= 0)
+      connect_layers(from, to);
+    else if (to == kFoldedBlock)
+      refuse(tr("Open the folded block (double-click it) to connect to one of its layers."));
     event->accept();
     return;
   }
@@ -589,6 +790,23 @@ void ModelCanvas::mouseReleaseEvent(QMouseEvent* event) {
   }
   press_layer_ = -1;
   QGraphicsView::mouseReleaseEvent(event);
+}
+
+LayerBlockItem* ModelCanvas::folded_box_at(QPoint view_pos) const {
+  for (QGraphicsItem* item = itemAt(view_pos); item != nullptr; item = item->parentItem())
+    if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr && b->is_folded()) return b;
+  return nullptr;
+}
+
+void ModelCanvas::mouseDoubleClickEvent(QMouseEvent* event) {
+  if (const LayerBlockItem* box = folded_box_at(event->position().toPoint())) {
+    const auto k = std::find(fold_items_.begin(), fold_items_.end(), box) - fold_items_.begin();
+    open_block_of(
+        regions_[static_cast<std::size_t>(fold_regions_[static_cast<std::size_t>(k)])].first);
+    event->accept();
+    return;
+  }
+  QGraphicsView::mouseDoubleClickEvent(event);
 }
 
 void ModelCanvas::wheelEvent(QWheelEvent* event) {
@@ -632,6 +850,19 @@ void ModelCanvas::contextMenuEvent(QContextMenuEvent* event) {
     merges->addAction(qt_text(to_string(type)), this, [this, type] { merge_selected(type); });
   QAction* remove = menu.addAction(tr("Delete the edge"), this, [this] { delete_selected_edge(); });
   remove->setEnabled(selected_edge() >= 0);
+  // Folding what is under the pointer: a folded box opens, a layer's block folds.
+  if (const LayerBlockItem* box = folded_box_at(event->pos())) {
+    const auto k = std::find(fold_items_.begin(), fold_items_.end(), box) - fold_items_.begin();
+    const int first =
+        regions_[static_cast<std::size_t>(fold_regions_[static_cast<std::size_t>(k)])].first;
+    menu.addAction(tr("Open this block"), this, [this, first] { open_block_of(first); });
+  } else {
+    int layer = -1;
+    for (QGraphicsItem* item = itemAt(event->pos()); item != nullptr; item = item->parentItem())
+      if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr) layer = b->layer();
+    if (region_of(layer) >= 0)
+      menu.addAction(tr("Fold this block"), this, [this, layer] { fold_block_of(layer); });
+  }
   menu.addSeparator();
   menu.addActions(view_actions());
   menu.exec(event->globalPos());

@@ -13,15 +13,24 @@
 // - with two or more blocks selected (Ctrl+click), Ctrl+M joins them with an Add, and the
 //   context menu with any merge.
 // Selecting a block selects the layer (layer_selected), and select_layer() follows the table.
+//
+// A block of layers (graph_edits.h's layer_blocks: a residual block, an Inception cell) folds
+// into one box, drawn as a stack of cards, so that ResNet50 reads as its 16 blocks: Ctrl+Shift+F
+// folds every block, the context menu one; double-clicking a folded box, Ctrl+Shift+E, or
+// selecting one of its layers (in the table, by Ctrl+F) opens it. Folding is the view's, not
+// an edit of the model, so it is not on the undo stack.
 // Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out and to fit while the canvas has focus, Ctrl+wheel
 // zooms; the image exports as PNG or SVG.
 #pragma once
 
 #include <QGraphicsView>
 #include <QList>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "engine/spec/model_spec.h"
+#include "ui/editor/graph_edits.h"
 #include "ui/editor/graph_layout.h"
 
 class QAction;
@@ -45,7 +54,8 @@ class ModelCanvas : public QGraphicsView {
   ~ModelCanvas() override;
 
   // Zoom in (Ctrl++), Zoom out (Ctrl+-), Fit (Ctrl+0), Merge (Ctrl+M: the selected blocks into
-  // an Add), Export... (objectNames zoom_in, zoom_out, zoom_fit, merge_layers, export_canvas).
+  // an Add), Fold blocks (Ctrl+Shift+F), Open blocks (Ctrl+Shift+E), Export... (objectNames
+  // zoom_in, zoom_out, zoom_fit, merge_layers, fold_blocks, open_blocks, export_canvas).
   // The shortcuts work while the canvas has focus.
   QList<QAction*> view_actions() const;
 
@@ -62,6 +72,17 @@ class ModelCanvas : public QGraphicsView {
   bool connect_layers(int from, int to);
   bool delete_selected_edge();
   bool merge_selected(LayerType type);
+
+  // The model's blocks that can fold, and folding them (false: no block holds the layer, or
+  // it is already so). The folded boxes, in the model's order, are folded_box(0...).
+  const std::vector<LayerBlock>& foldable_blocks() const { return regions_; }
+  bool fold_block_of(int layer);
+  bool open_block_of(int layer);
+  void fold_all();
+  void open_all();
+  bool is_folded(int layer) const;
+  int folded_count() const { return static_cast<int>(fold_items_.size()); }
+  LayerBlockItem* folded_box(int k) const;
 
   // True when every layer reads the one before it: then blocks move by dragging, and drops land
   // in gaps.
@@ -117,6 +138,7 @@ class ModelCanvas : public QGraphicsView {
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
   void wheelEvent(QWheelEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
   bool event(QEvent* event) override;
@@ -139,6 +161,11 @@ class ModelCanvas : public QGraphicsView {
   int port_at(QPoint view_pos) const;
   LayerBlockItem* node(int index) const;  // -1: the input's block
   bool refuse(const QString& why);
+  // The block that holds `layer` (an index into regions_), or -1; its key in folded_.
+  int region_of(int layer) const;
+  std::string region_key(int region) const;
+  // The folded box under `view_pos`, or nullptr.
+  LayerBlockItem* folded_box_at(QPoint view_pos) const;
   // Moves layer `from` into `gap`, as the table's drop does; false when that is where it is.
   bool move_to_gap(int from, int gap);
 
@@ -146,6 +173,13 @@ class ModelCanvas : public QGraphicsView {
   LayerBlockItem* input_ = nullptr;
   std::vector<LayerBlockItem*> blocks_;
   std::vector<EdgeItem*> edges_;
+  // Folding: the blocks, which are folded (by their last layer's name, else "#index"), the
+  // boxes drawn for them, the block each box stands for, and each layer's box (-1: its own).
+  std::vector<LayerBlock> regions_;
+  std::set<std::string> folded_;
+  std::vector<LayerBlockItem*> fold_items_;
+  std::vector<int> fold_regions_;
+  std::vector<int> fold_of_;
   GraphLayout layout_;
   // The last layout's input, to skip Graphviz when only a block's text changed.
   std::vector<QSizeF> layout_sizes_;
@@ -170,6 +204,8 @@ class ModelCanvas : public QGraphicsView {
   QAction* zoom_out_ = nullptr;
   QAction* fit_ = nullptr;
   QAction* merge_ = nullptr;
+  QAction* fold_ = nullptr;
+  QAction* open_ = nullptr;
   QAction* export_ = nullptr;
 };
 
