@@ -23,7 +23,8 @@ class OpAccess {
   virtual void backward() = 0;
 
   virtual std::vector<float> read_output() = 0;               // (batch, output shape)
-  virtual std::vector<float> read_activation(int layer) = 0;  // layer i's output
+  // Layer i's output; ConfigError where the backend does not keep it (ExecutionPlan::layer_fused).
+  virtual std::vector<float> read_activation(int layer) = 0;
   // (batch, input shape); needs ExecutorOptions::input_gradient.
   virtual std::vector<float> read_input_gradient() = 0;
   virtual std::vector<float> read_parameter(int layer, ParamKind kind) = 0;

@@ -1,6 +1,7 @@
 #include "engine/plan/execution_plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/core/error.h"
 #include "engine/core/round_dtype.h"
@@ -184,11 +185,16 @@ class Lowering {
  public:
   Lowering(const ModelSpec& spec, const ShapeTable& table, const LoweringRules& rules,
            ExecutionPlan& plan)
-      : spec_(spec), table_(table), rules_(rules), plan_(plan) {}
+      : spec_(spec), table_(table), rules_(rules), plan_(plan), readers_(spec.layers.size(), 0) {
+    for (const LayerInfo& info : table.layers)
+      for (const int source : info.inputs)
+        if (source != kModelInput) ++readers_[static_cast<std::size_t>(source)];
+  }
 
   void layer(int li) {
     const LayerSpec& layer = spec_.layers[static_cast<std::size_t>(li)];
     const LayerInfo& info = table_.layers[static_cast<std::size_t>(li)];
+    if (fuse_relu(li, layer, info)) return;
     const DType s = info.compute;
     const Shape& out = info.output_shape;
     const std::string label = layer_label(spec_, li);
@@ -329,6 +335,35 @@ class Lowering {
     return plan_.nodes.back();
   }
 
+  // LoweringRules::fuse_relu: a plain ReLU layer (Activation relu, or ReLU without arguments)
+  // whose one input is a BatchNormalization or Add that nothing else reads, whose node is the
+  // last so far, in the ReLU's dtype, becomes that node's activation.
+  bool fuse_relu(int li, const LayerSpec& layer, const LayerInfo& info) {
+    if (!rules_.fuse_relu || info.inputs.size() != 1 || info.inputs.front() == kModelInput) {
+      return false;
+    }
+    const bool plain = layer.type == LayerType::Activation
+                           ? layer.activation == ActivationFn::relu
+                           : layer.type == LayerType::ReLU && std::isinf(layer.max_value) &&
+                                 layer.negative_slope == 0.0 && layer.threshold == 0.0;
+    const int source = info.inputs.front();
+    if (!plain || readers_[static_cast<std::size_t>(source)] != 1 || plan_.nodes.empty()) {
+      return false;
+    }
+    const int k = plan_.layer_last_node[static_cast<std::size_t>(source)];
+    PlanNode& node = plan_.nodes[static_cast<std::size_t>(k)];
+    const bool fusable =
+        k == static_cast<int>(plan_.nodes.size()) - 1 && node.layer == source &&
+        node.activation == ActivationFn::linear && node.out_dtype == info.compute &&
+        (node.op == PlanOp::batch_norm || (node.op == PlanOp::merge && node.merge == MergeOp::add));
+    if (!fusable) return false;
+    node.activation = ActivationFn::relu;
+    node.label += " + " + layer_label(spec_, li);
+    plan_.layer_fused[static_cast<std::size_t>(source)] = true;
+    plan_.layer_last_node[static_cast<std::size_t>(li)] = k;
+    return true;
+  }
+
   void cast_to(DType to, int li, const std::string& label) {
     if (current_.dtype != to) add(PlanOp::cast, li, to, current_.shape, label + " cast");
   }
@@ -383,6 +418,7 @@ class Lowering {
   const ShapeTable& table_;
   const LoweringRules& rules_;
   ExecutionPlan& plan_;
+  std::vector<int> readers_;  // per layer: how many layers read it
   Tensor current_;  // the tensor the layer's next node reads
 };
 
@@ -495,6 +531,7 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
   plan.input_shape = table.input_shape;
   plan.classes = num_elements(table.output_shape);
   plan.layer_last_node.resize(spec.layers.size());
+  plan.layer_fused.assign(spec.layers.size(), false);
   if (table.order.size() != spec.layers.size()) {
     throw ConfigError("the shape table of model " + quote(spec.name) + " has no execution order");
   }

@@ -157,6 +157,10 @@ struct LoweringRules {
   // Elementwise kernels read and write one dtype: a cast before Dropout, Activation and
   // Rescaling when the input's differs (the CPU's nodes convert as they read).
   bool elementwise_same_dtype = false;
+  // A plain ReLU that alone reads a BatchNormalization or an Add, right after it in the same
+  // dtype, runs in that node's kernel (node.activation relu) and has no node of its own: one
+  // pass over memory less each way (the CUDA kernels; Keras's Conv-BN-ReLU and residual Add).
+  bool fuse_relu = false;
 };
 
 // How each backend lowers, here so that the doctor's cost model plans as the backend would.
@@ -165,8 +169,8 @@ struct LoweringRules {
 // input is in another dtype.
 inline constexpr LoweringRules kCpuLowering{.dense_fuses_relu = false,
                                             .elementwise_same_dtype = false};
-inline constexpr LoweringRules kCudaLowering{.dense_fuses_relu = true,
-                                             .elementwise_same_dtype = true};
+inline constexpr LoweringRules kCudaLowering{
+    .dense_fuses_relu = true, .elementwise_same_dtype = true, .fuse_relu = true};
 
 struct ExecutionPlan {
   Policy policy = Policy::float32;
@@ -177,6 +181,9 @@ struct ExecutionPlan {
   std::int64_t classes = 0;  // elements of the model's output per sample
   std::vector<PlanNode> nodes;       // in the order they run: each after the nodes it reads
   std::vector<int> layer_last_node;  // Keras layer -> its last node
+  // Keras layer -> true when its output is never stored: the ReLU that reads it is fused into
+  // its last node (LoweringRules::fuse_relu), whose output is the ReLU's.
+  std::vector<bool> layer_fused;
   int first_param_node = -1;         // the first node with parameters; -1: none
   int output_node = -1;              // the model's output (the last node)
   int loss_node = -1;                // the node whose output the loss reads: a fused head's logits

@@ -4,10 +4,12 @@
 // two gradient buffers it always had.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/plan/execution_plan.h"
 #include "engine/spec/shape_inference.h"
+#include "resources/builtin_models.h"
 #include "tests/cpu/layers.h"
 
 namespace mixlab {
@@ -101,6 +103,57 @@ TEST(GraphPlan, AMergeCastsEachInputToItsDtypeAndTheInputGradientIsPlannedWhenAs
     }
   }
   EXPECT_EQ(accumulated, 1);
+}
+
+// The CUDA lowering fuses each plain ReLU into the BatchNormalization or Add it alone reads:
+// resnet20's 10 BatchNormalization + ReLU pairs (the stem's and each block's first) and 9 Add +
+// ReLU pairs lose their activation node; a BatchNormalization read by an Add keeps its output.
+// The CPU lowering fuses nothing.
+TEST(GraphPlan, CudaFusesReluIntoBatchNormalizationAndAdd) {
+  const ModelSpec spec = parse_model_json(*builtin_model_json("resnet20"), "resnet20");
+  for (const Policy policy : {Policy::float32, Policy::mixed_float16}) {
+    const ShapeTable table = infer_shapes(spec, policy);
+    const ExecutionPlan cpu = build_plan(spec, table, 8, OptimizerConfig{}, kCpuLowering);
+    const ExecutionPlan cuda = build_plan(spec, table, 8, OptimizerConfig{}, kCudaLowering);
+    EXPECT_EQ(std::count(cpu.layer_fused.begin(), cpu.layer_fused.end(), true), 0);
+    int bn_relu = 0, add_relu = 0;
+    for (std::size_t li = 0; li < spec.layers.size(); ++li) {
+      const LayerSpec& layer = spec.layers[li];
+      const int node = cuda.layer_last_node[li];
+      const PlanNode& n = cuda.nodes[static_cast<std::size_t>(node)];
+      if (!cuda.layer_fused[li]) {
+        if (layer.type == LayerType::BatchNormalization || layer.type == LayerType::Add) {
+          EXPECT_EQ(n.activation, ActivationFn::linear) << n.label;
+        }
+        continue;
+      }
+      // The ReLU that reads it ends in the same node, which carries the activation.
+      ASSERT_EQ(n.activation, ActivationFn::relu) << n.label;
+      EXPECT_EQ(n.layer, static_cast<int>(li));
+      const auto reader =
+          std::find_if(table.layers.begin(), table.layers.end(), [&](const LayerInfo& info) {
+            return info.inputs == std::vector<int>{static_cast<int>(li)};
+          });
+      ASSERT_NE(reader, table.layers.end());
+      EXPECT_EQ(cuda.layer_last_node[static_cast<std::size_t>(reader - table.layers.begin())],
+                node);
+      (layer.type == LayerType::BatchNormalization ? bn_relu : add_relu) += 1;
+    }
+    EXPECT_EQ(bn_relu, 10);
+    EXPECT_EQ(add_relu, 9);
+    LoweringRules unfused = kCudaLowering;
+    unfused.fuse_relu = false;
+    const ExecutionPlan apart = build_plan(spec, table, 8, OptimizerConfig{}, unfused);
+    EXPECT_EQ(apart.nodes.size() - cuda.nodes.size(), 19U) << to_string(policy);
+    // Without the ReLUs' outputs the activations take less memory.
+    const auto activation_bytes = [](const ExecutionPlan& plan) {
+      std::int64_t bytes = 0;
+      for (const PlanBuffer& b : plan.buffers)
+        if (b.role == BufferRole::node_output) bytes += b.bytes();
+      return bytes;
+    };
+    EXPECT_LT(activation_bytes(cuda), activation_bytes(apart));
+  }
 }
 
 }  // namespace

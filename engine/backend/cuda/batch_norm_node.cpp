@@ -6,7 +6,11 @@ namespace mixlab::cuda {
 
 BatchNormNode::BatchNormNode(const ExecutionPlan& plan, const PlanNode& node, const LayerSpec& spec,
                              const LayerInfo& info)
-    : CudaNode(node.layer, node.out_dtype, node.label) {
+    : CudaNode(node.layer, node.out_dtype, node.label),
+      relu_(node.activation == ActivationFn::relu) {
+  if (node.activation != ActivationFn::linear && !relu_) {
+    throw BackendError(label + ": the CUDA backend fuses only a ReLU into BatchNormalization");
+  }
   args_.momentum = static_cast<float>(spec.momentum);
   args_.epsilon = static_cast<float>(spec.epsilon);
   args_.has_gamma = spec.scale_gamma;
@@ -63,15 +67,16 @@ void BatchNormNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y
   kernels::batch_norm_forward(
       x.data, y.data, x.dtype, shape_, args_, gamma_ ? ctx.master + gamma_->offset : nullptr,
       beta_ ? ctx.master + beta_->offset : nullptr, ctx.master + moving_mean_->offset,
-      ctx.master + moving_variance_->offset, sums_, stats_, ctx.params, ctx.stream);
+      ctx.master + moving_variance_->offset, sums_, stats_, ctx.params, ctx.stream, relu_);
 }
 
-void BatchNormNode::backward(CudaContext& ctx, const DTensor& x, const DTensor&, const DTensor& dy,
-                             const DTensor* dx) {
-  kernels::batch_norm_backward(
-      x.data, dy.data, dx ? dx->data : nullptr, x.dtype, shape_,
-      gamma_ ? ctx.master + gamma_->offset : nullptr, gamma_ ? ctx.gradient(*gamma_) : nullptr,
-      beta_ ? ctx.gradient(*beta_) : nullptr, sums_, stats_, ctx.params, ctx.stream);
+void BatchNormNode::backward(CudaContext& ctx, const DTensor& x, const DTensor& y,
+                             const DTensor& dy, const DTensor* dx) {
+  kernels::batch_norm_backward(x.data, dy.data, dx ? dx->data : nullptr, x.dtype, shape_,
+                               gamma_ ? ctx.master + gamma_->offset : nullptr,
+                               gamma_ ? ctx.gradient(*gamma_) : nullptr,
+                               beta_ ? ctx.gradient(*beta_) : nullptr, sums_, stats_, ctx.params,
+                               ctx.stream, relu_ ? y.data : nullptr);
 }
 
 }  // namespace mixlab::cuda

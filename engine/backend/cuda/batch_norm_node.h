@@ -1,7 +1,8 @@
 // BatchNormalization on the CUDA executor: MixLab's kernels (kernels_norm.cu), float32 statistics
 // and affine transform on the layer's dtype, gamma and beta read from the float32 masters, the
 // moving statistics updated in place in the masters (slots the optimizer leaves at zero
-// gradient, so its update keeps them).
+// gradient, so its update keeps them). With the plan's fused ReLU (node.activation) it writes
+// the ReLU's output and takes its gradient in the same kernels.
 #pragma once
 
 #include "engine/backend/cuda/cuda_context.h"
@@ -21,6 +22,7 @@ class BatchNormNode final : public CudaNode {
 
  private:
   BatchNormArgs args_;
+  bool relu_ = false;
   kernels::BatchNormShape shape_;
   std::vector<ParamSlot> slots_;  // Keras's order: gamma, beta (each if present), mean, variance
   ParamSlot* gamma_ = nullptr;

@@ -436,6 +436,11 @@ std::vector<float> CudaExecutor::read_activation(int layer) {
   if (layer < 0 || layer >= static_cast<int>(plan_.layer_last_node.size())) {
     throw ConfigError("no layer " + std::to_string(layer));
   }
+  if (plan_.layer_fused[static_cast<std::size_t>(layer)]) {
+    throw ConfigError("layer " + std::to_string(layer) +
+                      "'s output is not kept: the CUDA backend fuses the ReLU that reads it into "
+                      "its kernel");
+  }
   return to_host(
       outputs_[static_cast<std::size_t>(plan_.layer_last_node[static_cast<std::size_t>(layer)])]);
 }

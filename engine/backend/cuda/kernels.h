@@ -104,12 +104,15 @@ void fill_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int ch
                cudaStream_t stream);
 // The elementwise merges (engine/ops/merge.h): y = merge of `count` inputs (1 to
 // kMaxMergeInputs), all of one dtype; backward writes input `which`'s gradient into dx (y and
-// the inputs are read by Multiply and Maximum only).
+// the inputs are read by Multiply and Maximum only). `relu`: an Add with the ReLU that reads
+// it fused (y = max(sum, 0) in one pass; backward passes dy where y > 0): the same values as
+// the two nodes, since rounding to the dtype keeps the sign.
 inline constexpr int kMaxMergeInputs = 8;
 void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
-                   std::int64_t n, cudaStream_t stream);
+                   std::int64_t n, cudaStream_t stream, bool relu = false);
 void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y, const void* dy,
-                    void* dx, int which, DType dtype, std::int64_t n, cudaStream_t stream);
+                    void* dx, int which, DType dtype, std::int64_t n, cudaStream_t stream,
+                    bool relu = false);
 // dst += src: a gradient added to an earlier reader's (the tensor's dtype).
 void accumulate(const void* src, void* dst, DType dtype, std::int64_t n, cudaStream_t stream);
 // db[c] = sum over rows of dy[r, c], accumulated in float32 (overwrites db).
@@ -130,7 +133,9 @@ void crop_nhwc(const void* xp, void* x, DType dtype, int n, int h, int w, int c,
 // by the moving ones. `sums`: 2 * channels doubles of scratch; `stats`: 5 * channels floats that
 // forward leaves for backward (mean, 1/sqrt(var + eps), ...). Backward (after a training
 // forward) overwrites dgamma and dbeta (either may be null) and dx (null: not needed; zero on
-// the padding rows).
+// the padding rows). `relu`: the ReLU that reads the layer fused (forward writes max(y, 0);
+// backward reads that output `y` and takes dy only where it is positive), with the two nodes'
+// values exactly.
 struct BatchNormShape {
   std::int64_t rows = 0;
   std::int64_t rows_per_sample = 1;
@@ -139,11 +144,11 @@ struct BatchNormShape {
 void batch_norm_forward(const void* x, void* y, DType dtype, const BatchNormShape& shape,
                         const BatchNormArgs& args, const float* gamma, const float* beta,
                         float* moving_mean, float* moving_var, double* sums, float* stats,
-                        const StepParams* params, cudaStream_t stream);
+                        const StepParams* params, cudaStream_t stream, bool relu = false);
 void batch_norm_backward(const void* x, const void* dy, void* dx, DType dtype,
                          const BatchNormShape& shape, const float* gamma, float* dgamma,
                          float* dbeta, double* sums, float* stats, const StepParams* params,
-                         cudaStream_t stream);
+                         cudaStream_t stream, const void* relu_y = nullptr);
 
 // Pooling in NHWC with Keras's padding (asymmetric allowed): max ignores padding; average
 // excludes it from the count. Backward overwrites dx (max: the gradient goes to the first

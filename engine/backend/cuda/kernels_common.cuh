@@ -12,6 +12,7 @@
 
 #include "engine/backend/cuda/kernels.h"
 #include "engine/core/error.h"
+#include "engine/ops/activation.h"
 
 namespace mixlab::cuda::kernels::detail {
 
@@ -53,6 +54,17 @@ __device__ __forceinline__ T from_float(float v) {
   } else {
     return v;
   }
+}
+
+// A ReLU fused into the kernel before it (BatchNormalization, Add): forward on the float32 value
+// before rounding (which keeps the sign, so the result is the two nodes' exactly), backward from
+// the fused output relu_y (none when null), both engine/ops/activation.h's.
+__device__ __forceinline__ float fused_relu(float v, bool relu) {
+  return relu ? relu_forward(v, ReluArgs{}) : v;
+}
+template <class T>
+__device__ __forceinline__ float relu_gate(float dy, const T* relu_y, std::int64_t i) {
+  return relu_y == nullptr ? dy : relu_backward(to_float(relu_y[i]), dy, ReluArgs{});
 }
 
 template <class T>

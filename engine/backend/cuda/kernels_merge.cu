@@ -28,19 +28,19 @@ Inputs<T> inputs_of(const void* const* inputs, int count) {
 }
 
 template <class T>
-__global__ void merge_forward_kernel(MergeOp op, Inputs<T> in, T* y, std::int64_t n) {
+__global__ void merge_forward_kernel(MergeOp op, Inputs<T> in, T* y, std::int64_t n, bool relu) {
   for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
     float acc = 0.0f;
     for (int i = 0; i < in.count; ++i) acc = merge_step(op, acc, to_float(in.p[i][e]), i, in.count);
-    y[e] = from_float<T>(acc);
+    y[e] = from_float<T>(fused_relu(acc, relu));
   }
 }
 
 template <class T>
 __global__ void merge_backward_kernel(MergeOp op, Inputs<T> in, const T* y, const T* dy, T* dx,
-                                      int which, std::int64_t n) {
+                                      int which, std::int64_t n, bool relu) {
   for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
-    const float g = to_float(dy[e]);
+    const float g = relu_gate(to_float(dy[e]), relu ? y : nullptr, e);
     float v = 0.0f;
     if (op == MergeOp::multiply) {
       v = g;
@@ -73,30 +73,40 @@ void check_count(int count) {
   }
 }
 
+// A fused ReLU only follows a linear merge: Maximum's and Multiply's backward read y as the
+// merge's own output.
+void check_relu(MergeOp op, bool relu) {
+  if (relu && op != MergeOp::add && op != MergeOp::subtract && op != MergeOp::average) {
+    throw BackendError("CUDA merge kernels: a fused ReLU after " + std::string(to_string(op)));
+  }
+}
+
 }  // namespace
 
 void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
-                   std::int64_t n, cudaStream_t stream) {
+                   std::int64_t n, cudaStream_t stream, bool relu) {
   check_count(count);
+  check_relu(op, relu);
   if (n <= 0) return;
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     merge_forward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(op, inputs_of<T>(inputs, count),
-                                                                static_cast<T*>(y), n);
+                                                                static_cast<T*>(y), n, relu);
   });
   MIXLAB_CHECK_LAUNCH("merge_forward_kernel");
 }
 
 void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y,
                     const void* dy, void* dx, int which, DType dtype, std::int64_t n,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, bool relu) {
   check_count(count);
+  check_relu(op, relu);
   if (n <= 0) return;
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     merge_backward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
         op, inputs_of<T>(inputs, count), static_cast<const T*>(y), static_cast<const T*>(dy),
-        static_cast<T*>(dx), which, n);
+        static_cast<T*>(dx), which, n, relu);
   });
   MIXLAB_CHECK_LAUNCH("merge_backward_kernel");
 }

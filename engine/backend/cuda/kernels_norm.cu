@@ -22,10 +22,10 @@ enum class SumMode : int { mean, variance, gradient };
 
 // Per-channel sums over the real rows: mean: sums[c] = sum x; variance: sums[C + c] =
 // sum (x - mean)^2 with mean = float(sums[c] / m); gradient: sums[c] = sum dy and
-// sums[C + c] = sum dy * xhat with xhat from stats' mean and 1/sqrt(var + eps). Training steps
-// only.
+// sums[C + c] = sum dy * xhat with xhat from stats' mean and 1/sqrt(var + eps), dy taken only
+// where a fused ReLU's output relu_y (when given) is positive. Training steps only.
 template <class T, SumMode Mode>
-__global__ void channel_sums_kernel(const T* x, const T* dy, int channels,
+__global__ void channel_sums_kernel(const T* x, const T* dy, const T* relu_y, int channels,
                                     std::int64_t rows_per_sample, const StepParams* params,
                                     const float* stats, double* sums) {
   if (!params->train) return;
@@ -51,7 +51,7 @@ __global__ void channel_sums_kernel(const T* x, const T* dy, int channels,
         const double d = static_cast<double>(v) - mean;
         s0 += d * d;
       } else {
-        const float g = to_float(dy[i]);
+        const float g = relu_gate(to_float(dy[i]), relu_y, i);
         s0 += g;
         s1 += static_cast<double>(g) * ((v - mean) * inv_std);
       }
@@ -102,12 +102,13 @@ __global__ void batch_norm_affine_kernel(int channels, std::int64_t rows_per_sam
 
 template <class T>
 __global__ void batch_norm_apply_kernel(const T* x, T* y, int channels, std::int64_t n,
-                                        const float* stats) {
+                                        const float* stats, bool relu) {
   const float* a = stats + 2 * channels;
   const float* b = stats + 3 * channels;
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
     const int c = static_cast<int>(i % channels);
-    y[i] = from_float<T>(to_float(x[i]) * a[c] + b[c]);
+    const float v = to_float(x[i]) * a[c] + b[c];
+    y[i] = from_float<T>(fused_relu(v, relu));
   }
 }
 
@@ -125,7 +126,7 @@ __global__ void batch_norm_gradient_kernel(int channels, const float* gamma, flo
 }
 
 template <class T>
-__global__ void batch_norm_dx_kernel(const T* x, const T* dy, T* dx, int channels,
+__global__ void batch_norm_dx_kernel(const T* x, const T* dy, const T* relu_y, T* dx, int channels,
                                      std::int64_t rows_per_sample, std::int64_t n,
                                      const StepParams* params, const float* stats) {
   const std::int64_t rows = static_cast<std::int64_t>(params->real_samples) * rows_per_sample;
@@ -135,7 +136,7 @@ __global__ void batch_norm_dx_kernel(const T* x, const T* dy, T* dx, int channel
     float v = 0.0f;
     if (i / channels < rows) {
       const float xhat = (to_float(x[i]) - stats[c]) * stats[channels + c];
-      v = batch_norm_dx(to_float(dy[i]), xhat, stats[2 * channels + c], m,
+      v = batch_norm_dx(relu_gate(to_float(dy[i]), relu_y, i), xhat, stats[2 * channels + c], m,
                         stats[3 * channels + c], stats[4 * channels + c]);
     }
     dx[i] = from_float<T>(v);
@@ -153,7 +154,7 @@ dim3 sums_grid(int channels, std::int64_t rows) {
 void batch_norm_forward(const void* x, void* y, DType dtype, const BatchNormShape& shape,
                         const BatchNormArgs& args, const float* gamma, const float* beta,
                         float* moving_mean, float* moving_var, double* sums, float* stats,
-                        const StepParams* params, cudaStream_t stream) {
+                        const StepParams* params, cudaStream_t stream, bool relu) {
   const int c = shape.channels;
   const std::int64_t n = shape.rows * c;
   if (n <= 0) return;
@@ -165,13 +166,13 @@ void batch_norm_forward(const void* x, void* y, DType dtype, const BatchNormShap
     using T = typename decltype(tag)::type;
     const T* in = static_cast<const T*>(x);
     channel_sums_kernel<T, SumMode::mean><<<grid, block, 0, stream>>>(
-        in, nullptr, c, shape.rows_per_sample, params, stats, sums);
+        in, nullptr, nullptr, c, shape.rows_per_sample, params, stats, sums);
     channel_sums_kernel<T, SumMode::variance><<<grid, block, 0, stream>>>(
-        in, nullptr, c, shape.rows_per_sample, params, stats, sums);
+        in, nullptr, nullptr, c, shape.rows_per_sample, params, stats, sums);
     batch_norm_affine_kernel<<<grid_for(c), kBlock, 0, stream>>>(
         c, shape.rows_per_sample, args, gamma, beta, moving_mean, moving_var, params, sums, stats);
     batch_norm_apply_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(in, static_cast<T*>(y), c, n,
-                                                                   stats);
+                                                                   stats, relu);
   });
   MIXLAB_CHECK_LAUNCH("batch_norm_forward");
 }
@@ -179,7 +180,7 @@ void batch_norm_forward(const void* x, void* y, DType dtype, const BatchNormShap
 void batch_norm_backward(const void* x, const void* dy, void* dx, DType dtype,
                          const BatchNormShape& shape, const float* gamma, float* dgamma,
                          float* dbeta, double* sums, float* stats, const StepParams* params,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, const void* relu_y) {
   const int c = shape.channels;
   const std::int64_t n = shape.rows * c;
   if (n <= 0) return;
@@ -189,14 +190,15 @@ void batch_norm_backward(const void* x, const void* dy, void* dx, DType dtype,
     using T = typename decltype(tag)::type;
     const T* in = static_cast<const T*>(x);
     const T* g = static_cast<const T*>(dy);
+    const T* gate = static_cast<const T*>(relu_y);
     channel_sums_kernel<T, SumMode::gradient><<<sums_grid(c, shape.rows), dim3(kLanes, kRowLanes),
-                                                0, stream>>>(in, g, c, shape.rows_per_sample,
+                                                0, stream>>>(in, g, gate, c, shape.rows_per_sample,
                                                              params, stats, sums);
     batch_norm_gradient_kernel<<<grid_for(c), kBlock, 0, stream>>>(c, gamma, dgamma, dbeta, sums,
                                                                    stats);
     if (dx) {
       batch_norm_dx_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
-          in, g, static_cast<T*>(dx), c, shape.rows_per_sample, n, params, stats);
+          in, g, gate, static_cast<T*>(dx), c, shape.rows_per_sample, n, params, stats);
     }
   });
   MIXLAB_CHECK_LAUNCH("batch_norm_backward");

@@ -44,7 +44,13 @@ std::vector<const void*> pointers(std::span<const DTensor* const> xs) {
 }  // namespace
 
 MergeNode::MergeNode(const PlanNode& node, DType dtype)
-    : CudaNode(node.layer, dtype, node.label), op_(node.merge), axis_(node.axis) {
+    : CudaNode(node.layer, dtype, node.label),
+      op_(node.merge),
+      axis_(node.axis),
+      relu_(node.activation == ActivationFn::relu) {
+  if (node.activation != ActivationFn::linear && (!relu_ || op_ != MergeOp::add)) {
+    throw BackendError(node.label + ": the CUDA backend fuses only a ReLU, into an Add");
+  }
   const auto count = static_cast<int>(node.inputs.size());
   if (op_ != MergeOp::concatenate && count > kernels::kMaxMergeInputs) {
     throw BackendError(node.label + ": the CUDA backend merges at most " +
@@ -75,7 +81,7 @@ void MergeNode::forward_inputs(CudaContext& ctx, std::span<const DTensor* const>
   }
   const std::vector<const void*> in = pointers(xs);
   kernels::merge_forward(op_, in.data(), static_cast<int>(in.size()), y.data, y.dtype, y.elements(),
-                         ctx.stream);
+                         ctx.stream, relu_);
 }
 
 void MergeNode::backward_input(CudaContext& ctx, std::span<const DTensor* const> xs,
@@ -90,7 +96,7 @@ void MergeNode::backward_input(CudaContext& ctx, std::span<const DTensor* const>
   }
   const std::vector<const void*> in = pointers(xs);
   kernels::merge_backward(op_, in.data(), static_cast<int>(in.size()), y.data, dy.data, dx.data, i,
-                          dx.dtype, dx.elements(), ctx.stream);
+                          dx.dtype, dx.elements(), ctx.stream, relu_);
 }
 
 }  // namespace mixlab::cuda

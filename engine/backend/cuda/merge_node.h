@@ -1,6 +1,6 @@
 // The merge layers on the GPU: Add, Subtract, Multiply, Average and Maximum on MixLab's kernels
 // (kernels_merge.cu), Concatenate as strided copies. Every input is in the node's dtype (the
-// plan casts them first).
+// plan casts them first). An Add may carry the plan's fused ReLU (node.activation).
 #pragma once
 
 #include <span>
@@ -28,6 +28,7 @@ class MergeNode final : public CudaNode {
  private:
   MergeOp op_;
   int axis_;  // concatenate: of the per-sample shape
+  bool relu_;
 };
 
 }  // namespace mixlab::cuda
