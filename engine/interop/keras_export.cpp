@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/interop/keras_model.h"
+#include "engine/spec/json_text.h"
 #include "engine/spec/model_graph.h"
 #include "engine/spec/shape_inference.h"
 
@@ -57,6 +58,7 @@ ordered_json layer_config(const LayerSpec& layer) {
       break;
     case LayerType::Dropout:
       c["rate"] = layer.rate;
+      if (!layer.noise_shape.empty()) c["noise_shape"] = noise_shape_json(layer.noise_shape);
       break;
     case LayerType::Activation:
       c["activation"] = to_string(layer.activation);

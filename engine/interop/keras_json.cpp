@@ -441,8 +441,7 @@ class Importer {
       out["type"] = "Flatten";
     } else if (cls == "Dropout") {
       out["type"] = "Dropout";
-      fields = {"rate"};
-      expect_default(config, "noise_shape", {json()}, index, layer);
+      fields = {"rate", "noise_shape"};
       checked_.insert("seed");
       if (config.contains("seed") && !config["seed"].is_null()) {
         out_.warnings.push_back(where(index, layer) + ": seed " + config["seed"].dump() +

@@ -119,6 +119,16 @@ PyCode script_head(const ModelSpec& spec, const ShapeTable& table, const RunConf
 }
 
 // A layer's float (its rate, scale or offset), named in the error of a non-finite one.
+// Dropout's noise_shape as a Python tuple: (None, 1, 1, 1).
+PyCode noise_tuple(const std::vector<std::int64_t>& noise) {
+  PyCode code("(");
+  for (std::size_t d = 0; d < noise.size(); ++d) {
+    if (d > 0) code += ", ";
+    code += noise[d] < 0 ? PyCode("None") : py_int(noise[d]);
+  }
+  return noise.size() == 1 ? code + ",)" : code + ")";
+}
+
 PyCode layer_float(std::size_t index, double value, std::string_view field) {
   return py_float(value, "layer " + std::to_string(index) + "'s " + std::string(field));
 }
@@ -177,6 +187,8 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
     case LayerType::Dropout:
       type = "Dropout";
       args = layer_float(index, layer.rate, "rate");
+      if (!layer.noise_shape.empty())
+        args += PyCode(", noise_shape=") + noise_tuple(layer.noise_shape);
       break;
     case LayerType::Activation:
       type = "Activation";
@@ -400,7 +412,14 @@ class TorchWriter {
         layout = Layout::flat;
         break;
       case LayerType::Dropout:
-        add(PyCode("nn.Dropout(") + layer_float(i, layer.rate, "rate") + ")", true);
+        if (layer.noise_shape.empty()) {
+          add(PyCode("nn.Dropout(") + layer_float(i, layer.rate, "rate") + ")", true);
+        } else {
+          to_nhwc();  // the noise shape is in Keras's order
+          add(PyCode("NoiseDropout(") + layer_float(i, layer.rate, "rate") + ", " +
+                  noise_tuple(layer.noise_shape) + ")",
+              true);
+        }
         break;
       case LayerType::Activation:
         add(torch_activation(layer.activation, layout == Layout::nchw), true);

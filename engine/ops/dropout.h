@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/core/hd.h"
+#include "engine/ops/broadcast.h"
 
 namespace mixlab {
 
@@ -48,6 +50,20 @@ MIXLAB_HD DropoutMask make_dropout_mask(double rate, std::uint64_t seed, int lay
   m.threshold = keep >= 1.0 ? 0xffffffffu : static_cast<std::uint32_t>(keep * 4294967296.0);
   m.keep_scale = static_cast<float>(1.0 / keep);
   return m;
+}
+
+// Keras's noise_shape (with the batch; -1 for None, empty for none) over a tensor of `dims`
+// (with the batch): the mask is drawn per element of the noise shape and repeated along its
+// axes of 1, so that mask element noise.input_index(i) decides element i ([None, 1, 1, 1]:
+// whole samples, EfficientNet's stochastic depth). Shape inference has checked it.
+inline Broadcast dropout_noise(const std::vector<std::int64_t>& noise_shape,
+                               const std::vector<std::int64_t>& dims) {
+  if (noise_shape.empty()) return {};
+  std::vector<std::int64_t> noise = dims;
+  for (std::size_t d = 0; d < noise.size() && d < noise_shape.size(); ++d) {
+    if (noise_shape[d] == 1) noise[d] = 1;
+  }
+  return broadcast_of(noise, dims);
 }
 
 }  // namespace mixlab

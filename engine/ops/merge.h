@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/core/hd.h"
+#include "engine/ops/broadcast.h"
 #include "engine/plan/execution_plan.h"
 
 namespace mixlab {

@@ -56,6 +56,16 @@ std::string layer_summary(const LayerSpec& layer) {
       break;
     case LayerType::Dropout:
       parts.push_back(number(layer.rate));
+      if (!layer.noise_shape.empty()) {
+        std::string noise = "noise (";
+        for (std::size_t d = 0; d < layer.noise_shape.size(); ++d) {
+          if (d > 0) noise += ", ";
+          noise +=
+              layer.noise_shape[d] < 0 ? std::string("None") : std::to_string(layer.noise_shape[d]);
+        }
+        noise += ")";
+        parts.push_back(std::move(noise));
+      }
       break;
     case LayerType::Activation:
       parts.emplace_back(to_string(layer.activation));

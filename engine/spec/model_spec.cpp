@@ -69,7 +69,7 @@ std::span<const std::string_view> type_fields(LayerType type) {
   static constexpr std::array<std::string_view, 6> conv = {"filters", "kernel_size", "strides",
                                                            "padding", "activation",  "use_bias"};
   static constexpr std::array<std::string_view, 3> pool = {"pool_size", "strides", "padding"};
-  static constexpr std::array<std::string_view, 1> dropout = {"rate"};
+  static constexpr std::array<std::string_view, 2> dropout = {"rate", "noise_shape"};
   static constexpr std::array<std::string_view, 1> activation = {"activation"};
   static constexpr std::array<std::string_view, 2> rescaling = {"scale", "offset"};
   static constexpr std::array<std::string_view, 1> concatenate = {"axis"};
@@ -394,6 +394,17 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
       break;
     case LayerType::Dropout:
       layer.rate = in.get_number("rate", in.require("rate"));
+      if (const json* v = in.find("noise_shape"); v != nullptr && !v->is_null()) {
+        if (!v->is_array() || v->empty() || v->size() > 4) {
+          in.fail_type("noise_shape", "null or an array of 2 to 4 sizes or nulls", *v);
+        }
+        for (const json& d : *v) {
+          if (!d.is_null() && !d.is_number()) {
+            in.fail_type("noise_shape", "null or an array of 2 to 4 sizes or nulls", *v);
+          }
+          layer.noise_shape.push_back(d.is_null() ? -1 : in.get_int("noise_shape", d));
+        }
+      }
       break;
     case LayerType::Activation:
       layer.activation = in.get_enum("activation", in.require("activation"), kActivations);

@@ -160,6 +160,9 @@ struct LayerSpec {
   std::vector<double> variance;
   // Dropout (required; 0 <= rate < 1)
   double rate = 0.0;
+  // Dropout: Keras's noise_shape, with the batch: -1 (None) for an axis the mask varies along,
+  // 1 for one it is repeated along ([None, 1, 1, 1]: whole samples); empty: Keras's None.
+  std::vector<std::int64_t> noise_shape;
   // Rescaling: y = x * scale + offset (scale required)
   double scale = 1.0;
   double offset = 0.0;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/spec/json_text.h"
 #include "engine/spec/layer_checks.h"
 #include "engine/spec/model_spec.h"
 
@@ -72,6 +73,7 @@ ordered_json layer_json(const LayerSpec& layer) {
       break;
     case LayerType::Dropout:
       j["rate"] = layer.rate;
+      if (!layer.noise_shape.empty()) j["noise_shape"] = noise_shape_json(layer.noise_shape);
       break;
     case LayerType::Activation:
       j["activation"] = to_string(layer.activation);

@@ -178,23 +178,31 @@ std::string merge_words(const ModelSpec& spec, LayerType type, const LayerInfo& 
   }
 }
 
-// Output shape and FLOPs of a merge (Keras: elementwise merges take inputs of one shape;
-// Concatenate inputs that agree but on the axis).
+// Output shape and FLOPs of a merge (Keras: elementwise merges take inputs of one rank whose
+// axes agree or are 1, which broadcasts; Concatenate inputs that agree but on the axis).
 void infer_merge(const ModelSpec& spec, const LayerSpec& layer, LayerInfo& info, const Counter& c,
                  const std::string& where) {
   const Shape& first = info.input_shapes.front();
   const auto k = static_cast<std::int64_t>(info.input_shapes.size());
   if (layer.type != LayerType::Concatenate) {
+    info.output_shape = first;
     for (std::size_t i = 1; i < info.input_shapes.size(); ++i) {
-      if (info.input_shapes[i] != first) {
+      const Shape& other = info.input_shapes[i];
+      bool agree = other.size() == first.size();
+      for (std::size_t d = 0; agree && d < first.size(); ++d) {
+        Shape::value_type& out = info.output_shape[d];
+        agree = other[d] == out || other[d] == 1 || out == 1;
+        out = std::max(out, other[d]);
+      }
+      if (!agree) {
         throw SpecError(where + merge_words(spec, layer.type, info, 0, static_cast<int>(i)) +
-                            ": its inputs must have one shape",
+                            ": its inputs must have one shape, or 1 on the axes where they "
+                            "differ (broadcast)",
                         info.index);
       }
     }
-    info.output_shape = first;
     const std::int64_t per_element = layer.type == LayerType::Average ? k : k - 1;
-    info.flops = c.mul(c.elements(first), per_element);
+    info.flops = c.mul(c.elements(info.output_shape), per_element);
     return;
   }
   const auto rank = static_cast<int>(first.size());
@@ -294,6 +302,27 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
     case LayerType::Dropout:
       info.output_shape = input;
       info.flops = in_elements;
+      if (!layer.noise_shape.empty()) {
+        // With the batch: None (-1) or the axis's size draws along it, 1 repeats along it.
+        bool fits = layer.noise_shape.size() == input.size() + 1 &&
+                    (layer.noise_shape[0] == -1 || layer.noise_shape[0] == 1);
+        for (std::size_t d = 1; fits && d < layer.noise_shape.size(); ++d) {
+          const std::int64_t n = layer.noise_shape[d];
+          fits = n == -1 || n == 1 || n == input[d - 1];
+        }
+        if (!fits) {
+          std::string noise;
+          for (const std::int64_t n : layer.noise_shape) {
+            noise += noise.empty() ? "[" : ", ";
+            noise += n < 0 ? std::string("null") : std::to_string(n);
+          }
+          throw SpecError(where + "noise_shape " + noise + "] does not fit its input " +
+                              format_shape(input) +
+                              " (with the batch first: null or the axis's size to draw a mask "
+                              "value along an axis, 1 to repeat it)",
+                          info.index);
+        }
+      }
       break;
     case LayerType::Activation:
       info.output_shape = input;

@@ -80,6 +80,22 @@ class KerasNormalization(nn.Module):
         return (x - self.mean) / torch.clamp(torch.sqrt(self.variance), min=1e-7)
 
 
+class NoiseDropout(nn.Module):
+    """Keras's Dropout with a noise_shape (in Keras's order, the batch first): one mask value
+    per element of the noise shape (None: the input's size), repeated along its axes of 1."""
+
+    def __init__(self, rate, noise_shape):
+        super().__init__()
+        self.rate, self.noise_shape = rate, noise_shape
+
+    def forward(self, x):
+        if not self.training or self.rate == 0:
+            return x
+        shape = [x.shape[d] if n is None else n for d, n in enumerate(self.noise_shape)]
+        keep = torch.bernoulli(torch.full(shape, 1.0 - self.rate, device=x.device, dtype=x.dtype))
+        return x * keep / (1.0 - self.rate)
+
+
 class Merge(nn.Module):
     """Keras's merge layers, on tensors in Keras's layout (NHWC or flat); axis counts the batch."""
 

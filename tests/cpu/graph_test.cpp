@@ -13,6 +13,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/op_access.h"
+#include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/spec/shape_inference.h"
 #include "engine/train/trainer.h"
@@ -113,29 +114,38 @@ std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, Policy policy, boo
   return backend->compile(spec, infer_shapes(spec, policy), options);
 }
 
-class CpuMerge : public ::testing::TestWithParam<LayerType> {};
+using Reference = std::function<std::vector<double>(const std::vector<double>&)>;
 
-TEST_P(CpuMerge, Float32MatchesFloat64AndFiniteDifferences) {
-  const LayerType type = GetParam();
-  std::mt19937_64 rng(7);
+// `spec` in float32 on a batch of `inputs` random values: its output against `reference`, and
+// (both branches read the batch, so its gradient is the sum of both through the merge) the
+// input gradient against the reference's finite differences.
+void expect_merge_matches(const ModelSpec& spec, std::size_t inputs, const Reference& reference,
+                          std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1.5, 1.5);
-  std::vector<double> x(kBatch * kFeatures), dy;
+  std::vector<double> x(inputs), dy;
   for (double& v : x) v = u(rng);
-  const auto exec = compile(merge_model(type), Policy::float32, true);
+  const auto exec = compile(spec, Policy::float32, true);
   const std::vector<std::int32_t> labels(kBatch, 0);
   exec->load_batch(floats(x), labels, kBatch);
   OpAccess& ops = exec->ops();
   ops.forward(Phase::train, 1);
-  const std::vector<double> want = reference_forward(type, x);
+  const std::vector<double> want = reference(x);
   expect_close(ops.read_output(), want, 1e-6, "forward");
   for (std::size_t i = 0; i < want.size(); ++i) dy.push_back(u(rng));
   ops.set_output_gradient(floats(dy));
   ops.backward();
-  // Both branches read the batch: its gradient is the sum of both, through the merge.
-  expect_close(ops.read_input_gradient(),
-               finite_difference(
-                   x, dy, [&](const auto& v) { return reference_forward(type, v); }, 1e-4),
-               1e-4, "input gradient");
+  expect_close(ops.read_input_gradient(), finite_difference(x, dy, reference, 1e-4), 1e-4,
+               "input gradient");
+}
+
+class CpuMerge : public ::testing::TestWithParam<LayerType> {};
+
+TEST_P(CpuMerge, Float32MatchesFloat64AndFiniteDifferences) {
+  const LayerType type = GetParam();
+  expect_merge_matches(
+      merge_model(type), kBatch * kFeatures,
+      [&](const auto& v) { return reference_forward(type, v); }, 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Merges, CpuMerge,
@@ -143,6 +153,87 @@ INSTANTIATE_TEST_SUITE_P(Merges, CpuMerge,
                                            LayerType::Average, LayerType::Maximum,
                                            LayerType::Concatenate),
                          [](const auto& info) { return std::string(to_string(info.param)); });
+
+// Keras's broadcasting (EfficientNet's squeeze-and-excitation): a = 0.5 x + 1 of 2x3x4 and
+// s = x's per-channel mean kept as 1x1x4, merged by the type either way round; the gradient of
+// s sums over the positions that read it.
+struct BroadcastCase {
+  LayerType type;
+  bool small_first;
+};
+
+constexpr std::int64_t kH = 2, kW = 3, kC = 4;
+
+ModelSpec broadcast_model(const BroadcastCase& c) {
+  ModelSpec spec;
+  spec.name = "broadcast";
+  spec.input_shape = {kH, kW, kC};
+  const std::vector<std::string> order =
+      c.small_first ? std::vector<std::string>{"s", "a"} : std::vector<std::string>{"a", "s"};
+  spec.layers = {named(rescaling(0.5, 1.0), "a", {"input"}),
+                 named(global_pool(LayerType::GlobalAveragePooling2D, true), "s", {"input"}),
+                 named(merge(c.type, order), "m"), simple(LayerType::Flatten)};
+  return spec;
+}
+
+std::vector<double> reference_broadcast(const BroadcastCase& c, const std::vector<double>& x) {
+  std::vector<double> y;
+  const std::int64_t per = kH * kW * kC;
+  for (std::int64_t r = 0; r < kBatch; ++r) {
+    std::vector<double> s(kC, 0.0);
+    for (std::int64_t p = 0; p < kH * kW; ++p)
+      for (std::int64_t ch = 0; ch < kC; ++ch)
+        s[ch] += x[static_cast<std::size_t>(r * per + p * kC + ch)] / (kH * kW);
+    for (std::int64_t p = 0; p < kH * kW; ++p)
+      for (std::int64_t ch = 0; ch < kC; ++ch) {
+        const double a = 0.5 * x[static_cast<std::size_t>(r * per + p * kC + ch)] + 1.0;
+        y.push_back(c.small_first ? reference_merge(c.type, s[ch], a)
+                                  : reference_merge(c.type, a, s[ch]));
+      }
+  }
+  return y;
+}
+
+class CpuBroadcastMerge : public ::testing::TestWithParam<BroadcastCase> {};
+
+TEST_P(CpuBroadcastMerge, Float32MatchesFloat64AndFiniteDifferences) {
+  const BroadcastCase c = GetParam();
+  const ModelSpec spec = broadcast_model(c);
+  EXPECT_EQ(infer_shapes(spec).layers[2].output_shape, (Shape{kH, kW, kC}));
+  expect_merge_matches(
+      spec, static_cast<std::size_t>(kBatch * kH * kW * kC),
+      [&](const auto& v) { return reference_broadcast(c, v); }, 11);
+}
+
+INSTANTIATE_TEST_SUITE_P(Merges, CpuBroadcastMerge,
+                         ::testing::Values(BroadcastCase{LayerType::Multiply, false},
+                                           BroadcastCase{LayerType::Multiply, true},
+                                           BroadcastCase{LayerType::Add, true},
+                                           BroadcastCase{LayerType::Subtract, true},
+                                           BroadcastCase{LayerType::Average, false},
+                                           BroadcastCase{LayerType::Maximum, false}),
+                         [](const auto& info) {
+                           return std::string(to_string(info.param.type)) +
+                                  (info.param.small_first ? "SmallFirst" : "SmallSecond");
+                         });
+
+// Shapes that do not broadcast are refused with both named.
+TEST(CpuBroadcastMerge, MismatchedAxesAreRefusedByName) {
+  ModelSpec spec;
+  spec.name = "mismatch";
+  spec.input_shape = {kH, kW, kC};
+  spec.layers = {named(rescaling(0.5), "a", {"input"}),
+                 named(conv(3, {1, 1}, {1, 1}, Padding::valid), "b", {"input"}),
+                 named(merge(LayerType::Multiply, {"a", "b"}), "m")};
+  try {
+    infer_shapes(spec);
+    FAIL() << "2x3x4 times 2x3x3 was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("multiplies 2x3x4 from 'a' by 2x3x3 from 'b'"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 // input 6 -> h1 (8, tanh) -> h2 (8, tanh) -> add(h1, h2) -> out (3): h1 is read by h2 and by
 // the add, so its gradient is the sum of both readers'.

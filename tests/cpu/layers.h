@@ -70,6 +70,12 @@ inline LayerSpec dropout(double rate) {
 }
 
 // A layer named `name` (graph models), reading `inputs` when given (else what it read).
+inline LayerSpec noise_dropout(double rate, std::vector<std::int64_t> noise_shape) {
+  LayerSpec l = dropout(rate);
+  l.noise_shape = std::move(noise_shape);
+  return l;
+}
+
 inline LayerSpec relu(double max_value, double negative_slope = 0.0, double threshold = 0.0) {
   LayerSpec l;
   l.type = LayerType::ReLU;

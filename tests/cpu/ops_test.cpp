@@ -99,6 +99,9 @@ std::vector<OpCase> cases() {
       {"NormalizationScalar", {5}, normalization({0.75}, {2.5})},
       {"NormalizationIdentity", {2, 2, 3}, normalization({}, {})},
       {"Dropout", {40}, drop},
+      // Keras's noise_shape: whole samples (EfficientNet's stochastic depth), and whole channels.
+      {"DropoutPerSample", {2, 3, 4}, noise_dropout(0.5, {-1, 1, 1, 1})},
+      {"DropoutPerChannel", {2, 3, 4}, noise_dropout(0.5, {-1, 1, 1, -1})},
       {"Flatten", {2, 3, 4}, simple(LayerType::Flatten)},
       {"ReshapeToImage", {24}, reshape({2, -1, 4})},
       {"ReshapeImage", {2, 3, 4}, reshape({4, 6})},
@@ -155,7 +158,8 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
       return y;
     }
     case LayerType::Dropout:
-      return reference::dropout(x, l.rate, kSeed, 0, kStep);
+      return reference::dropout(x, l.rate, kSeed, 0, kStep, l.noise_shape, kBatch,
+                                info.input_shape);
     case LayerType::Flatten:
     case LayerType::Reshape:
       return x;

@@ -234,10 +234,34 @@ inline Vec global_pool(const Vec& x, std::int64_t n, const LayerSpec& spec, cons
   return y;
 }
 
-inline Vec dropout(const Vec& x, double rate, std::uint64_t seed, int layer, std::uint64_t step) {
+// With Keras's noise_shape over a batch of `batch` samples of `shape`: the mask element of x[i]
+// is its index in the noise shape (its coordinate 0 on the axes where noise_shape is 1).
+inline Vec dropout(const Vec& x, double rate, std::uint64_t seed, int layer, std::uint64_t step,
+                   const std::vector<std::int64_t>& noise_shape = {}, std::int64_t batch = 0,
+                   const Shape& shape = {}) {
   const DropoutMask mask = make_dropout_mask(rate, seed, layer, step);
+  Shape dims{batch};
+  dims.insert(dims.end(), shape.begin(), shape.end());
   Vec y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * mask.factor(i);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint64_t m = i;
+    if (!noise_shape.empty()) {
+      // Coordinates, last axis fastest; then the index in the noise shape's own row-major order.
+      std::vector<std::int64_t> coord(dims.size());
+      std::int64_t rest = static_cast<std::int64_t>(i);
+      for (std::size_t d = dims.size(); d-- > 0;) {
+        coord[d] = rest % dims[d];
+        rest /= dims[d];
+      }
+      m = 0;
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        const std::int64_t extent = noise_shape[d] == 1 ? 1 : dims[d];
+        m = m * static_cast<std::uint64_t>(extent) +
+            static_cast<std::uint64_t>(noise_shape[d] == 1 ? 0 : coord[d]);
+      }
+    }
+    y[i] = x[i] * mask.factor(m);
+  }
   return y;
 }
 

@@ -16,9 +16,9 @@ Runs inside the venv of scripts/keras-env.sh (Keras 3 on JAX's CPU backend), dri
              guide (GlobalAveragePooling2D): the Keras JSON export builds in Keras and Keras's
              to_json() of it imports back alike; parameters, shapes, forward and the train
              checks of each .keras archive
-  applications  keras.applications MobileNetV2, ResNet50 and DenseNet121 (weights=None,
-             32x32x3) and keras.io's small Xception (SeparableConv2D): parameters (trainable and
-             not) and predict in inference mode, to 1e-4
+  applications  keras.applications MobileNetV2, ResNet50, DenseNet121 and EfficientNetB0
+             (weights=None, 32x32x3) and keras.io's small Xception (SeparableConv2D): parameters
+             (trainable and not) and predict in inference mode, to 1e-4
   names      a .keras archive whose layers carry their own names (not the class-based names
              under which Keras files their weights) imports with its weights
   tfkeras    a hand-written tf.keras 2.x JSON file (fixtures/) imports, with its policy
@@ -489,7 +489,7 @@ def part_torch_forward(cli, source, work, torch_python):
     """The exported PyTorch script's model, given Keras's weights, computes Keras's outputs: its
     NHWC/NCHW switches, paddings and Flatten order are Keras's (float32, 1e-5 relative)."""
     specs = [builtin_spec(source, "fashion-cnn"), forward_models(source)[3][0], LAYOUTS_SPEC,
-             GRAPH_SPEC, BN_NET_SPEC, SEPARABLE_SPEC]
+             GRAPH_SPEC, BN_NET_SPEC, SEPARABLE_SPEC, SQUEEZE_EXCITE_SPEC]
     for spec in specs:
         with attempt(f"PyTorch export {spec['name']}"):
             name = spec["name"]
@@ -709,6 +709,27 @@ SEPARABLE_SPEC = {
 }
 
 
+# EfficientNet's block end (issue 27): squeeze-and-excitation (a Multiply of 8x8x8 by its 1x1x8
+# gate, broadcast) and stochastic depth (Dropout with noise_shape [None, 1, 1, 1]) before the
+# residual Add. In the PyTorch export forward check (the Dropout is the identity there).
+SQUEEZE_EXCITE_SPEC = {
+    "name": "squeeze-excite", "input": {"shape": [8, 8, 3]}, "loss": "sparse_categorical_crossentropy",
+    "layers": [
+        {"type": "Rescaling", "scale": 0.00392156862745098, "name": "scale"},
+        {"type": "Conv2D", "filters": 8, "kernel_size": 3, "padding": "same", "activation": "silu",
+         "name": "c"},
+        {"type": "GlobalAveragePooling2D", "keepdims": True, "name": "squeeze"},
+        {"type": "Conv2D", "filters": 2, "kernel_size": 1, "activation": "silu", "name": "reduce"},
+        {"type": "Conv2D", "filters": 8, "kernel_size": 1, "activation": "sigmoid", "name": "expand"},
+        {"type": "Multiply", "inputs": ["c", "expand"], "name": "excite"},
+        {"type": "Dropout", "rate": 0.2, "noise_shape": [None, 1, 1, 1], "name": "drop"},
+        {"type": "Add", "inputs": ["drop", "c"], "name": "add"},
+        {"type": "GlobalAveragePooling2D"},
+        {"type": "Dense", "units": 10, "activation": "softmax"},
+    ],
+}
+
+
 def part_graphs(cli, work, batch, policies):
     for spec, train_spec in ((GRAPH_SPEC, GRAPH_SPEC),
                              (TOY_RESNET_SPEC, reduced(TOY_RESNET_SPEC, "toy-resnet-nodrop", drop_dropout=True)),
@@ -762,7 +783,10 @@ def graph_checks(cli, work, spec, train_spec, batch, policies):
 # keras.applications models with weights=None, 32x32x3 inputs and 10 classes (issue 27): each
 # imports from its .keras archive with Keras's parameter counts (trainable and not) and predicts
 # what Keras predicts in inference mode (BatchNormalization's moving statistics seeded).
-APPLICATIONS = ("MobileNetV2", "ResNet50", "DenseNet121", "xception-small")
+# EfficientNetB0 adds squeeze-and-excitation (a Multiply of HxWxC by 1x1xC, broadcast) and
+# stochastic depth (Dropout with noise_shape [None, 1, 1, 1]); its Normalization's mean, variance
+# and count are Keras's weights and MixLab's constants (normalization_adapted below).
+APPLICATIONS = ("MobileNetV2", "ResNet50", "DenseNet121", "xception-small", "EfficientNetB0")
 APPLICATIONS_RTOL = 1e-4
 
 
@@ -812,11 +836,13 @@ def part_applications(cli, work, batch):
             model.save(path)
             info = cli.json("inspect", path, "--json")
             non_trainable = sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
-            check(model.count_params() == info["params_total"] and
-                  non_trainable == info["non_trainable_params"],
+            constants = sum(int(np.prod(w.shape)) for l in model.layers
+                            if isinstance(l, keras.layers.Normalization) for w in l.weights)
+            check(model.count_params() - constants == info["params_total"] and
+                  non_trainable - constants == info["non_trainable_params"],
                   f"applications {name}: Keras counts {model.count_params()} parameters "
-                  f"({non_trainable} non-trainable), MixLab {info['params_total']} "
-                  f"({info['non_trainable_params']})")
+                  f"({non_trainable} non-trainable, {constants} of them Normalization's "
+                  f"constants), MixLab {info['params_total']} ({info['non_trainable_params']})")
             # Raw pixels 0..3 (no Rescaling layer): the applications expect preprocessed inputs.
             spec = {"name": name, "input": {"shape": [32, 32, 3]},
                     "layers": [{"type": "Dense", "units": 10}]}

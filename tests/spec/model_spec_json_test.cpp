@@ -13,6 +13,7 @@
 
 #include "engine/core/error.h"
 #include "engine/spec/model_spec.h"
+#include "engine/spec/shape_inference.h"
 #include "tests/spec/example_specs.h"
 
 namespace mixlab {
@@ -110,6 +111,27 @@ TEST(ModelJson, PoolingStridesWrittenOnlyWhenNotThePoolSize) {
   spec.layers[0].strides = {2, 2};  // equal to the default pool size, but not to this pool's
   EXPECT_NE(to_json(spec).find("\"strides\": 2"), std::string::npos) << to_json(spec);
   expect_round_trip(spec);
+}
+
+// Keras's noise_shape: null for None, written back so, and checked against the input.
+TEST(ModelJson, DropoutNoiseShapeRoundTripsAndMustFitItsInput) {
+  const ModelSpec spec = parse_model_json(R"({"input": {"shape": [4, 4, 3]}, "layers": [
+      {"type": "Dropout", "rate": 0.2, "noise_shape": [null, 1, 1, 1]},
+      {"type": "Flatten"}, {"type": "Dense", "units": 2}]})");
+  EXPECT_EQ(spec.layers[0].noise_shape, (std::vector<std::int64_t>{-1, 1, 1, 1}));
+  EXPECT_NE(to_json(spec).find(R"("noise_shape": [null, 1, 1, 1])"), std::string::npos)
+      << to_json(spec);
+  expect_round_trip(spec);
+  ModelSpec wrong = spec;
+  wrong.layers[0].noise_shape = {-1, 1, 2};
+  try {
+    infer_shapes(wrong);
+    FAIL() << "noise_shape [null, 1, 2] accepted for 4x4x3";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("noise_shape [null, 1, 2] does not fit its input 4x4x3"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ModelJson, ExampleModelsRoundTrip) {

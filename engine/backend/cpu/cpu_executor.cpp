@@ -119,7 +119,7 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           made = std::make_unique<NormalizationNode>(li, layer, info, node.out_dtype, s);
           break;
         case PlanOp::dropout:
-          made = std::make_unique<DropoutNode>(li, layer.rate, s);
+          made = std::make_unique<DropoutNode>(li, layer.rate, s, layer.noise_shape);
           break;
         case PlanOp::merge:
           made = std::make_unique<MergeNode>(li, node, s);

@@ -193,7 +193,9 @@ void NormalizationNode::backward(CpuContext&, const Tensor&, const Tensor&, cons
   map1(dy, *dx, [=](float g, std::int64_t i) { return g / divisor[i % channels]; });
 }
 
-DropoutNode::DropoutNode(int layer_index, double rate, Storage storage) : rate_(rate) {
+DropoutNode::DropoutNode(int layer_index, double rate, Storage storage,
+                         std::vector<std::int64_t> noise_shape)
+    : rate_(rate), noise_shape_(std::move(noise_shape)) {
   layer = layer_index;
   label = "Dropout";
   out_storage = storage;
@@ -208,8 +210,10 @@ void DropoutNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Pha
     return;
   }
   const DropoutMask mask = make_dropout_mask(rate_, ctx.seed, layer, step);
-  map1(x, y,
-       [mask](float v, std::int64_t i) { return v * mask.factor(static_cast<std::uint64_t>(i)); });
+  const Broadcast noise = dropout_noise(noise_shape_, x.dims);
+  map1(x, y, [mask, noise](float v, std::int64_t i) {
+    return v * mask.factor(static_cast<std::uint64_t>(noise.input_index(i)));
+  });
 }
 
 void DropoutNode::backward(CpuContext& ctx, const Tensor&, const Tensor&, const Tensor& dy,
@@ -220,8 +224,10 @@ void DropoutNode::backward(CpuContext& ctx, const Tensor&, const Tensor&, const 
     return;
   }
   const DropoutMask mask = make_dropout_mask(rate_, ctx.seed, layer, step_);
-  map1(dy, *dx,
-       [mask](float g, std::int64_t i) { return g * mask.factor(static_cast<std::uint64_t>(i)); });
+  const Broadcast noise = dropout_noise(noise_shape_, dy.dims);
+  map1(dy, *dx, [mask, noise](float g, std::int64_t i) {
+    return g * mask.factor(static_cast<std::uint64_t>(noise.input_index(i)));
+  });
 }
 
 ZeroPaddingNode::ZeroPaddingNode(int layer_index, const LayerInfo& info, Storage storage)

@@ -3,7 +3,9 @@
 // Keras layer boundary costs no extra pass. Their math is engine/ops/, shared with CUDA.
 #pragma once
 
+#include <vector>
 #include "engine/backend/cpu/cpu_node.h"
+
 #include "engine/ops/activation.h"
 #include "engine/ops/normalization.h"
 
@@ -59,10 +61,12 @@ class RescalingNode : public CpuNode {
   float scale_, offset_;
 };
 
-// Inverted dropout; the mask is recomputed in backward from (seed, layer, step).
+// Inverted dropout; the mask is recomputed in backward from (seed, layer, step). `noise_shape`:
+// Keras's (engine/ops/dropout.h's dropout_noise).
 class DropoutNode : public CpuNode {
  public:
-  DropoutNode(int layer_index, double rate, Storage storage);
+  DropoutNode(int layer_index, double rate, Storage storage,
+              std::vector<std::int64_t> noise_shape = {});
   void forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Phase phase,
                std::uint64_t step) override;
   void backward(CpuContext& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -70,6 +74,7 @@ class DropoutNode : public CpuNode {
 
  private:
   double rate_;
+  std::vector<std::int64_t> noise_shape_;
   std::uint64_t step_ = 0;  // of the last training forward
   bool trained_ = false;    // the last forward applied the mask
 };

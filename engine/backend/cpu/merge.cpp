@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/merge.h"
 
 #include <stdexcept>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/ops/merge.h"
@@ -14,6 +15,17 @@ namespace {
 struct ConcatLayout {
   std::int64_t outer = 1, inner = 1, out_axis = 0;
 };
+
+// Each input's broadcast into the output (rank 0: none), and whether any input has one.
+std::vector<Broadcast> broadcasts(std::span<const Tensor* const> xs, const Tensor& y, bool* any) {
+  std::vector<Broadcast> b;
+  *any = false;
+  for (const Tensor* x : xs) {
+    b.push_back(broadcast_of(x->dims, y.dims));
+    *any = *any || b.back().rank != 0;
+  }
+  return b;
+}
 
 ConcatLayout concat_layout(const Shape& out, int axis, std::int64_t batch) {
   ConcatLayout l;
@@ -68,12 +80,26 @@ void MergeNode::forward_inputs(std::span<const Tensor* const> xs, const Tensor& 
     return;
   }
   const std::int64_t n = y.elements();
+  bool broadcast = false;
+  const std::vector<Broadcast> b = broadcasts(xs, y, &broadcast);
   with_storage(y.storage, [&](auto s) {
+    if (!broadcast) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t e = 0; e < n; ++e) {
+        float acc = 0.0f;
+        for (int i = 0; i < count; ++i) {
+          acc = merge_step(op_, acc, load<s()>(xs[static_cast<std::size_t>(i)]->data, e), i, count);
+        }
+        store<s()>(y.data, e, acc);
+      }
+      return;
+    }
 #pragma omp parallel for schedule(static)
     for (std::int64_t e = 0; e < n; ++e) {
       float acc = 0.0f;
       for (int i = 0; i < count; ++i) {
-        acc = merge_step(op_, acc, load<s()>(xs[static_cast<std::size_t>(i)]->data, e), i, count);
+        const auto k = static_cast<std::size_t>(i);
+        acc = merge_step(op_, acc, load<s()>(xs[k]->data, b[k].input_index(e)), i, count);
       }
       store<s()>(y.data, e, acc);
     }
@@ -105,30 +131,47 @@ void MergeNode::backward_input(std::span<const Tensor* const> xs, const Tensor& 
     return;
   }
   const std::int64_t n = dx.elements();
+  bool broadcast = false;
+  const std::vector<Broadcast> b = broadcasts(xs, y, &broadcast);
   with_storage(dy.storage, [&](auto sd) {
     with_storage(y.storage, [&](auto s) {
       with_storage(dx.storage, [&](auto so) {
-#pragma omp parallel for schedule(static)
-        for (std::int64_t e = 0; e < n; ++e) {
+        // Input i's gradient from output element e (each input read where e reads it).
+        const auto gradient = [&](std::int64_t e) {
+          const auto at = [&](int j) {
+            const auto k = static_cast<std::size_t>(j);
+            return load<s()>(xs[k]->data, b[k].input_index(e));
+          };
           const float g = load<sd()>(dy.data, e);
-          float v = 0.0f;
           if (op_ == MergeOp::multiply) {
-            v = g;
+            float v = g;
             for (int j = 0; j < count; ++j) {
-              if (j != i)
-                v = multiply_grad_step(v, load<s()>(xs[static_cast<std::size_t>(j)]->data, e));
+              if (j != i) v = multiply_grad_step(v, at(j));
             }
-          } else if (op_ == MergeOp::maximum) {
+            return v;
+          }
+          if (op_ == MergeOp::maximum) {
             const float best = load<s()>(y.data, e);
             bool first = true;
-            for (int j = 0; j < i; ++j) {
-              first = first && load<s()>(xs[static_cast<std::size_t>(j)]->data, e) != best;
-            }
-            v = maximum_grad(g, load<s()>(xs[static_cast<std::size_t>(i)]->data, e), best, first);
-          } else {
-            v = merge_grad_linear(op_, g, i, count);
+            for (int j = 0; j < i; ++j) first = first && at(j) != best;
+            return maximum_grad(g, at(i), best, first);
           }
-          store<so()>(dx.data, e, v);
+          return merge_grad_linear(op_, g, i, count);
+        };
+        const Broadcast& mine = b[static_cast<std::size_t>(i)];
+        if (mine.rank == 0) {
+#pragma omp parallel for schedule(static)
+          for (std::int64_t e = 0; e < n; ++e) store<so()>(dx.data, e, gradient(e));
+          return;
+        }
+        // A broadcast input: the sum, in float32, over the output elements that read each of
+        // its elements (TensorFlow's reduce_sum over the broadcast axes).
+        const std::int64_t fan = mine.fan();
+#pragma omp parallel for schedule(static)
+        for (std::int64_t j = 0; j < n; ++j) {
+          float sum = 0.0f;
+          for (std::int64_t k = 0; k < fan; ++k) sum += gradient(mine.output_index(j, k));
+          store<so()>(dx.data, j, sum);
         }
       });
     });

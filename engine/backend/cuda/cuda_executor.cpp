@@ -191,7 +191,8 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           made = std::make_unique<NormalizationNode>(node.layer, layer, info, dtype, node.label);
           break;
         case PlanOp::dropout:
-          made = std::make_unique<DropoutNode>(node.layer, layer.rate, dtype, node.label);
+          made = std::make_unique<DropoutNode>(node.layer, layer.rate, dtype, node.label,
+                                               layer.noise_shape);
           break;
         case PlanOp::merge:
           made = std::make_unique<MergeNode>(node, dtype);

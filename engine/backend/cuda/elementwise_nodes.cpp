@@ -1,6 +1,7 @@
 #include "engine/backend/cuda/elementwise_nodes.h"
 
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/ops/dropout.h"
 
 namespace mixlab::cuda {
 
@@ -79,15 +80,15 @@ void NormalizationNode::backward(CudaContext& ctx, const DTensor&, const DTensor
 
 void DropoutNode::forward(CudaContext& ctx, const DTensor& x, const DTensor& y) {
   kernels::dropout(x.data, y.data, y.dtype, x.elements(), rate_, ctx.seed, layer, ctx.params,
-                   ctx.stream);
+                   ctx.stream, dropout_noise(noise_shape_, x.dims));
 }
 
 void DropoutNode::backward(CudaContext& ctx, const DTensor&, const DTensor&, const DTensor& dy,
                            const DTensor* dx) {
   // The same mask: same seed, layer and step (still in the step's parameters).
   if (dx) {
-    kernels::dropout(dy.data, dx->data, dy.dtype, dy.elements(), rate_, ctx.seed, layer,
-                     ctx.params, ctx.stream);
+    kernels::dropout(dy.data, dx->data, dy.dtype, dy.elements(), rate_, ctx.seed, layer, ctx.params,
+                     ctx.stream, dropout_noise(noise_shape_, dy.dims));
   }
 }
 

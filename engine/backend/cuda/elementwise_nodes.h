@@ -58,16 +58,21 @@ class RescalingNode final : public CudaNode {
 };
 
 // engine/ops/dropout.h's counter-based mask for (seed, layer, step): backward recomputes it.
+// `noise_shape`: Keras's (dropout_noise).
 class DropoutNode final : public CudaNode {
  public:
-  DropoutNode(int layer, double rate, DType dtype, std::string label)
-      : CudaNode(layer, dtype, std::move(label)), rate_(rate) {}
+  DropoutNode(int layer, double rate, DType dtype, std::string label,
+              std::vector<std::int64_t> noise_shape = {})
+      : CudaNode(layer, dtype, std::move(label)),
+        rate_(rate),
+        noise_shape_(std::move(noise_shape)) {}
   void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
   void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
                 const DTensor* dx) override;
 
  private:
   double rate_;
+  std::vector<std::int64_t> noise_shape_;
 };
 
 // ZeroPadding2D: the input copied into the interior of its output, whose border stays zero

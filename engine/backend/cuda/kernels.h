@@ -16,8 +16,10 @@
 #include "engine/core/precision.h"
 #include "engine/ops/activation.h"
 #include "engine/ops/batch_norm.h"
+#include "engine/ops/broadcast.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/loss_scale.h"
+#include "engine/ops/merge.h"
 #include "engine/ops/optimizer.h"
 #include "engine/plan/execution_plan.h"
 #include "engine/spec/model_spec.h"
@@ -91,9 +93,10 @@ void scale_offset(const void* x, void* y, DType dtype, float scale, float offset
                   cudaStream_t stream);
 
 // Dropout with engine/ops/dropout.h's counter-based mask for (seed, layer, params->step):
-// y = x * mask.factor(i) when params->train, else y = x. Backward recomputes the mask.
+// y = x * mask.factor(noise.input_index(i)) when params->train, else y = x (noise: Keras's
+// noise_shape, dropout_noise; none by default). Backward recomputes the mask.
 void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, std::uint64_t seed,
-             int layer, const StepParams* params, cudaStream_t stream);
+             int layer, const StepParams* params, cudaStream_t stream, const Broadcast& noise = {});
 
 // y[r, c] += bias[c] for r < rows (bias in the same dtype): a float32 Conv2D's bias.
 void add_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int channels,
@@ -107,12 +110,16 @@ void fill_bias(void* y, const void* bias, DType dtype, std::int64_t rows, int ch
 // the inputs are read by Multiply and Maximum only). `relu`: an Add with the ReLU that reads
 // it fused (y = max(sum, 0) in one pass; backward passes dy where y > 0): the same values as
 // the two nodes, since rounding to the dtype keeps the sign.
+// `broadcasts` (count of them, or null: none) say how each input spreads over the output
+// (engine/ops/merge.h); n counts the output's elements forward, dx's backward (a broadcast
+// input's gradient sums over the output elements that read each of its elements).
 inline constexpr int kMaxMergeInputs = 8;
 void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
-                   std::int64_t n, cudaStream_t stream, bool relu = false);
+                   std::int64_t n, cudaStream_t stream, bool relu = false,
+                   const Broadcast* broadcasts = nullptr);
 void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y, const void* dy,
                     void* dx, int which, DType dtype, std::int64_t n, cudaStream_t stream,
-                    bool relu = false);
+                    bool relu = false, const Broadcast* broadcasts = nullptr);
 // dst += src: a gradient added to an earlier reader's (the tensor's dtype).
 void accumulate(const void* src, void* dst, DType dtype, std::int64_t n, cudaStream_t stream);
 // db[c] = sum over rows of dy[r, c], accumulated in float32 (overwrites db).

@@ -55,11 +55,12 @@ __global__ void channel_normalize_kernel(const T* x, T* y, const float* mean,
 
 template <class T>
 __global__ void dropout_kernel(const T* x, T* y, std::int64_t n, double rate, std::uint64_t seed,
-                               int layer, const StepParams* params) {
+                               int layer, const StepParams* params, Broadcast noise) {
   if (params->train) {
     const DropoutMask mask = mixlab::make_dropout_mask(rate, seed, layer, params->step);
     for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
-      y[i] = from_float<T>(to_float(x[i]) * mask.factor(static_cast<std::uint64_t>(i)));
+      const auto m = static_cast<std::uint64_t>(noise.input_index(i));
+      y[i] = from_float<T>(to_float(x[i]) * mask.factor(m));
     }
   } else {
     for (std::int64_t i = thread_index(); i < n; i += thread_stride()) y[i] = x[i];
@@ -190,7 +191,7 @@ void channel_normalize(const void* x, void* y, DType dtype, const float* mean,
 }
 
 void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, std::uint64_t seed,
-             int layer, const StepParams* params, cudaStream_t stream) {
+             int layer, const StepParams* params, cudaStream_t stream, const Broadcast& noise) {
   if (n <= 0) return;
   if (rate <= 0.0) {  // as the CPU: no mask at rate 0 (its threshold would drop 1 in 2^32)
     if (x != y) {
@@ -202,7 +203,7 @@ void dropout(const void* x, void* y, DType dtype, std::int64_t n, double rate, s
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     dropout_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), n, rate, seed, layer, params);
+        static_cast<const T*>(x), static_cast<T*>(y), n, rate, seed, layer, params, noise);
   });
   MIXLAB_CHECK_LAUNCH("dropout_kernel");
 }

@@ -16,13 +16,18 @@ using namespace detail;
 template <class T>
 struct Inputs {
   const T* p[kMaxMergeInputs];
+  Broadcast b[kMaxMergeInputs];
   int count;
+  __device__ float at(int i, std::int64_t e) const { return to_float(p[i][b[i].input_index(e)]); }
 };
 
 template <class T>
-Inputs<T> inputs_of(const void* const* inputs, int count) {
+Inputs<T> inputs_of(const void* const* inputs, int count, const Broadcast* broadcasts) {
   Inputs<T> in{};
-  for (int i = 0; i < count; ++i) in.p[i] = static_cast<const T*>(inputs[i]);
+  for (int i = 0; i < count; ++i) {
+    in.p[i] = static_cast<const T*>(inputs[i]);
+    if (broadcasts) in.b[i] = broadcasts[i];
+  }
   in.count = count;
   return in;
 }
@@ -31,31 +36,48 @@ template <class T>
 __global__ void merge_forward_kernel(MergeOp op, Inputs<T> in, T* y, std::int64_t n, bool relu) {
   for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
     float acc = 0.0f;
-    for (int i = 0; i < in.count; ++i) acc = merge_step(op, acc, to_float(in.p[i][e]), i, in.count);
+    for (int i = 0; i < in.count; ++i) acc = merge_step(op, acc, in.at(i, e), i, in.count);
     y[e] = from_float<T>(fused_relu(acc, relu));
   }
 }
 
+// Input `which`'s gradient from output element e.
+template <class T>
+__device__ float merge_gradient(MergeOp op, const Inputs<T>& in, const T* y, const T* dy,
+                                int which, std::int64_t e, bool relu) {
+  const float g = relu_gate(to_float(dy[e]), relu ? y : nullptr, e);
+  if (op == MergeOp::multiply) {
+    float v = g;
+    for (int j = 0; j < in.count; ++j) {
+      if (j != which) v = multiply_grad_step(v, in.at(j, e));
+    }
+    return v;
+  }
+  if (op == MergeOp::maximum) {
+    const float best = to_float(y[e]);
+    bool first = true;
+    for (int j = 0; j < which; ++j) first = first && in.at(j, e) != best;
+    return maximum_grad(g, in.at(which, e), best, first);
+  }
+  return merge_grad_linear(op, g, which, in.count);
+}
+
+// n: dx's elements. A broadcast input sums, in float32, over the output elements that read
+// each of its elements.
 template <class T>
 __global__ void merge_backward_kernel(MergeOp op, Inputs<T> in, const T* y, const T* dy, T* dx,
                                       int which, std::int64_t n, bool relu) {
-  for (std::int64_t e = thread_index(); e < n; e += thread_stride()) {
-    const float g = relu_gate(to_float(dy[e]), relu ? y : nullptr, e);
+  const Broadcast& mine = in.b[which];
+  const std::int64_t fan = mine.fan();
+  for (std::int64_t j = thread_index(); j < n; j += thread_stride()) {
     float v = 0.0f;
-    if (op == MergeOp::multiply) {
-      v = g;
-      for (int j = 0; j < in.count; ++j) {
-        if (j != which) v = multiply_grad_step(v, to_float(in.p[j][e]));
-      }
-    } else if (op == MergeOp::maximum) {
-      const float best = to_float(y[e]);
-      bool first = true;
-      for (int j = 0; j < which; ++j) first = first && to_float(in.p[j][e]) != best;
-      v = maximum_grad(g, to_float(in.p[which][e]), best, first);
+    if (mine.rank == 0) {
+      v = merge_gradient(op, in, y, dy, which, j, relu);
     } else {
-      v = merge_grad_linear(op, g, which, in.count);
+      for (std::int64_t k = 0; k < fan; ++k)
+        v += merge_gradient(op, in, y, dy, which, mine.output_index(j, k), relu);
     }
-    dx[e] = from_float<T>(v);
+    dx[j] = from_float<T>(v);
   }
 }
 
@@ -84,28 +106,29 @@ void check_relu(MergeOp op, bool relu) {
 }  // namespace
 
 void merge_forward(MergeOp op, const void* const* inputs, int count, void* y, DType dtype,
-                   std::int64_t n, cudaStream_t stream, bool relu) {
+                   std::int64_t n, cudaStream_t stream, bool relu,
+                   const Broadcast* broadcasts) {
   check_count(count);
   check_relu(op, relu);
   if (n <= 0) return;
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    merge_forward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(op, inputs_of<T>(inputs, count),
-                                                                static_cast<T*>(y), n, relu);
+    merge_forward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
+        op, inputs_of<T>(inputs, count, broadcasts), static_cast<T*>(y), n, relu);
   });
   MIXLAB_CHECK_LAUNCH("merge_forward_kernel");
 }
 
 void merge_backward(MergeOp op, const void* const* inputs, int count, const void* y,
                     const void* dy, void* dx, int which, DType dtype, std::int64_t n,
-                    cudaStream_t stream, bool relu) {
+                    cudaStream_t stream, bool relu, const Broadcast* broadcasts) {
   check_count(count);
   check_relu(op, relu);
   if (n <= 0) return;
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     merge_backward_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(
-        op, inputs_of<T>(inputs, count), static_cast<const T*>(y), static_cast<const T*>(dy),
+        op, inputs_of<T>(inputs, count, broadcasts), static_cast<const T*>(y), static_cast<const T*>(dy),
         static_cast<T*>(dx), which, n, relu);
   });
   MIXLAB_CHECK_LAUNCH("merge_backward_kernel");

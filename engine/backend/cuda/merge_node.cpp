@@ -1,5 +1,6 @@
 #include "engine/backend/cuda/merge_node.h"
 
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,15 @@ std::vector<const void*> pointers(std::span<const DTensor* const> xs) {
   return p;
 }
 
+// How each input spreads over the output (a squeeze-and-excitation Multiply's 1x1xC).
+std::array<Broadcast, kernels::kMaxMergeInputs> broadcasts(std::span<const DTensor* const> xs,
+                                                           const DTensor& y) {
+  std::array<Broadcast, kernels::kMaxMergeInputs> b{};
+  for (std::size_t i = 0; i < xs.size() && i < b.size(); ++i)
+    b[i] = broadcast_of(xs[i]->dims, y.dims);
+  return b;
+}
+
 }  // namespace
 
 MergeNode::MergeNode(const PlanNode& node, DType dtype)
@@ -80,8 +90,9 @@ void MergeNode::forward_inputs(CudaContext& ctx, std::span<const DTensor* const>
     return;
   }
   const std::vector<const void*> in = pointers(xs);
+  const auto spread = broadcasts(xs, y);
   kernels::merge_forward(op_, in.data(), static_cast<int>(in.size()), y.data, y.dtype, y.elements(),
-                         ctx.stream, relu_);
+                         ctx.stream, relu_, spread.data());
 }
 
 void MergeNode::backward_input(CudaContext& ctx, std::span<const DTensor* const> xs,
@@ -95,8 +106,9 @@ void MergeNode::backward_input(CudaContext& ctx, std::span<const DTensor* const>
     return;
   }
   const std::vector<const void*> in = pointers(xs);
+  const auto spread = broadcasts(xs, y);
   kernels::merge_backward(op_, in.data(), static_cast<int>(in.size()), y.data, dy.data, dx.data, i,
-                          dx.dtype, dx.elements(), ctx.stream, relu_);
+                          dx.dtype, dx.elements(), ctx.stream, relu_, spread.data());
 }
 
 }  // namespace mixlab::cuda
