@@ -88,6 +88,10 @@ int run_doctor(const std::vector<std::string>& argv) {
       ->type_name("N");
   command.add_option(app, "--warmup", warmup_text, "steps left out of the figures (default 5)")
       ->type_name("N");
+  bool roofline_only = false;
+  app.add_flag("--roofline-only", roofline_only,
+               "predict from the roofline model alone, without timing each layer on this "
+               "machine's device first (seconds)");
   app.add_flag("--recalibrate", recalibrate,
                "measure this device's roofs again, the CPU's or the GPU's (cached otherwise)");
   std::string html_file, findings_csv, layers_csv;
@@ -228,9 +232,20 @@ int run_doctor(const std::vector<std::string>& argv) {
       return keeper->begin_run(run_config, tag, note, spec);
     };
   };
+  // On this machine's device, each policy's layers are timed first and set over the roofline's
+  // predictions (a device named by --profile is predicted only).
+  const auto time_layers = [&](const DiagnosisInput& in) -> std::optional<doctor::Measurement> {
+    if (predict_only || roofline_only) return std::nullopt;
+    if (!json) {
+      std::fprintf(stderr,
+                   "mixlab-cli doctor: timing each layer at batch %d (%lld steps a policy)...\n",
+                   in.run.batch_size, static_cast<long long>(doctor::kLayerBenchSteps));
+    }
+    return doctor::bench_layers(in, *backend, cancel);
+  };
   std::optional<doctor::Measurement> measured;
   if (measure_flag) measured = measure(input);
-  const Diagnosis diagnosis = doctor::diagnose(input, measured);
+  const Diagnosis diagnosis = doctor::diagnose(input, measured, time_layers(input));
   nlohmann::ordered_json out = doctor::to_json(diagnosis);
   if (keeper && measured) {
     const std::int64_t id = keeper->keep_report(diagnosis, out.dump());
@@ -255,7 +270,7 @@ int run_doctor(const std::vector<std::string>& argv) {
       keep_as("sweep", "doctor --sweep: batch " + std::to_string(batch), nullptr);
       const std::optional<doctor::Measurement> m =
           measure_flag ? std::optional(measure(at)) : std::nullopt;
-      row.diagnosis = doctor::diagnose(at, m);
+      row.diagnosis = doctor::diagnose(at, m, time_layers(at));
       if (keeper && m) {
         row.report_id =
             keeper->keep_report(row.diagnosis, doctor::to_json(row.diagnosis).dump());

@@ -50,6 +50,10 @@ void print_diagnosis(const Diagnosis& d) {
                            : (dev.is_gpu() ? "published figures: a prediction" : "profile"),
               d.input.spec.name.c_str(), d.input.run.batch_size,
               std::string(to_string(d.input.run.optimizer.kind)).c_str());
+  std::printf("layers: %s\n",
+              d.float32.measured_source.empty()
+                  ? "the roofline model's predictions (not timed on this device)"
+                  : (d.float32.measured_source + "; the loss and the data modelled").c_str());
   std::printf("%-22s %14s %16s\n", "", f32.c_str(), mixed.c_str());
   std::printf("%-22s %14s %16s   %s float32\n", "predicted step",
               doctor::millis(d.float32.step_s()).c_str(), doctor::millis(d.mixed.step_s()).c_str(),

@@ -647,6 +647,91 @@ class Model {
 
 }  // namespace
 
+bool StepCost::layer_measured(int layer) const {
+  return std::any_of(items.begin(), items.end(),
+                     [layer](const CostItem& i) { return i.layer == layer && i.measured; });
+}
+
+double StepCost::layer_model_seconds(int layer) const {
+  double total = 0.0;
+  for (const CostItem& item : items) {
+    if (item.layer == layer) total += item.measured ? item.model_s : item.time_s();
+  }
+  return total;
+}
+
+namespace {
+
+// Scales `selected` items so that their times add up to `seconds`; without any (or with none
+// that takes time) adds one item for it.
+template <class Select>
+void scale_items(StepCost& cost, Select selected, double seconds, const CostItem& blank) {
+  double modelled = 0.0;
+  for (const CostItem& item : cost.items)
+    if (selected(item)) modelled += item.time_s();
+  if (modelled <= 0.0) {
+    CostItem item = blank;
+    item.measured = true;
+    item.compute_s = seconds;
+    cost.items.push_back(std::move(item));
+    return;
+  }
+  const double f = seconds / modelled;
+  for (CostItem& item : cost.items) {
+    if (!selected(item)) continue;
+    if (!item.measured) item.model_s = item.time_s();
+    item.measured = true;
+    item.compute_s *= f;
+    item.memory_s *= f;
+    item.overhead_s *= f;
+  }
+}
+
+}  // namespace
+
+void apply_layer_times(StepCost& cost, const std::vector<double>& forward_ms,
+                       const std::vector<double>& backward_ms, double optimizer_ms,
+                       std::string source) {
+  const auto is_backward = [](const CostItem& i) {
+    return i.phase == CostPhase::backward_data || i.phase == CostPhase::backward_weights;
+  };
+  for (std::size_t l = 0; l < forward_ms.size(); ++l) {
+    const int layer = static_cast<int>(l);
+    CostItem blank;
+    blank.layer = layer;
+    blank.kind = TimeKind::elementwise;
+    blank.phase = CostPhase::forward;
+    blank.label = "layer " + std::to_string(layer) + " forward (measured)";
+    if (forward_ms[l] >= 0.0) {
+      scale_items(
+          cost,
+          [&](const CostItem& i) { return i.layer == layer && i.phase == CostPhase::forward; },
+          forward_ms[l] / 1e3, blank);
+    }
+    if (l < backward_ms.size() && backward_ms[l] > 0.0) {
+      blank.phase = CostPhase::backward_data;
+      blank.label = "layer " + std::to_string(layer) + " backward (measured)";
+      scale_items(
+          cost, [&](const CostItem& i) { return i.layer == layer && is_backward(i); },
+          backward_ms[l] / 1e3, blank);
+    }
+  }
+  if (optimizer_ms > 0.0) {
+    CostItem blank;
+    blank.phase = CostPhase::optimizer;
+    blank.kind = TimeKind::optimizer;
+    blank.label = "optimizer (measured)";
+    scale_items(
+        cost,
+        [](const CostItem& i) {
+          return i.layer < 0 &&
+                 (i.phase == CostPhase::optimizer || i.phase == CostPhase::loss_scaling);
+        },
+        optimizer_ms / 1e3, blank);
+  }
+  cost.measured_source = std::move(source);
+}
+
 double StepCost::step_s() const {
   double data = 0.0, rest = 0.0;
   for (const CostItem& item : items) {

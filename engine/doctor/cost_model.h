@@ -99,6 +99,10 @@ struct CostItem {
   double compute_s = 0.0;
   double memory_s = 0.0;
   double overhead_s = 0.0;
+  // Timed on the device (apply_layer_times): the three times above are scaled so that the
+  // layer's items add up to its measured time; model_s keeps the roofline model's own.
+  bool measured = false;
+  double model_s = 0.0;
 
   double bytes() const { return bytes_f32 + bytes_16; }
   double time_s() const { return (compute_s > memory_s ? compute_s : memory_s) + overhead_s; }
@@ -130,7 +134,21 @@ struct StepCost {
   double bytes() const;
   double flops() const;
   bool data_overlapped = false;  // a GPU: the copy runs beside the step
+  // Whether (and how) layers were timed on the device: apply_layer_times.
+  std::string measured_source;
+  bool layer_measured(int layer) const;
+  // A layer's time (forward and backward) as the roofline model predicts it, measured or not.
+  double layer_model_seconds(int layer) const;
 };
+
+// Measured per-layer times (ms, per Keras layer; a layer without a figure keeps the model's)
+// set over the model's: each layer's forward items and its backward items are scaled to add up
+// to its measured forward and backward time, the optimizer's and loss scaling's to the measured
+// optimizer phase (when given, above 0); a layer the model gives no item but the device spends
+// time on gets one of its own. `source` says how they were measured ("micro-benchmark: ...").
+void apply_layer_times(StepCost& cost, const std::vector<double>& forward_ms,
+                       const std::vector<double>& backward_ms, double optimizer_ms,
+                       std::string source);
 
 // The step of `run` (its batch size, optimizer and GPU options: TF32 for float32 matmuls, CUDA
 // graphs replaying the launches, the training split kept on the GPU) under `policy`, with

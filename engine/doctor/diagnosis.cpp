@@ -40,6 +40,8 @@ std::string_view to_string(SuggestedChange::Field field) {
     case F::input_channels: return "input_channels";
     case F::cuda_graphs: return "cuda_graphs";
     case F::data_on_device: return "data_on_device";
+    case F::layer_float32:
+      return "layer_float32";
   }
   return "?";
 }
@@ -67,6 +69,12 @@ DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& 
       break;
     case F::cuda_graphs: out.run.cuda_graphs = change.value != 0; break;
     case F::data_on_device: out.run.data_on_device = change.value != 0; break;
+    case F::layer_float32:
+      if (change.layer < 0 || change.layer >= static_cast<int>(out.spec.layers.size())) {
+        throw ConfigError("the model has no layer " + std::to_string(change.layer));
+      }
+      out.spec.layers[static_cast<std::size_t>(change.layer)].force_float32 = change.value != 0;
+      break;
   }
   return out;
 }
@@ -82,6 +90,9 @@ std::string describe(const SuggestedChange& change) {
     case F::input_channels: return "input channels " + v;
     case F::cuda_graphs: return change.value != 0 ? "CUDA graphs on" : "CUDA graphs off";
     case F::data_on_device: return change.value != 0 ? "dataset on the device" : "dataset on the host";
+    case F::layer_float32:
+      return "layer " + std::to_string(change.layer) +
+             (change.value != 0 ? " in float32" : " in the policy");
   }
   return "?";
 }
@@ -137,17 +148,29 @@ std::string verdict(const Diagnosis& d) {
 
 }  // namespace
 
-Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>& measured) {
+Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>& measured,
+                   const std::optional<Measurement>& layer_times) {
   Diagnosis d;
   d.input = input;
   d.float32 = predict_step(input.spec, Policy::float32, input.run, input.device);
   d.mixed = predict_step(input.spec, input.mixed, input.run, input.device);
   d.measured = measured;
+  d.layer_times = layer_times;
+  if (layer_times) {
+    const auto apply = [](StepCost& cost, const MeasuredRun& run) {
+      apply_layer_times(cost, run.layer_forward_ms, run.layer_backward_ms, run.optimizer_ms,
+                        "each layer timed on this device (" + std::to_string(run.steps) +
+                            " steps, the median after the warm-up)");
+    };
+    apply(d.float32, layer_times->float32);
+    apply(d.mixed, layer_times->mixed);
+  }
   using Rule = std::vector<Finding> (*)(const Diagnosis&);
   for (const Rule rule :
        {rules::memory_fit, rules::capability, rules::weight_bound, rules::input_bound,
         rules::overhead_bound, rules::memory_bound, rules::normalization_bound, rules::alignment,
-        rules::quantization, rules::loss_scaling, rules::measured_vs_predicted}) {
+        rules::quantization, rules::loss_scaling, rules::mixed_no_gain,
+        rules::measured_vs_predicted}) {
     for (Finding& f : rule(d)) d.findings.push_back(std::move(f));
   }
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {

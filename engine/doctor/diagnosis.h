@@ -29,6 +29,7 @@ struct SuggestedChange {
     input_channels,  // the model input's last dimension
     cuda_graphs,
     data_on_device,
+    layer_float32,  // `layer` kept in float32 under the mixed policy ("dtype": "float32")
   };
   Field field = Field::none;
   int layer = -1;
@@ -92,6 +93,9 @@ struct Diagnosis {
   StepCost float32;
   StepCost mixed;
   std::optional<Measurement> measured;
+  // Each policy's layers timed on this device (bench_layers), set over the model's predictions
+  // (apply_layer_times); absent for a device that is not here.
+  std::optional<Measurement> layer_times;
   std::vector<Finding> findings;  // most severe first, then by predicted gain
   std::string verdict;
 
@@ -106,10 +110,12 @@ DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& 
 // "batch size 1024", "layer 3 units 4096", "CUDA graphs on".
 std::string describe(const SuggestedChange& change);
 
-// Predicts, runs every rule and writes the verdict. Throws ConfigError (batch below 1) and
-// SpecError (an invalid model) naming the problem.
+// Predicts (from the layers timed here where `layer_times` has them, else the roofline model),
+// runs every rule and writes the verdict. Throws ConfigError (batch below 1) and SpecError (an
+// invalid model) naming the problem.
 Diagnosis diagnose(const DiagnosisInput& input,
-                   const std::optional<Measurement>& measured = std::nullopt);
+                   const std::optional<Measurement>& measured = std::nullopt,
+                   const std::optional<Measurement>& layer_times = std::nullopt);
 
 // "1.23x slower" / "1.23x faster" / "as fast" for a speed-up (new over old time's inverse).
 std::string speedup_words(double speedup);
@@ -127,6 +133,7 @@ std::vector<Finding> input_bound(const Diagnosis& d);
 std::vector<Finding> loss_scaling(const Diagnosis& d);
 std::vector<Finding> memory_fit(const Diagnosis& d);
 std::vector<Finding> measured_vs_predicted(const Diagnosis& d);
+std::vector<Finding> mixed_no_gain(const Diagnosis& d);
 }  // namespace rules
 
 }  // namespace mixlab::doctor

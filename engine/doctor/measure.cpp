@@ -134,6 +134,15 @@ MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& 
   return m;
 }
 
+Measurement bench_layers(const DiagnosisInput& input, Backend& backend,
+                         const std::atomic<bool>& cancel) {
+  MeasureOptions options;
+  options.steps = kLayerBenchSteps;
+  options.warmup = kLayerBenchWarmup;
+  options.layer_timing = true;
+  return measure(input, backend, options, cancel);
+}
+
 Measurement measure(const DiagnosisInput& input, Backend& backend, const MeasureOptions& options,
                     const std::atomic<bool>& cancel) {
   Measurement m;

@@ -38,4 +38,13 @@ MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& 
 Measurement measure(const DiagnosisInput& input, Backend& backend, const MeasureOptions& options,
                     const std::atomic<bool>& cancel);
 
+// The doctor's micro-benchmark of the model on this device: each policy's layers timed at their
+// exact shapes, layout and batch (forward and backward, casts included, per Keras layer) over
+// a few training steps on synthetic data, the warm-up left out, nothing recorded: seconds for
+// the models MixLab trains on a CPU. diagnose() sets them over the roofline's predictions.
+inline constexpr std::int64_t kLayerBenchSteps = 20;
+inline constexpr int kLayerBenchWarmup = 5;
+Measurement bench_layers(const DiagnosisInput& input, Backend& backend,
+                         const std::atomic<bool>& cancel);
+
 }  // namespace mixlab::doctor

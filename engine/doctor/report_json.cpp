@@ -31,6 +31,8 @@ ordered_json items_json(const StepCost& cost) {
                    {"intensity_flop_per_byte", item.intensity()},
                    {"peak_flops", item.peak_flops},
                    {"predicted_ms", ms(item.time_s())},
+                   {"source", item.measured ? "measured" : "modelled"},
+                   {"model_ms", ms(item.measured ? item.model_s : item.time_s())},
                    {"bound", item.memory_bound() ? "memory" : "compute"},
                    {"emulated", item.emulated}};
     if (item.gemm) {
@@ -138,6 +140,8 @@ ordered_json to_json(const Diagnosis& d) {
     return ms(roofline_bound_s(d.input.spec, p, d.input.run, d.input.device));
   };
   j["roofline_bound_ms"] = {{f32, bound(Policy::float32)}, {mixed, bound(d.input.mixed)}};
+  j["layers_source"] = d.float32.measured_source.empty() ? ordered_json("roofline model")
+                                                         : ordered_json(d.float32.measured_source);
   if (d.measured) {
     j["measured_step_ms"] = {{f32, d.measured->float32.step_ms},
                              {mixed, d.measured->mixed.step_ms}};
@@ -151,9 +155,13 @@ ordered_json to_json(const Diagnosis& d) {
     const int l = static_cast<int>(li);
     ordered_json row{{"index", l}, {"title", layer_title(d.input.spec, l)}};
     for (const StepCost* c : {&d.float32, &d.mixed}) {
+      // "measured": timed on this device (the micro-benchmark), else the roofline model's;
+      // roofline_ms is the model's either way, to set the measured time against.
       row["predicted"][std::string(to_string(c->policy))] = {
           {"forward_ms", ms(c->layer_seconds(l, false))},
-          {"backward_ms", ms(c->layer_seconds(l, true))}};
+          {"backward_ms", ms(c->layer_seconds(l, true))},
+          {"source", c->layer_measured(l) ? "measured" : "modelled"},
+          {"roofline_ms", ms(c->layer_model_seconds(l))}};
     }
     if (d.measured) {
       for (const MeasuredRun* m : {&d.measured->float32, &d.measured->mixed}) {

@@ -556,8 +556,7 @@ std::vector<Finding> measured_vs_predicted(const Diagnosis& d) {
     double worst_ratio = 2.0, worst_ms = 0;
     for (std::size_t li = 0; li < n; ++li) {
       const double measured = run->layer_forward_ms[li] + run->layer_backward_ms[li];
-      const double predicted = (cost->layer_seconds(static_cast<int>(li), false) +
-                                cost->layer_seconds(static_cast<int>(li), true)) * 1e3;
+      const double predicted = cost->layer_model_seconds(static_cast<int>(li)) * 1e3;
       if (predicted <= 0 || measured < 0.05 * run->step_ms) continue;
       if (measured / predicted > worst_ratio) {
         worst = static_cast<int>(li);
@@ -578,6 +577,77 @@ std::vector<Finding> measured_vs_predicted(const Diagnosis& d) {
                 std::string(to_string(run->policy)) +
                 ": the library's kernel choice, not the hardware, is the limit here";
     f.suggestion = "try another library version, or a layer shape its kernels favour";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Layers timed on this device (diagnose's layer_times) that the mixed policy does not speed up:
+// the library's 16-bit kernel gains nothing at this shape (oneDNN's bfloat16 convolution on 3
+// input channels runs as long as its float32 one, where the roofline allows 1.8x), or the layer
+// is slower in the mixed policy (its casts and rounding outweigh the 16-bit math). Neither can
+// a roofline know: only the measurement shows it. Layers under 5% of the float32 step are left
+// out; under 1.1x counts as no gain, under 0.95x as slower. The fixes, each for --what-if to
+// measure: a Conv2D or Dense on fewer than 8 channels of the model's input gets them padded to
+// 8 (the multiple the 16-bit kernels block by: AMX tiles, tensor cores); any other keeps the
+// layer in float32 ("dtype": "float32"), which gains what the layer lost.
+std::vector<Finding> mixed_no_gain(const Diagnosis& d) {
+  if (d.input.mixed == Policy::float32 || !d.layer_times) return {};
+  const double f32_step = d.float32.step_s();
+  const double mixed_step = d.mixed.step_s();
+  const ShapeTable table = infer_shapes(d.input.spec, d.input.mixed);
+  std::vector<Finding> out;
+  for (int li = 0; li < static_cast<int>(d.input.spec.layers.size()); ++li) {
+    if (!d.float32.layer_measured(li) || !d.mixed.layer_measured(li)) continue;
+    const double f32_s = d.float32.layer_seconds(li, false) + d.float32.layer_seconds(li, true);
+    const double mixed_s = d.mixed.layer_seconds(li, false) + d.mixed.layer_seconds(li, true);
+    if (f32_s < 0.05 * f32_step || mixed_s <= 0.0) continue;
+    const double gain = f32_s / mixed_s;
+    if (gain >= 1.1) continue;
+    const bool slower = gain < 0.95;
+    const LayerSpec& layer = d.input.spec.layers[static_cast<std::size_t>(li)];
+    const LayerInfo& info = table.layers[static_cast<std::size_t>(li)];
+    const double roof_f = d.float32.layer_model_seconds(li);
+    const double roof_m = d.mixed.layer_model_seconds(li);
+    const double allowed = roof_m > 0 ? roof_f / roof_m : 0.0;
+    const std::int64_t channels = info.input_shape.empty() ? 0 : info.input_shape.back();
+    const bool matmul = layer.type == LayerType::Conv2D || layer.type == LayerType::Dense;
+    const bool reads_input =
+        info.inputs.size() == 1 && info.inputs.front() == -1;  // the model's input
+    Finding f;
+    f.id = slower ? "slower-in-mixed" : "no-mixed-gain";
+    const double share = mixed_s / mixed_step;
+    f.severity = share >= 0.15 ? Severity::medium : Severity::low;
+    if (slower && share >= 0.3) f.severity = Severity::high;
+    f.layers = {li};
+    f.figures["float32_ms"] = f32_s * 1e3;
+    f.figures["mixed_ms"] = mixed_s * 1e3;
+    f.figures["measured_gain"] = gain;
+    f.figures["roofline_gain"] = allowed;
+    f.figures["share_of_step"] = share;
+    const std::string dtype(to_string(compute_dtype(d.input.mixed)));
+    f.message = title(d, li) + " takes " + millis(f32_s) + " in float32 and " + millis(mixed_s) +
+                " in " + policy_name(d) + " (timed here): " +
+                (slower ? "it is slower in " + policy_name(d)
+                        : "the library's " + dtype + " kernel gains nothing at this shape") +
+                (matmul && channels > 0 && channels < 8
+                     ? " (" + std::to_string(channels) + " input channels)"
+                     : std::string()) +
+                (allowed > 0 ? ", where the roofline allows " + ratio(allowed) : std::string());
+    if (matmul && reads_input && channels < 8) {
+      f.suggestion =
+          "pad the input to 8 channels with zeros, or keep this layer in float32 "
+          "(\"dtype\": \"float32\")";
+      f.change = {Field::input_channels, li, 8};
+    } else {
+      f.suggestion =
+          "keep this layer in float32 (\"dtype\": \"float32\"), where it runs " + millis(f32_s);
+      f.change = {Field::layer_float32, li, 1};
+      // The mixed step with this layer's float32 time in place of its mixed one (the casts
+      // around it left out): a gain only where the layer is slower in mixed.
+      const double after = mixed_step - mixed_s + f32_s;
+      if (after > 0 && after < mixed_step) f.predicted_gain = mixed_step / after;
+    }
     out.push_back(std::move(f));
   }
   return out;

@@ -382,5 +382,83 @@ TEST(Changes, ApplyToTheRunOrTheLayerNamed) {
   EXPECT_THROW(apply_change(in, {F::filters, 1, 8}), ConfigError);
 }
 
+// The issue's second model: Conv2D 16 on 3 channels, AveragePooling2D 3/2, Dense.
+const ModelSpec& three_channels() {
+  static const ModelSpec spec = model(R"({"name": "three", "input": {"shape": [32, 32, 3]},
+      "layers": [{"type": "Conv2D", "filters": 16, "kernel_size": 3, "activation": "relu"},
+                 {"type": "AveragePooling2D", "pool_size": 3, "strides": 2},
+                 {"type": "Flatten"}, {"type": "Dense", "units": 10, "activation": "softmax"}]})");
+  return spec;
+}
+
+// Layer times as bench_layers gives them: forward and backward ms per layer.
+MeasuredRun timed(Policy policy, std::vector<double> forward, std::vector<double> backward,
+                  double optimizer_ms = 0.05) {
+  MeasuredRun r;
+  r.policy = policy;
+  r.steps = 20;
+  r.layer_forward_ms = std::move(forward);
+  r.layer_backward_ms = std::move(backward);
+  r.optimizer_ms = optimizer_ms;
+  return r;
+}
+
+// Measured layer times replace the model's, item by item in proportion; the roofline's own
+// stays beside them; a layer the model gives nothing (Flatten) but the device spends time on
+// gets an item; the loss and the data stay modelled.
+TEST(LayerTimes, ReplaceTheModelsPerLayerAndKeepTheRoofline) {
+  const DiagnosisInput in = input(three_channels(), test::round_cpu(), 64, Policy::mixed_bfloat16);
+  StepCost cost = predict_step(in.spec, Policy::float32, in.run, in.device);
+  const double roofline_conv = cost.layer_model_seconds(0);
+  const double loss_s = cost.seconds(CostPhase::loss);
+  ASSERT_GT(roofline_conv, 0.0);
+  apply_layer_times(cost, {0.7, 0.2, 0.01, 0.05}, {0.9, 0.3, 0.0, 0.4}, 0.06, "timed");
+  EXPECT_NEAR(cost.layer_seconds(0, false), 0.7e-3, 1e-12);
+  EXPECT_NEAR(cost.layer_seconds(0, true), 0.9e-3, 1e-12);
+  EXPECT_NEAR(cost.layer_seconds(2, false), 0.01e-3, 1e-12);  // Flatten: an item of its own
+  EXPECT_NEAR(cost.layer_seconds(3, true), 0.4e-3, 1e-12);
+  EXPECT_NEAR(cost.seconds(CostPhase::optimizer) + cost.seconds(CostPhase::loss_scaling), 0.06e-3,
+              1e-12);
+  EXPECT_DOUBLE_EQ(cost.layer_model_seconds(0), roofline_conv);
+  EXPECT_DOUBLE_EQ(cost.seconds(CostPhase::loss), loss_s);
+  EXPECT_TRUE(cost.layer_measured(0));
+  EXPECT_EQ(cost.measured_source, "timed");
+}
+
+// The 3-channel convolution that bf16 does not speed up is named, with its channels and the
+// fix (pad the input to 8 channels: a change --what-if can measure); a layer that is slower in
+// the mixed policy gets "keep it in float32" with the gain that would bring. Without timed layers
+// (a device that is not here) the rule is silent.
+TEST(Rules, MixedNoGainNamesTheThreeChannelConvolutionAndItsFix) {
+  const DiagnosisInput in = input(three_channels(), test::round_cpu(), 64, Policy::mixed_bfloat16);
+  Measurement times;
+  times.float32 = timed(Policy::float32, {0.70, 0.20, 0.0, 0.05}, {0.90, 0.30, 0.0, 0.40});
+  times.mixed = timed(Policy::mixed_bfloat16, {0.70, 0.25, 0.0, 0.03}, {0.88, 0.40, 0.0, 0.10});
+  const Diagnosis d = diagnose(in, std::nullopt, times);
+  const std::vector<Finding> found = rules::mixed_no_gain(d);
+  ASSERT_EQ(found.size(), 2U);
+  const Finding& conv = found[0];
+  EXPECT_EQ(conv.id, "no-mixed-gain");
+  EXPECT_EQ(conv.layers, std::vector<int>{0});
+  EXPECT_NE(conv.message.find("gains nothing at this shape (3 input channels)"), std::string::npos)
+      << conv.message;
+  EXPECT_NEAR(conv.figures.at("measured_gain"), 1.6 / 1.58, 1e-9);
+  EXPECT_EQ(conv.change.field, SuggestedChange::Field::input_channels);
+  EXPECT_EQ(conv.change.value, 8);
+  EXPECT_EQ(conv.severity, Severity::medium);  // over 15% of the mixed step
+  const Finding& pool = found[1];
+  EXPECT_EQ(pool.id, "slower-in-mixed");
+  EXPECT_EQ(pool.layers, std::vector<int>{1});
+  EXPECT_EQ(pool.change.field, SuggestedChange::Field::layer_float32);
+  const double mixed_step = d.mixed.step_s();
+  EXPECT_NEAR(pool.predicted_gain, mixed_step / (mixed_step - 0.65e-3 + 0.50e-3), 1e-9);
+  // The change keeps that layer in float32.
+  EXPECT_TRUE(apply_change(in, pool.change).spec.layers[1].force_float32);
+  // The verdict rests on the timed layers.
+  EXPECT_NEAR(d.predicted_speedup(), d.float32.step_s() / d.mixed.step_s(), 1e-12);
+  EXPECT_FALSE(d.mixed.measured_source.empty());
+  EXPECT_TRUE(rules::mixed_no_gain(diagnose(in)).empty());
+}
+
 }  // namespace
 }  // namespace mixlab::doctor
