@@ -5,8 +5,8 @@ them, measured.
   scripts/doctor-zoo.py list [--count N]            the zoo, a line a model, with its half
   scripts/doctor-zoo.py write DIR [--count N]       each model as DIR/<name>.json
   scripts/doctor-zoo.py run CLI [--count N] [--half held-out|calibration|all]
-                        [--steps N] [--warmup N] [--threads N]
-      mixlab-cli doctor --measure on this machine's CPU for each model of the half, then per
+                        [--steps N] [--warmup N] [--threads N] [--device cpu|cuda]
+      mixlab-cli doctor --measure on this machine's CPU (or GPU) for each model of the half, then per
       model and policy the predicted step, the measured step and the error; the median and 90th
       percentile of the absolute errors; and the direction accuracy: the share of models where
       "mixed faster / slower / the same within 5%" was predicted right.
@@ -162,7 +162,7 @@ def run(args):
             while batch > 1 and step_flops(args.cli, path, batch) > MAX_STEP_FLOPS:
                 batch //= 2
             done = subprocess.run(
-                [args.cli, "doctor", str(path), "--device", "cpu", "--threads", str(args.threads),
+                [args.cli, "doctor", str(path), "--device", args.device, "--threads", str(args.threads),
                  "--batch-size", str(batch), "--optimizer", optimizer, "--measure", "--no-store",
                  "--steps", str(args.steps), "--warmup", str(args.warmup), "--json"],
                 capture_output=True, text=True)
@@ -215,6 +215,7 @@ def main():
     running.add_argument("--steps", type=int, default=30)
     running.add_argument("--warmup", type=int, default=5)
     running.add_argument("--threads", type=int, default=2)
+    running.add_argument("--device", default="cpu")
     args = parser.parse_args()
     if args.command == "list":
         for k, spec, batch, optimizer in zoo(args.count):

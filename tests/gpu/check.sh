@@ -209,6 +209,17 @@ for path in sys.argv[1:]:
 PY
 fi
 
+# --- the doctor's held-out zoo on this GPU (issue 28): predicted (each layer timed here) against
+# measured, per model and policy, and the error summary ---
+if [[ $doctor_ok -eq 1 ]]; then
+  say "scripts/doctor-zoo.py run --device cuda: the held-out half (log: $out/zoo.log)"
+  if ! timeout 300 "$python" "$root/scripts/doctor-zoo.py" run "$cli" --device cuda \
+      --half held-out --steps 20 --warmup 5 > "$out/zoo.txt" 2> "$out/zoo.log"; then
+    failures+=("scripts/doctor-zoo.py run --device cuda failed (see $out/zoo.log)")
+  fi
+  cat "$out/zoo.txt"
+fi
+
 for f in "${failures[@]}"; do echo "FAIL: $f"; done
 say "MixLab vs PyTorch, median step ms after warm-up (files in $out)"
 table_rc=1
