@@ -229,7 +229,12 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
   roofline_svg(out, d);
   out << "<h2>Where the time goes (predicted)</h2>\n";
   breakdown_svg(out, d);
-  out << "<h2>Layers (ms, forward / backward)</h2>\n<table><tr><th>#</th><th>layer</th>"
+  out << "<h2>Layers (ms, forward / backward)</h2>\n<p>Predicted: "
+      << escape(d.float32.measured_source.empty()
+                    ? std::string("the roofline model (the layers were not timed on the device)")
+                    : d.float32.measured_source +
+                          "; beside each timed layer, the roofline model's time (its bound)")
+      << ".</p>\n<table><tr><th>#</th><th>layer</th>"
       << "<th>predicted float32</th><th>predicted " << escape(mixed) << "</th>";
   if (d.measured) out << "<th>measured float32</th><th>measured " << escape(mixed) << "</th>";
   out << "</tr>\n";
@@ -238,7 +243,11 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
     out << "<tr><td>" << l << "</td><td>" << escape(layer_title(d.input.spec, l)) << "</td>";
     for (const StepCost* c : costs(d)) {
       out << "<td class='n'>" << num(c->layer_seconds(l, false) * 1e3, kFixed, 3) << " / "
-          << num(c->layer_seconds(l, true) * 1e3, kFixed, 3) << "</td>";
+          << num(c->layer_seconds(l, true) * 1e3, kFixed, 3);
+      if (c->layer_measured(l))
+        out << " <small>(roofline " << num(c->layer_model_seconds(l) * 1e3, kFixed, 3)
+            << ")</small>";
+      out << "</td>";
     }
     if (d.measured) {
       for (const StepCost* c : costs(d)) {
