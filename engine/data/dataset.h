@@ -34,7 +34,8 @@ struct DatasetPair {
 //   fashion-mnist              Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)
 //   fashion-mnist:DIR, mnist:DIR   IDX files (plain or .gz) in DIR
 //   cifar10:DIR, cifar100:DIR  the binary versions (DIR holds data_batch_1.bin... / train.bin)
-//   synthetic:HxWxC:CLASSES[:N]    a seeded, learnable set of N training samples (default 10000)
+//   synthetic:HxWxC:CLASSES[:N]    a seeded, learnable set of N training samples (default 10000);
+//                                  the shape may have 1 or 2 sizes too (784: flat features)
 //   synthetic:HxWxC:CLASSES:N:SEED the same with a seed other than the default 1
 struct DatasetSpec {
   enum class Kind : std::uint8_t { fashion_mnist, mnist, cifar10, cifar100, synthetic };

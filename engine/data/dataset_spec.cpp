@@ -71,9 +71,10 @@ DatasetSpec parse_synthetic(std::string_view text, std::string_view rest) {
   const std::vector<std::string_view> sides = split(parts[0], 'x');
   for (const std::string_view side : sides) {
     std::int64_t value = 0;
-    if (sides.size() != 3 || !parse_number(side, value) || value < 1) {
+    if (sides.size() > 3 || !parse_number(side, value) || value < 1) {
       bad_spec(text, "bad shape " + quote(parts[0]) +
-                         "': expected HxWxC with positive sizes, e.g. 32x32x3");
+                         "': expected HxWxC (or 1 or 2 sizes) with positive sizes, e.g. "
+                         "32x32x3 or 784");
     }
     spec.shape.push_back(value);
   }

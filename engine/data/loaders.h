@@ -26,7 +26,7 @@ DatasetPair load_cifar10(const std::filesystem::path& dir);
 // labels (100 classes) are used.
 DatasetPair load_cifar100(const std::filesystem::path& dir);
 
-// Checks the parameters of a synthetic set (HxWxC each 1..65536, classes 2..65536, N >= 1, at
+// Checks the parameters of a synthetic set (HxWxC, or 1 or 2 sizes, each 1..65536, classes 2..65536, N >= 1, at
 // most kMaxSyntheticBytes in all); returns what is wrong, empty when nothing is.
 inline constexpr std::int64_t kMaxSyntheticBytes = std::int64_t{16} << 30;
 inline constexpr std::int64_t kMaxSyntheticClasses = 65536;

@@ -36,7 +36,7 @@ void fill_random_bytes(SplitMix64& rng, std::uint8_t* dst, std::size_t count) {
 Dataset make_split(const std::vector<std::uint8_t>& prototypes, const Shape& shape, int classes,
                    std::int64_t size, std::uint64_t seed, std::uint64_t label_stream,
                    std::uint64_t sample_streams, const char* split) {
-  const auto elements = static_cast<std::size_t>(shape[0] * shape[1] * shape[2]);
+  const auto elements = static_cast<std::size_t>(num_elements(shape));
   Dataset dataset;
   dataset.name = std::string("synthetic/") + split;
   dataset.sample_shape = shape;
@@ -71,7 +71,9 @@ Dataset make_split(const std::vector<std::uint8_t>& prototypes, const Shape& sha
 std::string check_synthetic(const Shape& shape, std::int64_t classes, std::int64_t train_size) {
   constexpr std::int64_t kMaxSide = std::int64_t{1} << 16;
   const std::string shape_text = format_shape(shape);
-  if (shape.size() != 3) return "bad shape " + quote(shape_text) + ": expected HxWxC (3 sizes)";
+  if (shape.empty() || shape.size() > 3) {
+    return "bad shape " + quote(shape_text) + ": expected HxWxC, or 1 or 2 sizes (784, 28x28)";
+  }
   for (const std::int64_t side : shape) {
     if (side < 1 || side > kMaxSide) {
       return "bad shape " + quote(shape_text) + ": each size must be 1.." +
@@ -86,7 +88,7 @@ std::string check_synthetic(const Shape& shape, std::int64_t classes, std::int64
     return "N (training samples) must be at least 1, found " + std::to_string(train_size);
   }
   // Prototypes, training and test samples; each factor is bounded, so check by division.
-  const std::int64_t elements = shape[0] * shape[1] * shape[2];
+  const std::int64_t elements = num_elements(shape);
   const std::int64_t max_samples = kMaxSyntheticBytes / elements;
   if (train_size > max_samples ||
       classes + train_size + std::max<std::int64_t>(1, train_size / 5) > max_samples) {
@@ -102,7 +104,7 @@ DatasetPair make_synthetic(const Shape& shape, int classes, std::int64_t train_s
   if (const std::string problem = check_synthetic(shape, classes, train_size); !problem.empty()) {
     throw ConfigError("synthetic dataset: " + problem);
   }
-  const auto elements = static_cast<std::size_t>(shape[0] * shape[1] * shape[2]);
+  const auto elements = static_cast<std::size_t>(num_elements(shape));
   const std::int64_t test_size = std::max<std::int64_t>(1, train_size / 5);
   // Refused by the memory budget runs are held to (memory_budget.h) before anything is made:
   // the prototypes, the samples and their labels.

@@ -28,6 +28,12 @@ TEST(Synthetic, ShapesAndSizes) {
   EXPECT_EQ(pair.train.size(), 103);
   EXPECT_EQ(pair.test.size(), 20);
   EXPECT_EQ(make_synthetic({1, 1, 1}, 2, 4, 1).test.size(), 1);  // at least one test sample
+  // Flat features (an MLP's input) and two axes, as a model's input may have.
+  const DatasetPair flat = load_dataset(parse_dataset_spec("synthetic:207:10:16"));
+  EXPECT_EQ(flat.train.sample_shape, (Shape{207}));
+  EXPECT_EQ(flat.train.images.size(), 16U * 207U);
+  EXPECT_EQ(load_dataset(parse_dataset_spec("synthetic:28x28:10:4")).train.sample_shape,
+            (Shape{28, 28}));
 }
 
 TEST(Synthetic, SameSeedSameBytes) {
@@ -130,7 +136,8 @@ TEST(Synthetic, FiftyThousandCifarSizedSamplesQuickly) {
 }
 
 TEST(Synthetic, BadParametersThrow) {
-  EXPECT_THROW(make_synthetic({8, 8}, 10, 100, 1), ConfigError);
+  EXPECT_THROW(make_synthetic({}, 10, 100, 1), ConfigError);
+  EXPECT_THROW(make_synthetic({2, 2, 2, 2}, 10, 100, 1), ConfigError);
   EXPECT_THROW(make_synthetic({8, 8, 3}, 1, 100, 1), ConfigError);
   EXPECT_THROW(make_synthetic({8, 8, 3}, 10, 0, 1), ConfigError);
   EXPECT_THROW(make_synthetic({8, 0, 3}, 10, 10, 1), ConfigError);
