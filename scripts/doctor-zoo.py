@@ -6,6 +6,7 @@ them, measured.
   scripts/doctor-zoo.py write DIR [--count N]       each model as DIR/<name>.json
   scripts/doctor-zoo.py run CLI [--count N] [--half held-out|calibration|all]
                         [--steps N] [--warmup N] [--threads N] [--device cpu|cuda]
+                        [--roofline-only]
       mixlab-cli doctor --measure on this machine's CPU (or GPU) for each model of the half, then per
       model and policy the predicted step, the measured step and the error; the median and 90th
       percentile of the absolute errors; and the direction accuracy: the share of models where
@@ -106,6 +107,8 @@ def model(k):
     pick = rng.random()
     family = mlp if pick < 0.35 else (cnn if pick < 0.8 else residual)
     spec = family(rng, k)
+    # Pixels 0..255 scaled as users scale them (raw, a deep MLP's SGD run diverges).
+    spec["layers"].insert(0, {"type": "Rescaling", "scale": 1 / 255})
     spec["loss"] = "sparse_categorical_crossentropy"
     return spec, log_uniform(rng, 1, 512), rng.choice(["sgd", "adam"])
 
@@ -164,7 +167,8 @@ def run(args):
             done = subprocess.run(
                 [args.cli, "doctor", str(path), "--device", args.device, "--threads", str(args.threads),
                  "--batch-size", str(batch), "--optimizer", optimizer, "--measure", "--no-store",
-                 "--steps", str(args.steps), "--warmup", str(args.warmup), "--json"],
+                 "--steps", str(args.steps), "--warmup", str(args.warmup), "--json"]
+                + (["--roofline-only"] if args.roofline_only else []),
                 capture_output=True, text=True)
             if done.returncode != 0:
                 print(f"{path.stem}: doctor failed: {done.stderr.strip()}", file=sys.stderr)
@@ -216,6 +220,9 @@ def main():
     running.add_argument("--warmup", type=int, default=5)
     running.add_argument("--threads", type=int, default=2)
     running.add_argument("--device", default="cpu")
+    running.add_argument("--roofline-only", action="store_true",
+                         help="predict from the roofline model alone (the doctor before it "
+                              "timed layers), for comparison")
     args = parser.parse_args()
     if args.command == "list":
         for k, spec, batch, optimizer in zoo(args.count):

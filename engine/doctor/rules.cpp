@@ -587,10 +587,11 @@ std::vector<Finding> measured_vs_predicted(const Diagnosis& d) {
 // input channels runs as long as its float32 one, where the roofline allows 1.8x), or the layer
 // is slower in the mixed policy (its casts and rounding outweigh the 16-bit math). Neither can
 // a roofline know: only the measurement shows it. Layers under 5% of the float32 step are left
-// out; under 1.1x counts as no gain, under 0.95x as slower. The fixes, each for --what-if to
-// measure: a Conv2D or Dense on fewer than 8 channels of the model's input gets them padded to
-// 8 (the multiple the 16-bit kernels block by: AMX tiles, tensor cores); any other keeps the
-// layer in float32 ("dtype": "float32"), which gains what the layer lost.
+// out; under 1.1x counts as no gain, under 0.95x as slower. The fix, for --what-if to measure:
+// the layer kept in float32 ("dtype": "float32"), which gains what it lost; on a GPU, a Conv2D
+// or Dense on fewer than 8 channels of the model's input gets them padded to 8 (tensor cores
+// block by 8). Not on the CPU: there the padded 3-channel convolution of the model
+// gained 1.13x in bfloat16 but cost 2.2x the float32 time, a loss overall.
 std::vector<Finding> mixed_no_gain(const Diagnosis& d) {
   if (d.input.mixed == Policy::float32 || !d.layer_times) return {};
   const double f32_step = d.float32.step_s();
@@ -634,19 +635,22 @@ std::vector<Finding> mixed_no_gain(const Diagnosis& d) {
                      ? " (" + std::to_string(channels) + " input channels)"
                      : std::string()) +
                 (allowed > 0 ? ", where the roofline allows " + ratio(allowed) : std::string());
-    if (matmul && reads_input && channels < 8) {
+    if (d.input.device.is_gpu() && matmul && reads_input && channels < 8) {
+      // Tensor cores block by 8: the input padded with zeros (its gain for --what-if to
+      // measure: more work, in a kernel that may now pay).
       f.suggestion =
           "pad the input to 8 channels with zeros, or keep this layer in float32 "
           "(\"dtype\": \"float32\")";
       f.change = {Field::input_channels, li, 8};
     } else {
+      // The mixed step with this layer's float32 time in place of its mixed one (the casts
+      // around it left out): a gain where the layer is slower in mixed, about none where it
+      // only gains nothing.
       f.suggestion =
           "keep this layer in float32 (\"dtype\": \"float32\"), where it runs " + millis(f32_s);
       f.change = {Field::layer_float32, li, 1};
-      // The mixed step with this layer's float32 time in place of its mixed one (the casts
-      // around it left out): a gain only where the layer is slower in mixed.
       const double after = mixed_step - mixed_s + f32_s;
-      if (after > 0 && after < mixed_step) f.predicted_gain = mixed_step / after;
+      if (after > 0) f.predicted_gain = mixed_step / after;
     }
     out.push_back(std::move(f));
   }

@@ -425,10 +425,10 @@ TEST(LayerTimes, ReplaceTheModelsPerLayerAndKeepTheRoofline) {
   EXPECT_EQ(cost.measured_source, "timed");
 }
 
-// The 3-channel convolution that bf16 does not speed up is named, with its channels and the
-// fix (pad the input to 8 channels: a change --what-if can measure); a layer that is slower in
-// the mixed policy gets "keep it in float32" with the gain that would bring. Without timed layers
-// (a device that is not here) the rule is silent.
+// The 3-channel convolution that bf16 does not speed up is named, with its channels and the fix
+// (on this CPU: keep it in float32, a change --what-if can measure; on a GPU: pad the input to 8
+// channels); a layer that is slower in the mixed policy gets "keep it in float32" with the gain
+// that would bring. Without timed layers (a device that is not here) the rule is silent.
 TEST(Rules, MixedNoGainNamesTheThreeChannelConvolutionAndItsFix) {
   const DiagnosisInput in = input(three_channels(), test::round_cpu(), 64, Policy::mixed_bfloat16);
   Measurement times;
@@ -443,8 +443,8 @@ TEST(Rules, MixedNoGainNamesTheThreeChannelConvolutionAndItsFix) {
   EXPECT_NE(conv.message.find("gains nothing at this shape (3 input channels)"), std::string::npos)
       << conv.message;
   EXPECT_NEAR(conv.figures.at("measured_gain"), 1.6 / 1.58, 1e-9);
-  EXPECT_EQ(conv.change.field, SuggestedChange::Field::input_channels);
-  EXPECT_EQ(conv.change.value, 8);
+  EXPECT_EQ(conv.change.field, SuggestedChange::Field::layer_float32);
+  EXPECT_EQ(conv.change.layer, 0);
   EXPECT_EQ(conv.severity, Severity::medium);  // over 15% of the mixed step
   const Finding& pool = found[1];
   EXPECT_EQ(pool.id, "slower-in-mixed");
@@ -458,6 +458,14 @@ TEST(Rules, MixedNoGainNamesTheThreeChannelConvolutionAndItsFix) {
   EXPECT_NEAR(d.predicted_speedup(), d.float32.step_s() / d.mixed.step_s(), 1e-12);
   EXPECT_FALSE(d.mixed.measured_source.empty());
   EXPECT_TRUE(rules::mixed_no_gain(diagnose(in)).empty());
+  // On a GPU the first convolution's fix is the padded input.
+  const DiagnosisInput on_gpu =
+      input(three_channels(), test::round_gpu(), 64, Policy::mixed_float16);
+  const std::vector<Finding> gpu_found =
+      rules::mixed_no_gain(diagnose(on_gpu, std::nullopt, times));
+  ASSERT_FALSE(gpu_found.empty());
+  EXPECT_EQ(gpu_found[0].change.field, SuggestedChange::Field::input_channels);
+  EXPECT_EQ(gpu_found[0].change.value, 8);
 }
 
 }  // namespace
