@@ -364,6 +364,15 @@ class GraphCanvasTest : public QObject {
         edge_index(canvas, layer_named(spec, "s1b1_add"), layer_named(spec, "s1b1_out"));
     QVERIFY(out_of >= 0);
     QCOMPARE(canvas.edge_at(on_edge(canvas, out_of)), out_of);
+    // A folded box's port is its exit layer's: dragged onto the ReLU that already reads the Add,
+    // the connection is refused as such.
+    LayerBlockItem* box0 = canvas.folded_box(0);
+    canvas.ensureVisible(box0);
+    drag(canvas, canvas.mapFromScene(box0->mapToScene(box0->port_centre())),
+         canvas.block_centre(layer_named(spec, "s1b1_out")));
+    QVERIFY2(f.editor->notice_text().contains(QStringLiteral("already reads")),
+             qPrintable(f.editor->notice_text()));
+    QCOMPARE(f.doc.undo_stack()->count(), 0);
     // A field's edit elsewhere keeps the folds.
     f.editor->select_layer(layer_named(spec, "conv1"));
     LayerSpec wider = spec.layers[1];

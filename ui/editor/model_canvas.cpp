@@ -719,7 +719,12 @@ void ModelCanvas::mousePressEvent(QMouseEvent* event) {
     // From an output port: a connection.
     if (const int port = port_at(event->position().toPoint()); port != -2) {
       connect_from_ = port;
-      const QPointF start = node(port)->mapToScene(node(port)->port_centre());
+      // A folded block's port is its box's (its exit layer's own block is hidden).
+      const LayerBlockItem* from =
+          is_folded(port)
+              ? fold_items_[static_cast<std::size_t>(fold_of_[static_cast<std::size_t>(port)])]
+              : node(port);
+      const QPointF start = from->mapToScene(from->port_centre());
       connect_line_->setLine(QLineF(start, start));
       connect_line_->show();
       viewport()->setCursor(Qt::CrossCursor);
