@@ -600,6 +600,8 @@ std::vector<Finding> mixed_no_gain(const Diagnosis& d) {
   std::vector<Finding> out;
   for (int li = 0; li < static_cast<int>(d.input.spec.layers.size()); ++li) {
     if (!d.float32.layer_measured(li) || !d.mixed.layer_measured(li)) continue;
+    // A layer kept in float32 ("dtype": "float32") is not the mixed policy's to speed up.
+    if (table.layers[static_cast<std::size_t>(li)].compute == DType::f32) continue;
     const double f32_s = d.float32.layer_seconds(li, false) + d.float32.layer_seconds(li, true);
     const double mixed_s = d.mixed.layer_seconds(li, false) + d.mixed.layer_seconds(li, true);
     if (f32_s < 0.05 * f32_step || mixed_s <= 0.0) continue;

@@ -458,6 +458,12 @@ TEST(Rules, MixedNoGainNamesTheThreeChannelConvolutionAndItsFix) {
   EXPECT_NEAR(d.predicted_speedup(), d.float32.step_s() / d.mixed.step_s(), 1e-12);
   EXPECT_FALSE(d.mixed.measured_source.empty());
   EXPECT_TRUE(rules::mixed_no_gain(diagnose(in)).empty());
+  // A layer already kept in float32 gets no finding: the pooling in float32, the same times.
+  DiagnosisInput kept = in;
+  kept.spec.layers[1].force_float32 = true;
+  const std::vector<Finding> kept_found = rules::mixed_no_gain(diagnose(kept, std::nullopt, times));
+  ASSERT_EQ(kept_found.size(), 1U);
+  EXPECT_EQ(kept_found[0].layers, std::vector<int>{0});
   // On a GPU the first convolution's fix is the padded input.
   const DiagnosisInput on_gpu =
       input(three_channels(), test::round_gpu(), 64, Policy::mixed_float16);
