@@ -62,21 +62,6 @@ void set_inputs(ModelDocument* doc, int index, const std::vector<int>& sources) 
     doc->undo_stack()->push(new EditLayerCommand(doc, index, LayerField::inputs, after));
 }
 
-// True when `node` reads `target`, directly or through other layers.
-bool feeds(const std::vector<std::vector<int>>& inputs, int target, int node) {
-  std::vector<bool> seen(inputs.size(), false);
-  std::vector<int> todo{node};
-  while (!todo.empty()) {
-    const int at = todo.back();
-    todo.pop_back();
-    if (at == target) return true;
-    if (at < 0 || seen[static_cast<std::size_t>(at)]) continue;
-    seen[static_cast<std::size_t>(at)] = true;
-    for (const int source : inputs[static_cast<std::size_t>(at)]) todo.push_back(source);
-  }
-  return false;
-}
-
 // Moves the layers into the order they run in (each after every layer it reads, earliest first,
 // as resolve_graph orders them), in the open macro, so that the table lists them as they run.
 // A layer whose implicit "the one before" would change is named what it reads first.
@@ -204,19 +189,22 @@ bool connect_layers(ModelDocument* doc, int from, int to, QString* why) {
   if (to < 0 || to >= count || from < kModelInput || from >= count)
     return refuse(why, tr("There is no such layer."));
   if (from == to) return refuse(why, tr("A layer cannot read its own output."));
-  std::vector<int> sources = drawn_inputs(spec)[static_cast<std::size_t>(to)];
+  std::vector<std::vector<int>> inputs = drawn_inputs(spec);
+  const std::size_t ordered = execution_order(inputs).size();  // less than all: a cycle already
+  std::vector<int>& sources = inputs[static_cast<std::size_t>(to)];
   const bool merge = is_merge(layer_at(doc, to).type);
   const bool reads = std::find(sources.begin(), sources.end(), from) != sources.end();
   if (merge ? reads : sources == std::vector<int>{from})
     return refuse(why, tr("%1 already reads %2.").arg(node_text(spec, to), node_text(spec, from)));
-  if (feeds(drawn_inputs(spec), to, from))
-    return refuse(why, tr("%1 already reads %2 through other layers: connecting them would make "
-                          "a cycle.")
-                           .arg(node_text(spec, from), node_text(spec, to)));
   if (merge)
     sources.push_back(from);
   else
     sources = {from};
+  // The new edge puts layers on a cycle: they drop out of the order they run in.
+  if (execution_order(inputs).size() < ordered)
+    return refuse(why, tr("%1 already reads %2 through other layers: connecting them would make "
+                          "a cycle.")
+                           .arg(node_text(spec, from), node_text(spec, to)));
   QUndoStack* stack = doc->undo_stack();
   stack->beginMacro(tr("Connect %1 to %2").arg(node_text(spec, from), node_text(spec, to)));
   set_inputs(doc, to, sources);
