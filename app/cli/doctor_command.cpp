@@ -20,6 +20,7 @@
 #include "app/store/doctor_keeper.h"
 #include "app/store/run_store.h"
 #include "app/store/safe_file.h"
+#include "engine/doctor/library_rules.h"
 #include "engine/doctor/local_profile.h"
 #include "engine/doctor/measure.h"
 #include "engine/doctor/report_json.h"
@@ -71,6 +72,12 @@ int run_doctor(const std::vector<std::string>& argv) {
                      "read GPU profiles from this file instead of the built-in ones")
       ->type_name("FILE");
   app.add_flag("--list-profiles", list_profiles, "list the GPU profiles and exit");
+  std::string libraries_text;
+  command
+      .add_option(app, "--libraries", libraries_text,
+                  "predict a GPU with these library versions (a what-if on your stack; "
+                  "default: the present GPU's, or MixLab's own for a profile)")
+      ->type_name("cublas=11.2,cudnn=8.1");
   const RunFieldOptions settings(
       command, {"precision", "batch_size", "optimizer", "threads", "tf32", "cuda_graphs",
                 "data_on_device"});
@@ -123,6 +130,7 @@ int run_doctor(const std::vector<std::string>& argv) {
   }
   if (no_store && db_option->count() > 0) throw UsageError("give --db or --no-store, not both");
   check_device_option("--device", device_name);
+  if (app.get_option("--libraries")->count() > 0) doctor::parse_library_versions(libraries_text);
 
   std::vector<doctor::DeviceProfile> file_profiles;
   std::span<const doctor::DeviceProfile> profiles = doctor::builtin_gpu_profiles();
@@ -197,6 +205,14 @@ int run_doctor(const std::vector<std::string>& argv) {
                    cache.c_str());
     }
     backend = std::move(choice.backend);
+  }
+  if (app.get_option("--libraries")->count() > 0) {
+    if (!input.device.is_gpu()) {
+      throw UsageError("--libraries names a GPU's cuBLAS and cuDNN; " + input.device.name +
+                       " is a CPU (predict a GPU with --profile NAME)");
+    }
+    input.device.libraries = doctor::parse_library_versions(libraries_text, input.device.libraries);
+    input.device.sources["libraries"] = "--libraries " + libraries_text;
   }
   if (settings.given("precision")) {
     input.mixed = config.precision;

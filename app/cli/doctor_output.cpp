@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/doctor/doctor_text.h"
+#include "engine/doctor/library_rules.h"
 #include "engine/doctor/report_json.h"
 #include "engine/spec/layer_text.h"
 
@@ -50,6 +51,11 @@ void print_diagnosis(const Diagnosis& d) {
                            : (dev.is_gpu() ? "published figures: a prediction" : "profile"),
               d.input.spec.name.c_str(), d.input.run.batch_size,
               std::string(to_string(d.input.run.optimizer.kind)).c_str());
+  if (dev.is_gpu() && !dev.libraries.cublas.empty()) {
+    const auto source = dev.sources.find("libraries");
+    std::printf("libraries: %s (%s)\n", doctor::describe_gpu_libraries(dev.libraries).c_str(),
+                source == dev.sources.end() ? "" : source->second.c_str());
+  }
   std::printf("layers: %s\n",
               d.float32.measured_source.empty()
                   ? "the roofline model's predictions (not timed on this device)"

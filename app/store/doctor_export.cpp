@@ -8,6 +8,7 @@
 
 #include "app/store/csv_export.h"
 #include "engine/doctor/doctor_text.h"
+#include "engine/doctor/library_rules.h"
 #include "engine/spec/layer_text.h"
 
 namespace mixlab::store {
@@ -202,9 +203,11 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
       << escape(d.verdict) << "</p>\n<p>Device: " << escape(dev.name)
       << (dev.measured ? " (roofs measured on this machine)"
                        : (dev.is_gpu() ? " (published figures: a prediction)" : ""))
+      << (dev.is_gpu() && !dev.libraries.cublas.empty()
+              ? "; " + escape(doctor::describe_gpu_libraries(dev.libraries))
+              : std::string())
       << "; batch " << d.input.run.batch_size << ", "
-      << escape(to_string(d.input.run.optimizer.kind))
-      << ".</p>\n"
+      << escape(to_string(d.input.run.optimizer.kind)) << ".</p>\n"
       << "<table><tr><th></th><th>float32</th><th>" << escape(mixed) << "</th></tr>\n"
       << "<tr><td>predicted step</td><td class='n'>" << doctor::millis(d.float32.step_s())
       << "</td><td class='n'>" << doctor::millis(d.mixed.step_s()) << "</td></tr>\n";

@@ -177,6 +177,10 @@ struct GpuCalibration {
   double tf32_matmul_flops = 0.0;  // float32 on TF32 tensor cores (8.0 on)
   double f16_matmul_flops = 0.0;   // float16 in and out, float32 accumulation
   double bf16_matmul_flops = 0.0;  // the same in bfloat16 (8.0 on)
+  // A 16-bit matmul with K = 4095 (rows off 16 bytes) over one with K = 4096, M = N = 4096, in
+  // FLOP/s: how much of the tensor cores' rate a misaligned GEMM keeps. 0: not measured (a
+  // cache written before it was).
+  double misaligned_matmul_efficiency = 0.0;
   double copy_bytes_per_s = 0.0;       // a 256 MiB device-to-device copy: bytes read + written/s
   double host_copy_bytes_per_s = 0.0;  // a 64 MiB copy from pinned host memory
   double call_overhead_s = 0.0;        // a 64^3 matmul's share of back-to-back calls

@@ -124,6 +124,10 @@ GpuCalibration from_json<GpuCalibration>(const json& j) {
   c.tf32_matmul_flops = j.at("tf32_matmul_flops").get<double>();
   c.f16_matmul_flops = j.at("f16_matmul_flops").get<double>();
   c.bf16_matmul_flops = j.at("bf16_matmul_flops").get<double>();
+  // Absent from caches written before it was measured: then not measured.
+  c.misaligned_matmul_efficiency = j.contains("misaligned_matmul_efficiency")
+                                       ? j.at("misaligned_matmul_efficiency").get<double>()
+                                       : 0.0;
   c.copy_bytes_per_s = j.at("copy_bytes_per_s").get<double>();
   c.host_copy_bytes_per_s = j.at("host_copy_bytes_per_s").get<double>();
   c.call_overhead_s = j.at("call_overhead_s").get<double>();
@@ -143,6 +147,8 @@ std::string figures_problem(const GpuCalibration& c) {
       {"tf32_matmul_flops", figure_problem(c.tf32_matmul_flops, kPeakRateBounds, true)},
       {"f16_matmul_flops", figure_problem(c.f16_matmul_flops, kPeakRateBounds)},
       {"bf16_matmul_flops", figure_problem(c.bf16_matmul_flops, kPeakRateBounds, true)},
+      {"misaligned_matmul_efficiency",
+       figure_problem(c.misaligned_matmul_efficiency, kFractionBounds, true)},
       {"copy_bytes_per_s", figure_problem(c.copy_bytes_per_s, kBandwidthBounds)},
       {"host_copy_bytes_per_s", figure_problem(c.host_copy_bytes_per_s, kBandwidthBounds)},
       {"call_overhead_s", figure_problem(c.call_overhead_s, kOverheadBounds)},
@@ -186,6 +192,7 @@ json to_json(const GpuCalibration& c) {
           {"tf32_matmul_flops", c.tf32_matmul_flops},
           {"f16_matmul_flops", c.f16_matmul_flops},
           {"bf16_matmul_flops", c.bf16_matmul_flops},
+          {"misaligned_matmul_efficiency", c.misaligned_matmul_efficiency},
           {"copy_bytes_per_s", c.copy_bytes_per_s},
           {"host_copy_bytes_per_s", c.host_copy_bytes_per_s},
           {"call_overhead_s", c.call_overhead_s}};

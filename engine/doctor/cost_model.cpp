@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/doctor/library_rules.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab::doctor {
@@ -83,6 +84,11 @@ GemmQuantization quantize_gemm(const GemmShape& gemm, int sm_count) {
     }
   }
   return best;
+}
+
+double misaligned_efficiency(const DeviceProfile& device) {
+  return device.misaligned_matmul_efficiency > 0 ? device.misaligned_matmul_efficiency
+                                                 : kMisalignedEfficiencyEstimate;
 }
 
 std::int64_t storage_bytes(const DeviceProfile& device, DType dtype) {
@@ -192,9 +198,19 @@ class Model {
       peak = device_.peak.float32;
     }
     if (gpu() && dtype != DType::f32 && device_.tensor_cores && !item.misaligned.empty()) {
-      // NVIDIA's guide: a 16-bit GEMM whose dimensions are not multiples of 8 cannot use the
-      // tensor cores' fast path; modelled as a quarter of their rate, never below float32's.
-      peak = std::max(device_.peak.float32, peak / 4.0);
+      // NVIDIA's guide (library_rules.h): before cuBLAS 11.0 and cuDNN 7.6.3 a 16-bit GEMM
+      // whose dimensions are not multiples of 8 ran without tensor cores (modelled at
+      // float32's rate); from them on it runs on them at a lower efficiency, measured by the
+      // GPU calibration or estimated.
+      const LibraryRule& rule = item.kind == TimeKind::convolution
+                                    ? kMisalignedConvolutionOnTensorCores
+                                    : kMisalignedGemmOnTensorCores;
+      if (holds(rule, device_.libraries)) {
+        peak *= misaligned_efficiency(device_);
+      } else {
+        item.misaligned_without_tensor_cores = true;
+        peak = device_.peak.float32;
+      }
     }
     if (item.kind == TimeKind::convolution) {
       const bool bf16 = !item.emulated && dtype == DType::bf16;

@@ -94,6 +94,9 @@ struct CostItem {
   // "units", "input features", "filters", "input channels") and value; empty when aligned.
   std::string misaligned;
   std::int64_t misaligned_value = 0;
+  // Misaligned, and the profile's libraries predate tensor cores for such GEMMs
+  // (library_rules.h): it runs on the CUDA cores.
+  bool misaligned_without_tensor_cores = false;
   bool emulated = false;  // 16-bit math done in float32 (the CPU without native kernels)
   double peak_flops = 0.0;  // the roof the math ran against, after everything above
   double compute_s = 0.0;
@@ -162,6 +165,10 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run
 // hardware could run it, to set a measured step against.
 double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& run,
                         const DeviceProfile& device);
+
+// What a misaligned 16-bit GEMM keeps of the tensor cores' rate on this device where its
+// libraries run it on them: the measured figure, else kMisalignedEfficiencyEstimate.
+double misaligned_efficiency(const DeviceProfile& device);
 
 // Bytes a tensor element of `dtype` takes on the device: a CPU without bfloat16 kernels keeps
 // 16-bit values in float32 (it emulates them).

@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/text_file.h"
 #include "engine/doctor/figure_bounds.h"
+#include "engine/doctor/library_rules.h"
 #include "engine/spec/model_spec.h"  // kMaxJsonDepth, kMaxModelFileBytes
 #include "resources/builtin_profiles.h"
 
@@ -207,6 +208,9 @@ std::vector<DeviceProfile> parse_gpu_profiles(std::string_view json_text,
       r.fail("compute_capability", "must be like \"8.6\", not " + quote(out.compute_capability));
     }
     out.host_link_bytes_per_s = typical_host_link_bytes_per_s(cc);
+    out.libraries = builtin_library_versions();
+    out.sources["libraries"] = kBuiltinLibrariesSource;
+    out.sources["misaligned_matmul_efficiency"] = kMisalignedEfficiencyEstimateSource;
     out.sources["host_link"] = "the PCIe generation such GPUs are attached with, at about 80% of "
                                "its peak; not a datasheet figure";
     for (const DeviceProfile& earlier : profiles) {
@@ -304,6 +308,9 @@ DeviceProfile gpu_profile_from_device(const DeviceInfo& gpu, int sm_count, doubl
   p.launch_overhead_s = kGpuLaunchOverheadS;
   p.host_link_bytes_per_s = typical_host_link_bytes_per_s(cc);
   p.sources["peak_tflops"] = "estimated from the SM count and clock (no published profile)";
+  p.libraries = builtin_library_versions();
+  p.sources["libraries"] = kBuiltinLibrariesSource;
+  p.sources["misaligned_matmul_efficiency"] = kMisalignedEfficiencyEstimateSource;
   return p;
 }
 

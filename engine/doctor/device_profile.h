@@ -80,6 +80,14 @@ struct DeviceProfile {
   double bf16_normalization_efficiency = 0.0;
   // What one kernel launch or library call costs beyond its work (seconds).
   double launch_overhead_s = 0.0;
+  // --- GPU libraries ---
+  // The cuBLAS and cuDNN versions predicted with (library_rules.h): the present GPU's, MixLab's
+  // own for a published profile, or `--libraries`; sources["libraries"] says which. Empty:
+  // MixLab's own.
+  LibraryVersions libraries;
+  // A 16-bit GEMM with a dimension off a multiple of 8, on tensor cores, as a fraction of the
+  // aligned rate (the GPU calibration's measured; 0: not measured, kMisalignedEfficiencyEstimate).
+  double misaligned_matmul_efficiency = 0.0;
   // Each figure's document, by field name ("peak_tflops": "NVIDIA A100 datasheet ...").
   std::map<std::string, std::string> sources;
 

@@ -34,6 +34,8 @@ inline constexpr FigureBounds kSmCountBounds{1, 100000, 1, "SMs"};
 inline constexpr FigureBounds kClockBounds{1, 100000, 1, "MHz"};
 inline constexpr FigureBounds kMemoryBounds{1048576.0, 1125899906842624.0, 1073741824.0, "GiB"};
 inline constexpr FigureBounds kL2Bounds{1024.0, 68719476736.0, 1048576.0, "MiB"};
+// A rate as a fraction of another (a misaligned GEMM's of the aligned one's).
+inline constexpr FigureBounds kFractionBounds{0.001, 4.0, 0.01, "%"};
 
 // Empty when `value` lies within `bounds` (or is 0 and `zero_allowed`: a figure the device does
 // not have); else what is wrong: "is 1e-299 GB/s; a real device's lies between 0.1 and 1e+05

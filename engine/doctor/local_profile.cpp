@@ -9,10 +9,19 @@
 
 #include "engine/backend/cpu/cpu_isa.h"
 #include "engine/doctor/calibration_cache.h"
+#include "engine/doctor/library_rules.h"
 
 namespace mixlab::doctor {
 
 namespace {
+
+// The present GPU's cuBLAS and cuDNN, what its predictions hold for (library_rules.h).
+void with_libraries(DeviceProfile& profile, const DeviceInfo& info) {
+  if (info.libraries.cublas.empty() && info.libraries.cudnn.empty()) return;
+  profile.libraries = info.libraries;
+  profile.sources["libraries"] =
+      "this machine's, as the CUDA backend loaded them: " + describe_gpu_libraries(info.libraries);
+}
 
 // A cache file's calibrations: the first entry `wanted` accepts, or one measured now and kept
 // in place of the entries `same` finds it replaces. A cache that cannot be used (not a regular
@@ -82,6 +91,7 @@ DeviceProfile gpu_profile(const GpuCalibration& c) {
   p.bandwidth_bytes_per_s = c.copy_bytes_per_s;
   p.host_link_bytes_per_s = c.host_copy_bytes_per_s;
   p.launch_overhead_s = c.call_overhead_s;
+  p.misaligned_matmul_efficiency = c.misaligned_matmul_efficiency;
   p.peak.float32 = c.f32_matmul_flops;
   p.peak.tf32 = c.tf32_matmul_flops;
   p.peak.float16_acc32 = c.f16_matmul_flops;
@@ -98,6 +108,10 @@ DeviceProfile gpu_profile(const GpuCalibration& c) {
       (published.sources.contains("peak_tflops") ? published.sources.at("peak_tflops") : "") + ")";
   p.sources["memory_bandwidth_gb_s"] = on + "a 256 MiB device-to-device copy";
   p.sources["launch_overhead"] = on + "back-to-back 64^3 cuBLASLt matmuls";
+  if (c.misaligned_matmul_efficiency > 0) {
+    p.sources["misaligned_matmul_efficiency"] =
+        on + "16-bit cuBLASLt matmuls with K = 4095 against 4096 (M = N = 4096)";
+  }
   p.sources["host_link"] = on + "a 64 MiB copy from pinned host memory";
   for (const char* field : {"compute_capability", "sm_count", "boost_clock_mhz", "memory_bytes",
                             "l2_bytes"}) {
@@ -199,6 +213,7 @@ DeviceProfile local_gpu_profile(int gpu, const DeviceInfo& info,
         },
         [&] { return calibrate_gpu(gpu); }, same));
     if (!note.empty()) profile.sources[kCacheNoteSource] = note;
+    with_libraries(profile, info);
     return profile;
   } catch (const BackendError& e) {
     if (measured_now != nullptr) *measured_now = false;
@@ -209,6 +224,7 @@ DeviceProfile local_gpu_profile(int gpu, const DeviceInfo& info,
     }
     if (not_measured != nullptr) *not_measured = e.what();
     if (!note.empty()) published.sources[kCacheNoteSource] = note;
+    with_libraries(published, info);
     return published;
   }
 }

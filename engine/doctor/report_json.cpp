@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/doctor/library_rules.h"
 #include "engine/spec/layer_text.h"
 
 namespace mixlab::doctor {
@@ -72,6 +73,8 @@ ordered_json to_json(const DeviceProfile& p) {
     j["memory_bytes"] = p.memory_bytes;
     j["l2_bytes"] = p.l2_bytes;
     j["host_link_gb_s"] = p.host_link_bytes_per_s / 1e9;
+    j["libraries"] = {{"cublas", p.libraries.cublas}, {"cudnn", p.libraries.cudnn}};
+    j["misaligned_matmul_efficiency"] = misaligned_efficiency(p);
   } else {
     j["threads"] = p.threads;
     j["isa"] = std::string(to_string(p.isa));

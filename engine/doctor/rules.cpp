@@ -6,6 +6,7 @@
 
 #include "engine/doctor/diagnosis.h"
 #include "engine/doctor/doctor_text.h"
+#include "engine/doctor/library_rules.h"
 #include "engine/spec/layer_text.h"
 #include "engine/spec/shape_inference.h"
 
@@ -74,6 +75,30 @@ std::vector<Finding> capability(const Diagnosis& d) {
   return {f};
 }
 
+// What the profile's libraries do with a misaligned 16-bit GEMM (a convolution's or a Dense
+// layer's), and what that rests on (library_rules.h); the efficiency kept goes in `f`'s figures.
+std::string misaligned_basis(const Diagnosis& d, bool convolution, Finding& f) {
+  const DeviceProfile& device = d.input.device;
+  const LibraryRule& rule =
+      convolution ? kMisalignedConvolutionOnTensorCores : kMisalignedGemmOnTensorCores;
+  const std::string version = version_of(rule, device.libraries);
+  const std::string library = std::string(rule.library) + (version.empty() ? "" : " " + version);
+  const std::string guide = "NVIDIA's Matrix Multiplication Background guide, Table 1";
+  if (!holds(rule, device.libraries)) {
+    f.figures["tensor_core_efficiency"] = 0.0;
+    return library + " runs it without tensor cores (before " + rule.library + " " + rule.since +
+           " they required multiples of 8: " + guide + ")";
+  }
+  const double e = misaligned_efficiency(device);
+  f.figures["tensor_core_efficiency"] = e;
+  const std::string rate = std::to_string(std::lround(e * 100)) + "% of their aligned rate";
+  return library + " runs it on tensor cores (so from " + rule.library + " " + rule.since + ": " +
+         guide + ") at " +
+         (device.misaligned_matmul_efficiency > 0
+              ? rate + ", as measured on this GPU"
+              : "about " + rate + ", an estimate until a GPU calibration measures it");
+}
+
 // NVIDIA's "Deep Learning Performance" guide (Matrix Multiplication Background; Optimizing
 // Linear/Fully-Connected Layers; Convolutional Layers): 16-bit GEMM dimensions should be
 // multiples of 8 (FP8: 16) for the tensor cores; for convolutions the channel counts.
@@ -108,14 +133,16 @@ std::vector<Finding> alignment(const Diagnosis& d) {
       f.predicted_gain = per_sample_gain(d.mixed, after);
       f.message = "the batch size " + std::to_string(key.value) + " is not a multiple of " +
                   std::to_string(kTensorCoreMultiple16Bit) + " " + tc + ": every Dense GEMM (" +
-                  std::to_string(layers.size()) + " layers) runs on slower kernels";
+                  std::to_string(layers.size()) +
+                  " layers) runs on slower kernels: " + misaligned_basis(d, false, f);
       f.suggestion = "use batch " + std::to_string(aligned);
       f.change = change;
     } else if (key.dim == "units" || key.dim == "filters") {
       const int li = key.layer;
       const bool fixed = key.dim == "units" && output_layer(d, li);
       f.message = title(d, li) + ": " + key.dim + " " + std::to_string(key.value) +
-                  " is not a multiple of 8 " + tc;
+                  " is not a multiple of 8 " + tc + "; " +
+                  misaligned_basis(d, key.dim == "filters", f);
       if (fixed) {
         f.severity = Severity::info;
         f.message += "; it is the model's output size, which the data fixes";
@@ -136,10 +163,19 @@ std::vector<Finding> alignment(const Diagnosis& d) {
                        [](const LayerSpec& l) { return l.type == LayerType::Conv2D; });
       if (!first_conv) continue;
       f.message = title(d, li) + ": its input has " + std::to_string(key.value) +
-                  " channels, not a multiple of 8 " + tc;
+                  " channels, not a multiple of 8 " + tc + "; " + misaligned_basis(d, true, f);
       const SuggestedChange change{Field::input_channels, -1, aligned};
       const StepCost after = repredict(d, d.input.mixed, change);
-      f.predicted_gain = d.mixed.step_s() / after.step_s();
+      const double gain = d.mixed.step_s() / after.step_s();
+      if (gain < 1.0) {
+        // The padded channels' extra work outweighs the faster kernels.
+        f.severity = Severity::info;
+        f.message += "; padding it to " + std::to_string(aligned) +
+                     " channels would cost more than it saves (predicted " + ratio(gain) + ")";
+        out.push_back(std::move(f));
+        continue;
+      }
+      f.predicted_gain = gain;
       f.suggestion = "pad the input to " + std::to_string(aligned) +
                      " channels (zeros), or leave it where the first layer is a small part";
       f.change = change;

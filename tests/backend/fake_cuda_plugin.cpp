@@ -49,6 +49,8 @@ class FakeGpuBackend final : public Backend {
     d.memory_bytes = std::int64_t{1} << 30;
     d.libraries = {};
     d.libraries.cuda_runtime = "0.0 (fake)";
+    d.libraries.cublas = "12.4.5";  // made up, as a real GPU's are reported
+    d.libraries.cudnn = "9.1.0";
     return d;
   }
   std::unique_ptr<ModelExecutor> compile(const ModelSpec& spec, const ShapeTable& table,
@@ -85,6 +87,7 @@ GpuCalibration fake_calibrate(int device) {
   c.tf32_matmul_flops = 120e12;
   c.f16_matmul_flops = 250e12;
   c.bf16_matmul_flops = 240e12;
+  c.misaligned_matmul_efficiency = 0.4;
   c.copy_bytes_per_s = 1.3e12;
   c.host_copy_bytes_per_s = 20e9;
   c.call_overhead_s = 5e-6;

@@ -91,6 +91,59 @@ TEST(Doctor, BadInputIsNamed) {
       << file.err;
 }
 
+// Section 4 of issue 28: the alignment rule holds for the libraries named, MixLab's own unless
+// --libraries gives the user's stack; the seed convnet at batch 1020 on an RTX 2060 SUPER.
+TEST(Doctor, LibrariesDecideWhetherMisalignedGemmsUseTensorCores) {
+  const std::string seed = "doctor cifar100-convnet --profile rtx-2060-super --batch-size 1020 ";
+  const json now = parse(run_cli(seed + "--json"));
+  EXPECT_EQ(now["device"]["libraries"]["cublas"], "13.0");
+  const json cuda11 = parse(run_cli(seed + "--libraries cublas=11.2,cudnn=8.1 --json"));
+  EXPECT_EQ(cuda11["device"]["libraries"]["cublas"], "11.2");
+  EXPECT_EQ(cuda11["device"]["sources"]["libraries"], "--libraries cublas=11.2,cudnn=8.1");
+  const json cuda10 = parse(run_cli(seed + "--libraries cublas=10.1,cudnn=7.6 --json"));
+  // From cuBLAS 11.0 the misaligned Dense GEMMs use tensor cores: mixed gains; before, it does
+  // not.
+  EXPECT_GT(now["predicted_speedup"].get<double>(), 1.3);
+  EXPECT_DOUBLE_EQ(cuda11["predicted_speedup"].get<double>(),
+                   now["predicted_speedup"].get<double>());
+  EXPECT_LT(cuda10["predicted_speedup"].get<double>(), 1.05);
+  const auto alignment = [](const json& j) {
+    for (const json& f : j["findings"]) {
+      if (f["id"] == "alignment" &&
+          f["message"].get<std::string>().find("batch size 1020") != std::string::npos) {
+        return f["message"].get<std::string>();
+      }
+    }
+    return std::string();
+  };
+  EXPECT_NE(alignment(cuda11).find("cuBLAS 11.2 runs it on tensor cores (so from cuBLAS 11.0"),
+            std::string::npos)
+      << alignment(cuda11);
+  EXPECT_NE(alignment(cuda11).find("an estimate"), std::string::npos) << alignment(cuda11);
+  EXPECT_NE(alignment(cuda10).find("cuBLAS 10.1 runs it without tensor cores"), std::string::npos)
+      << alignment(cuda10);
+  const Result text = run_cli(seed + "--libraries cudnn=8.1");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("libraries: cuBLAS 13.0, cuDNN 8.1 (--libraries cudnn=8.1)"),
+            std::string::npos)
+      << text.out;
+
+  const Result bad = run_cli(seed + "--libraries cublas=eleven");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--libraries: 'cublas=eleven' is not a dotted version"), std::string::npos)
+      << bad.err;
+  const Result unknown = run_cli(seed + "--libraries nccl=2.18");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("'nccl' is not a library the doctor knows (cublas, cudnn)"),
+            std::string::npos)
+      << unknown.err;
+  const Result cpu =
+      run_cli("doctor fashion-mlp --device cpu --roofline-only --libraries cublas=11.2");
+  EXPECT_EQ(cpu.exit_code, 2);
+  EXPECT_NE(cpu.err.find("--libraries names a GPU's cuBLAS and cuDNN"), std::string::npos)
+      << cpu.err;
+}
+
 TEST(Doctor, ListsTheProfiles) {
   const Result r = run_cli("doctor --list-profiles");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -263,6 +316,10 @@ TEST(Doctor, APresentGpuIsCalibratedOnceThenReadFromTheCache) {
   EXPECT_EQ(j["device"]["sources"]["peak_tflops"].get<std::string>().rfind(
                 "measured on this GPU through ", 0),
             0u);
+  // The misaligned GEMMs' rate is the calibration's, and the libraries the present GPU's.
+  EXPECT_EQ(j["device"]["misaligned_matmul_efficiency"], 0.4);
+  EXPECT_EQ(j["device"]["sources"]["libraries"].get<std::string>().rfind("this machine's", 0), 0u)
+      << j["device"]["sources"];
   const Result again = run_cli("doctor fashion-mlp --device cuda:0", env);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.err.find("measured this GPU's roofs"), std::string::npos) << again.err;

@@ -4,6 +4,7 @@
 
 #include "engine/core/error.h"
 #include "engine/doctor/cost_model.h"
+#include "engine/doctor/library_rules.h"
 #include "tests/doctor/doctor_test_support.h"
 
 namespace mixlab::doctor {
@@ -70,15 +71,50 @@ TEST(CostModel, MixedFloat16MovesHalfTheBytesAndCastsAndScales) {
   EXPECT_EQ(f.dtype, DType::f16);
   EXPECT_DOUBLE_EQ(f.bytes_16, 2.0 * (2 * 8 + 8 * 4 + 2 * 4));
   EXPECT_DOUBLE_EQ(f.bytes_f32, 4.0 * 4);  // the bias stays float32
-  // Batch 2 is not a multiple of 8: the tensor cores' fast path is missed.
+  // Batch 2 is not a multiple of 8: the tensor cores run it at the estimated half rate (the
+  // profile names no libraries: MixLab's own, cuBLAS 11.0 and later).
   EXPECT_EQ(f.misaligned, "batch");
-  EXPECT_DOUBLE_EQ(f.peak_flops, 1e12);  // a quarter of 4e12, never below float32's
+  EXPECT_FALSE(f.misaligned_without_tensor_cores);
+  EXPECT_DOUBLE_EQ(f.peak_flops, 4e12 * kMisalignedEfficiencyEstimate);
   // The optimizer also writes the float16 copies; loss scaling reads and writes the gradients.
   const CostItem& o = item(c, "sgd update and float16 weight copies");
   EXPECT_DOUBLE_EQ(o.bytes_16, 2.0 * 36);
   const CostItem& s = item(c, "unscale and finite check of the gradients");
   EXPECT_DOUBLE_EQ(s.bytes_f32, 8.0 * 36);
   EXPECT_EQ(s.launches, 2);
+}
+
+// NVIDIA's guide, Table 1: before cuBLAS 11.0 (Dense) and cuDNN 7.6.3 (convolutions) a
+// misaligned 16-bit GEMM ran without tensor cores; from them on, on them at a lower rate: the
+// GPU calibration's measured figure where there is one.
+TEST(CostModel, MisalignedGemmsFollowTheProfilesLibraries) {
+  DeviceProfile old = round_gpu();
+  old.libraries.cublas = "10.1";
+  old.libraries.cudnn = "7.6.3";
+  const ModelSpec spec = model(R"({"name": "c", "input": {"shape": [6, 6, 3]}, "layers": [
+      {"type": "Conv2D", "filters": 8, "kernel_size": 3}, {"type": "Flatten"},
+      {"type": "Dense", "units": 8}]})");
+  const StepCost c = predict_step(spec, Policy::mixed_float16, at(2), old);
+  const CostItem& dense = item(c, "layer 2 (Dense) forward");
+  EXPECT_EQ(dense.misaligned, "batch");
+  EXPECT_TRUE(dense.misaligned_without_tensor_cores);
+  EXPECT_DOUBLE_EQ(dense.peak_flops, 1e12);  // the CUDA cores: float32's rate
+  // The convolution's 3 input channels: cuDNN 7.6.3 already runs them on tensor cores.
+  const CostItem& conv = item(c, "layer 0 (Conv2D) forward");
+  EXPECT_EQ(conv.misaligned, "input channels");
+  EXPECT_FALSE(conv.misaligned_without_tensor_cores);
+  EXPECT_DOUBLE_EQ(conv.peak_flops, 4e12 * kMisalignedEfficiencyEstimate);
+  old.libraries.cudnn = "7.6.2";
+  EXPECT_DOUBLE_EQ(
+      item(predict_step(spec, Policy::mixed_float16, at(2), old), "layer 0 (Conv2D) forward")
+          .peak_flops,
+      1e12);
+
+  DeviceProfile measured = round_gpu();
+  measured.libraries.cublas = "13.0";
+  measured.misaligned_matmul_efficiency = 0.3;
+  const StepCost m = predict_step(spec, Policy::mixed_float16, at(2), measured);
+  EXPECT_DOUBLE_EQ(item(m, "layer 2 (Dense) forward").peak_flops, 4e12 * 0.3);
 }
 
 TEST(CostModel, AnAlignedBatchRunsAtTheTensorCoreRate) {

@@ -121,14 +121,18 @@ struct MatmulBuffers {
 };
 
 double matmul_flops(cublasLtHandle_t handle, cudaStream_t stream, const MatmulBuffers& buf,
-                    DType dtype, bool tf32) {
-  const LtMatmul matmul(handle, square(kMatmulSize, dtype, tf32), kWorkspaceBytes,
-                        "the calibration's matmul");
+                    const LtMatmulShape& shape) {
+  const LtMatmul matmul(handle, shape, kWorkspaceBytes, "the calibration's matmul");
   const double s = seconds_per_call(stream, 5, [&] {
     matmul.run(buf.a, buf.b, buf.d, nullptr, buf.workspace, stream);
   });
-  const double n = static_cast<double>(kMatmulSize);
-  return 2.0 * n * n * n / s;
+  return 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+         static_cast<double>(shape.k) / s;
+}
+
+double matmul_flops(cublasLtHandle_t handle, cudaStream_t stream, const MatmulBuffers& buf,
+                    DType dtype, bool tf32) {
+  return matmul_flops(handle, stream, buf, square(kMatmulSize, dtype, tf32));
 }
 
 }  // namespace
@@ -169,6 +173,18 @@ GpuCalibration calibrate(int device) {
   if (ampere) c.tf32_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::f32, true);
   c.f16_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::f16, false);
   if (ampere) c.bf16_matmul_flops = matmul_flops(lt.h, stream.s, buffers, DType::bf16, false);
+  if (prop.major >= 7) {
+    // K = 4095: B's columns (K long, packed) start off 16 bytes, as a Dense layer's do at a
+    // batch or width off a multiple of 8. cuBLASLt from 11.0 runs it on tensor cores, slower.
+    LtMatmulShape odd = square(kMatmulSize, ampere ? DType::bf16 : DType::f16, false);
+    odd.k = kMatmulSize - 1;
+    try {
+      c.misaligned_matmul_efficiency = matmul_flops(lt.h, stream.s, buffers, odd) /
+                                       (ampere ? c.bf16_matmul_flops : c.f16_matmul_flops);
+    } catch (const BackendError&) {
+      c.misaligned_matmul_efficiency = 0.0;  // no algorithm for it: not measured
+    }
+  }
 
   {
     const LtMatmul small(lt.h, square(64, DType::f32, false), kWorkspaceBytes,

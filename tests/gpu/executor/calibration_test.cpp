@@ -55,6 +55,18 @@ TEST(GpuCalibration, MeasuresThisGpuWithinItsPublishedLimits) {
   EXPECT_GT(c.host_copy_bytes_per_s, 1e9);
   EXPECT_GT(c.call_overhead_s, 0.3e-6);
   EXPECT_LT(c.call_overhead_s, 100e-6);
+  // A 16-bit matmul with K = 4095: on tensor cores (cuBLAS 11.0 on), so well above the CUDA
+  // cores' float32 rate, and not faster than the aligned one. The doctor's estimate is 50%.
+  std::printf(
+      "  misaligned 16-bit matmul (K = 4095): %.0f%% of the aligned rate (the doctor's "
+      "estimate without it: 50%%)\n",
+      100.0 * c.misaligned_matmul_efficiency);
+  if (std::stoi(c.compute_capability) >= 7 && c.f16_matmul_flops > 2.0 * c.f32_matmul_flops) {
+    EXPECT_GT(c.misaligned_matmul_efficiency, 0.0) << "no cuBLASLt algorithm for K = 4095";
+    EXPECT_LE(c.misaligned_matmul_efficiency, 1.1);
+    const double aligned = c.bf16_matmul_flops > 0 ? c.bf16_matmul_flops : c.f16_matmul_flops;
+    EXPECT_GT(c.misaligned_matmul_efficiency * aligned, c.f32_matmul_flops);
+  }
 
   // Against the published profile of its name, when there is one.
   const DeviceInfo info = gpu_device_info(c.gpu, std::stoi(c.compute_capability),
