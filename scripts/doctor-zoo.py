@@ -167,7 +167,7 @@ def run(args):
             done = subprocess.run(
                 [args.cli, "doctor", str(path), "--device", args.device, "--threads", str(args.threads),
                  "--batch-size", str(batch), "--optimizer", optimizer, "--measure", "--no-store",
-                 "--steps", str(args.steps), "--warmup", str(args.warmup), "--json"]
+                 "--steps", str(args.steps), "--warmup", str(args.warmup), "--json", "--retime"]
                 + (["--roofline-only"] if args.roofline_only else []),
                 capture_output=True, text=True)
             if done.returncode != 0:

@@ -20,6 +20,7 @@
 #include "app/store/doctor_keeper.h"
 #include "app/store/run_store.h"
 #include "app/store/safe_file.h"
+#include "engine/doctor/layer_cache.h"
 #include "engine/doctor/library_rules.h"
 #include "engine/doctor/local_profile.h"
 #include "engine/doctor/measure.h"
@@ -100,7 +101,9 @@ int run_doctor(const std::vector<std::string>& argv) {
                "predict from the roofline model alone, without timing each layer on this "
                "machine's device first (seconds)");
   app.add_flag("--recalibrate", recalibrate,
-               "measure this device's roofs again, the CPU's or the GPU's (cached otherwise)");
+               "measure this device's roofs and time the layers again (both cached otherwise)");
+  bool retime = false;
+  app.add_flag("--retime", retime, "time the layers again, not reading them from the cache");
   std::string html_file, findings_csv, layers_csv;
   command.add_path_option(app, "--html", html_file,
                      "also write a self-contained HTML report (charts inline) to FILE")
@@ -252,12 +255,25 @@ int run_doctor(const std::vector<std::string>& argv) {
   // predictions (a device named by --profile is predicted only).
   const auto time_layers = [&](const DiagnosisInput& in) -> std::optional<doctor::Measurement> {
     if (predict_only || roofline_only) return std::nullopt;
+    const std::filesystem::path layer_cache = doctor::default_layer_cache();
     if (!json) {
       std::fprintf(stderr,
-                   "mixlab-cli doctor: timing each layer at batch %d (%lld steps a policy)...\n",
-                   in.run.batch_size, static_cast<long long>(doctor::kLayerBenchSteps));
+                   "mixlab-cli doctor: timing each layer at batch %d (%lld steps a policy, "
+                   "unless kept in %s)...\n",
+                   in.run.batch_size, static_cast<long long>(doctor::kLayerBenchSteps),
+                   layer_cache.c_str());
     }
-    return doctor::bench_layers(in, *backend, cancel);
+    doctor::LayerCacheUse use;
+    doctor::Measurement m =
+        doctor::cached_bench_layers(in, *backend, layer_cache, recalibrate || retime, cancel, &use);
+    if (!use.note.empty()) std::fprintf(stderr, "mixlab-cli doctor: %s\n", use.note.c_str());
+    if (!json && use.cached > 0) {
+      std::fprintf(
+          stderr, "mixlab-cli doctor: the layer times of %s read from %s (%s)\n",
+          use.cached == 2 ? "both policies" : "one policy", layer_cache.c_str(),
+          use.timed == 0 ? "no step run; --retime times them again" : "the other's timed now");
+    }
+    return m;
   };
   std::optional<doctor::Measurement> measured;
   if (measure_flag) measured = measure(input);

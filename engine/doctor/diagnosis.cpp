@@ -160,7 +160,8 @@ Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>
     const auto apply = [](StepCost& cost, const MeasuredRun& run) {
       apply_layer_times(cost, run.layer_forward_ms, run.layer_backward_ms, run.optimizer_ms,
                         "each layer timed on this device (" + std::to_string(run.steps) +
-                            " steps, the median after the warm-up)");
+                            " steps, the median after the warm-up" +
+                            (run.cached.empty() ? std::string() : "; " + run.cached) + ")");
     };
     apply(d.float32, layer_times->float32);
     apply(d.mixed, layer_times->mixed);

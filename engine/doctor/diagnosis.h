@@ -68,6 +68,9 @@ struct MeasuredRun {
   // Median forward and backward ms per Keras layer (empty: not timed).
   std::vector<double> layer_forward_ms, layer_backward_ms;
   std::string run_id;  // in the run store, when recorded
+  // Read from the layer-times cache (layer_cache.h): "timed 2026-12-05 11:40 UTC, kept in
+  // PATH"; empty when timed now.
+  std::string cached;
 };
 
 struct Measurement {

@@ -134,13 +134,21 @@ MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& 
   return m;
 }
 
-Measurement bench_layers(const DiagnosisInput& input, Backend& backend,
+MeasuredRun bench_layers(const DiagnosisInput& input, Policy policy, Backend& backend,
                          const std::atomic<bool>& cancel) {
   MeasureOptions options;
   options.steps = kLayerBenchSteps;
   options.warmup = kLayerBenchWarmup;
   options.layer_timing = true;
-  return measure(input, backend, options, cancel);
+  return measure_policy(input, policy, backend, options, cancel);
+}
+
+Measurement bench_layers(const DiagnosisInput& input, Backend& backend,
+                         const std::atomic<bool>& cancel) {
+  Measurement m;
+  m.float32 = bench_layers(input, Policy::float32, backend, cancel);
+  m.mixed = bench_layers(input, input.mixed, backend, cancel);
+  return m;
 }
 
 Measurement measure(const DiagnosisInput& input, Backend& backend, const MeasureOptions& options,

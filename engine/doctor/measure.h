@@ -46,5 +46,8 @@ inline constexpr std::int64_t kLayerBenchSteps = 20;
 inline constexpr int kLayerBenchWarmup = 5;
 Measurement bench_layers(const DiagnosisInput& input, Backend& backend,
                          const std::atomic<bool>& cancel);
+// One policy's part of it.
+MeasuredRun bench_layers(const DiagnosisInput& input, Policy policy, Backend& backend,
+                         const std::atomic<bool>& cancel);
 
 }  // namespace mixlab::doctor

@@ -144,6 +144,32 @@ TEST(Doctor, LibrariesDecideWhetherMisalignedGemmsUseTensorCores) {
       << cpu.err;
 }
 
+// The layers timed on this CPU are kept (issue 28): the second diagnosis runs no step, --retime
+// times them again, and the report says where the times came from.
+TEST(Doctor, TimedLayersAreKeptAndReadBack) {
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                      ("mixlab-doctor-layer-cache-" + std::to_string(getpid()));
+  std::filesystem::remove_all(cache);
+  const std::string env = "XDG_CACHE_HOME=" + cache.string();
+  const std::string doctor = "doctor fashion-mlp --device cpu --threads 1 ";
+  const Result first = run_cli(doctor, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.err.find("read from"), std::string::npos) << first.err;
+  const std::filesystem::path kept = cache / "mixlab" / "layer-times.json";
+  EXPECT_TRUE(std::filesystem::exists(kept));
+  const Result second = run_cli(doctor, env);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("the layer times of both policies read from " + kept.string() +
+                            " (no step run"),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.out.find("kept in " + kept.string()), std::string::npos) << second.out;
+  const Result again = run_cli(doctor + "--retime", env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.err.find("read from"), std::string::npos) << again.err;
+  std::filesystem::remove_all(cache);
+}
+
 TEST(Doctor, ListsTheProfiles) {
   const Result r = run_cli("doctor --list-profiles");
   ASSERT_EQ(r.exit_code, 0) << r.err;
