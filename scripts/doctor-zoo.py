@@ -20,8 +20,10 @@ padding and max, average or global pooling; residual blocks with BatchNormalizat
 zoo runs in minutes on two cores). Standard library only; figures, not a test.
 """
 import argparse
+import datetime
 import json
 import math
+import os
 import pathlib
 import random
 import statistics
@@ -155,8 +157,35 @@ def percentile(values, q):
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def keep_summary(device, kind, mode, models, errors, right):
+    """The held-out half's figures, for the doctor's confidence line (engine/doctor/confidence.h):
+    ${XDG_CACHE_HOME:-~/.cache}/mixlab/doctor-zoo.json, the entry of this device and mode
+    replaced."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = pathlib.Path(base) / "mixlab" / "doctor-zoo.json"
+    entries = []
+    try:
+        entries = json.loads(path.read_text()) if path.is_file() else []
+        if not isinstance(entries, list):
+            entries = []
+    except (OSError, ValueError):
+        entries = []
+    entries = [e for e in entries if not (isinstance(e, dict) and e.get("device") == device
+                                          and e.get("kind") == kind and e.get("mode") == mode)]
+    entries.append({"kind": kind, "device": device, "mode": mode, "models": models,
+                    "median_error": statistics.median(errors),
+                    "p90_error": percentile(errors, 0.9), "direction_right": right,
+                    "date": datetime.date.today().isoformat()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + f".tmp-{os.getpid()}")
+    temporary.write_text(json.dumps(entries, indent=2) + "\n")
+    os.replace(temporary, path)
+    return path
+
+
 def run(args):
     rows, errors, right = [], [], 0
+    device = kind = None
     with tempfile.TemporaryDirectory() as tmp:
         for k, path, batch, optimizer in write(pathlib.Path(tmp), args.count):
             if args.half != "all" and half(k) != args.half:
@@ -174,6 +203,7 @@ def run(args):
                 print(f"{path.stem}: doctor failed: {done.stderr.strip()}", file=sys.stderr)
                 return 1
             d = json.loads(done.stdout)
+            device, kind = d["device"]["name"], d["device"]["kind"]
             mixed = d["mixed_policy"]
             for policy in ("float32", mixed):
                 p = d["predicted_step_ms"][policy]
@@ -201,6 +231,10 @@ def run(args):
           f"{statistics.median(errors):.0%}, 90th percentile {percentile(errors, 0.9):.0%} "
           f"(targets 15% and 30%); direction right in {right} of {models} "
           f"({right / models:.0%}; target 90%)")
+    if args.half == "held-out" and models > 0:
+        kept = keep_summary(device, kind, "roofline" if args.roofline_only else "timed", models,
+                            errors, right)
+        print(f"kept for the doctor's confidence line in {kept}", file=sys.stderr)
     return 0
 
 

@@ -277,7 +277,12 @@ int run_doctor(const std::vector<std::string>& argv) {
   };
   std::optional<doctor::Measurement> measured;
   if (measure_flag) measured = measure(input);
-  const Diagnosis diagnosis = doctor::diagnose(input, measured, time_layers(input));
+  const auto confident = [](Diagnosis d) {
+    d.confidence = doctor::zoo_confidence(d.input.device, d.layer_times.has_value(),
+                                          doctor::default_zoo_file());
+    return d;
+  };
+  const Diagnosis diagnosis = confident(doctor::diagnose(input, measured, time_layers(input)));
   nlohmann::ordered_json out = doctor::to_json(diagnosis);
   if (keeper && measured) {
     const std::int64_t id = keeper->keep_report(diagnosis, out.dump());
@@ -302,7 +307,7 @@ int run_doctor(const std::vector<std::string>& argv) {
       keep_as("sweep", "doctor --sweep: batch " + std::to_string(batch), nullptr);
       const std::optional<doctor::Measurement> m =
           measure_flag ? std::optional(measure(at)) : std::nullopt;
-      row.diagnosis = doctor::diagnose(at, m, time_layers(at));
+      row.diagnosis = confident(doctor::diagnose(at, m, time_layers(at)));
       if (keeper && m) {
         row.report_id =
             keeper->keep_report(row.diagnosis, doctor::to_json(row.diagnosis).dump());

@@ -45,7 +45,9 @@ void print_diagnosis(const Diagnosis& d) {
   const doctor::DeviceProfile& dev = d.input.device;
   const std::string f32 = "float32";
   const std::string mixed(to_string(d.input.mixed));
-  std::printf("%s\n\n", d.verdict.c_str());
+  std::printf("%s\n", d.verdict.c_str());
+  if (d.confidence) std::printf("%s\n", d.confidence->line.c_str());
+  std::printf("\n");
   std::printf("device: %s (%s), model %s, batch %d, %s\n", dev.name.c_str(),
               dev.measured ? "roofs measured on this machine"
                            : (dev.is_gpu() ? "published figures: a prediction" : "profile"),

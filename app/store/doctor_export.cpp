@@ -200,7 +200,10 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
       << "text-align:left;vertical-align:top}td.n{text-align:right}.verdict{font-weight:bold;"
       << "font-size:1.1em}.high{color:#b00}.medium{color:#b60}</style></head><body>\n"
       << "<h1>MixLab doctor: " << escape(d.input.spec.name) << "</h1>\n<p class='verdict'>"
-      << escape(d.verdict) << "</p>\n<p>Device: " << escape(dev.name)
+      << escape(d.verdict) << "</p>\n"
+      << (d.confidence ? "<p class='confidence'>" + escape(d.confidence->line) + "</p>\n"
+                       : std::string())
+      << "<p>Device: " << escape(dev.name)
       << (dev.measured ? " (roofs measured on this machine)"
                        : (dev.is_gpu() ? " (published figures: a prediction)" : ""))
       << (dev.is_gpu() && !dev.libraries.cublas.empty()

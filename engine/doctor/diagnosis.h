@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/doctor/confidence.h"
 #include "engine/doctor/cost_model.h"
 
 namespace mixlab::doctor {
@@ -101,6 +102,9 @@ struct Diagnosis {
   std::optional<Measurement> layer_times;
   std::vector<Finding> findings;  // most severe first, then by predicted gain
   std::string verdict;
+  // The held-out zoo's error for this device class and mode (confidence.h), set by the caller
+  // that knows where the zoo's summary is (the CLI, the Doctor tab); absent otherwise.
+  std::optional<Confidence> confidence;
 
   // float32's predicted step time over the mixed policy's: below 1, mixed is slower.
   double predicted_speedup() const { return float32.step_s() / mixed.step_s(); }

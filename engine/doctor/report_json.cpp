@@ -130,6 +130,7 @@ ordered_json to_json(const Diagnosis& d) {
   const std::string mixed(to_string(d.input.mixed));
   ordered_json j;
   j["verdict"] = d.verdict;
+  if (d.confidence) j["confidence"] = to_json(*d.confidence);
   j["model"] = d.input.spec.name;
   j["device"] = to_json(d.input.device);
   j["batch_size"] = d.input.run.batch_size;

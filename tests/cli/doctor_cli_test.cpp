@@ -27,6 +27,10 @@ TEST(Doctor, PredictsForAProfileWithTheVerdictFirst) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("mixed_float16 is predicted ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("slower than float32 on an RTX 2060"), std::string::npos) << r.out;
+  // Under the verdict, how far it can be trusted: no zoo has run on a GPU.
+  EXPECT_NE(r.out.find("\nConfidence: unknown. No held-out zoo has run on a GPU yet"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("findings:"), std::string::npos);
   EXPECT_NE(r.out.find("weight-bound"), std::string::npos);
   EXPECT_NE(r.out.find("1 Dense 3000, relu"), std::string::npos);
@@ -52,6 +56,8 @@ TEST(Doctor, JsonHasTheContractFields) {
     }
   }
   EXPECT_FALSE(j.contains("measured_step_ms"));
+  EXPECT_EQ(j["confidence"]["known"], false);
+  EXPECT_EQ(j["confidence"]["kind"], "cuda");
 }
 
 TEST(Doctor, PrecisionNamesTheMixedPolicy) {
