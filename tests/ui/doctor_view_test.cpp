@@ -380,6 +380,61 @@ class DoctorViewTest : public QObject {
     QVERIFY(!doctor()->verdict_text().contains(QStringLiteral("Measured:")));
   }
 
+  // Issue 28: on this machine's device each layer is timed (or read from the layer-times cache)
+  // after the roofline's prediction shows, and replaces it per layer; the Layers table says which
+  // figures were timed, beside the roofline model's; a confidence line sits under the verdict.
+  void this_cpus_layers_are_timed_and_shown_beside_the_roofline() {
+    window_->document()->reset(parse_model_json(store::testing::kTinyModel));
+    // A profile is predicted, not timed.
+    doctor()->refresh_now();
+    QVERIFY(!doctor()->diagnosis()->layer_times);
+    QVERIFY2(doctor()->layers_text().contains(QStringLiteral("published figures")),
+             qPrintable(doctor()->layers_text()));
+    QVERIFY2(doctor()->confidence_text().startsWith(QStringLiteral("Confidence: unknown.")),
+             qPrintable(doctor()->confidence_text()));
+
+    QVERIFY(doctor()->select_device(QStringLiteral("This CPU (measured)")));
+    doctor()->refresh_now();
+    QTRY_VERIFY_WITH_TIMEOUT(doctor()->diagnosis() != nullptr, 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(doctor()->diagnosis() && doctor()->diagnosis()->layer_times, 120000);
+    QVERIFY(!doctor()->timing_layers());
+    const doctor::Diagnosis& d = *doctor()->diagnosis();
+    QVERIFY(!d.float32.measured_source.empty());
+    QVERIFY2(doctor()->layers_text().startsWith(QStringLiteral("Layers: each timed on This CPU")),
+             qPrintable(doctor()->layers_text()));
+    QVERIFY2(doctor()->confidence_text().contains(QStringLiteral("with each layer timed")),
+             qPrintable(doctor()->confidence_text()));
+    QAbstractItemModel* layers = doctor()->layers_view()->model();
+    QCOMPARE(layers->rowCount(), static_cast<int>(d.input.spec.layers.size()));
+    bool any_timed = false;
+    for (int r = 0; r < layers->rowCount(); ++r) {
+      any_timed |= layers->index(r, 1).data().toString() == QStringLiteral("timed here");
+      QVERIFY(layers->index(r, 3).data().toDouble() >= 0.0);  // the roofline model's beside it
+    }
+    QVERIFY(any_timed);
+    QCOMPARE(layers->headerData(3, Qt::Horizontal).toString(),
+             QStringLiteral("float32 roofline ms"));
+
+    // Unticked, the roofline alone; ticked again, the times already taken.
+    doctor()->time_layers_box()->setChecked(false);
+    doctor()->refresh_now();
+    QVERIFY(!doctor()->diagnosis()->layer_times);
+    QVERIFY2(doctor()->layers_text().endsWith(QStringLiteral("(Time layers is off)")),
+             qPrintable(doctor()->layers_text()));
+    QVERIFY(!doctor()->timing_layers());
+    doctor()->time_layers_box()->setChecked(true);
+    doctor()->refresh_now();
+    QVERIFY(doctor()->diagnosis()->layer_times);
+    QVERIFY(!doctor()->timing_layers());
+
+    // Another batch is another timing; Measure does not wait for it (it times the layers too).
+    window_->run_panel()->set_batch_size(48);
+    doctor()->refresh_now();
+    QVERIFY(!doctor()->diagnosis()->layer_times);
+    QVERIFY2(doctor()->measure_button()->isEnabled(),
+             qPrintable(doctor()->measure_button()->toolTip()));
+  }
+
   void the_worker_reports_progress_then_the_measurement() {
     DoctorWorker worker;
     QSignalSpy progress(&worker, &DoctorWorker::progress);
@@ -446,6 +501,11 @@ class DoctorViewTest : public QObject {
                  view.status_text().contains(QStringLiteral("predicting from its published")),
              qPrintable(view.status_text()));
     QCOMPARE(view.diagnosis()->input.device.sm_count, 30);  // its published profile's
+    // Nor can its layers be timed: the roofline's predictions stand, and the tab says why.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        view.layers_text().contains(QStringLiteral("the layers could not be timed")),
+        qPrintable(view.layers_text()), 60000);
+    QVERIFY(!view.diagnosis()->layer_times);
     QVERIFY(!view.diagnosis()->input.device.measured);
     QCOMPARE(view.diagnosis()->input.run.batch_size, 64);
     QVERIFY2(view.measure_button()->isEnabled(), qPrintable(view.measure_button()->toolTip()));

@@ -1,22 +1,27 @@
 #include "ui/doctor/doctor_view.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
-#include <QFileInfo>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStandardItemModel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
 
 #include "engine/core/error.h"
 #include "engine/doctor/doctor_text.h"
+#include "engine/doctor/layer_cache.h"
 #include "engine/doctor/local_profile.h"
 #include "engine/doctor/measure.h"
+#include "engine/spec/layer_text.h"
 #include "ui/doctor/doctor_charts.h"
 #include "ui/doctor/doctor_figures.h"
 #include "ui/doctor/doctor_report.h"
@@ -73,10 +78,29 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
   header->setSectionResizeMode(FindingsModel::Message, QHeaderView::Stretch);
   header->resizeSection(FindingsModel::Fix, 320);
   charts_ = new DoctorCharts;
+  confidence_ = new QLabel;
+  confidence_->setObjectName(QStringLiteral("doctor_confidence"));
+  confidence_->setWordWrap(true);
+  confidence_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layers_label_ = new QLabel;
+  layers_label_->setObjectName(QStringLiteral("doctor_layers_source"));
+  layers_label_->setWordWrap(true);
+  layers_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layers_model_ = new QStandardItemModel(this);
+  layers_table_ = new QTableView;
+  layers_table_->setObjectName(QStringLiteral("doctor_layers"));
+  layers_table_->setModel(layers_model_);
+  layers_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  layers_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  layers_table_->verticalHeader()->hide();
+  layers_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  auto* lower = new QTabWidget;
+  lower->addTab(charts_, tr("Charts"));
+  lower->addTab(layers_table_, tr("Layers"));
 
   auto* splitter = new QSplitter(Qt::Vertical);
   splitter->addWidget(table_);
-  splitter->addWidget(charts_);
+  splitter->addWidget(lower);
   // The charts take most of the height; the table scrolls (a model has a handful of findings).
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 2);
@@ -85,7 +109,12 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(build_controls());
   layout->addWidget(verdict_);
+  layout->addWidget(confidence_);
   layout->addWidget(figures_);
+  auto* layers_row = new QHBoxLayout;
+  layers_row->addWidget(time_layers_);
+  layers_row->addWidget(layers_label_, 1);
+  layout->addLayout(layers_row);
   layout->addWidget(splitter, 1);
 
   // A finding's first layer: selected in the editor on a click, shown there on activation.
@@ -118,6 +147,14 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
     set_status(status_->text() + QStringLiteral(". ") + text, !ok);
   });
   connect(worker_, &DoctorWorker::measure_failed, this, &DoctorView::on_failed);
+  connect(worker_, &DoctorWorker::layers_timed, this, &DoctorView::on_layers_timed);
+  connect(worker_, &DoctorWorker::timing_failed, this,
+          [this](const QString& message, const doctor::DiagnosisInput& input) {
+            timing_input_.reset();
+            timing_failed_input_ = input;
+            timing_error_ = message;
+            schedule();
+          });
 
   select_device(settings::kDoctorDevice.get());
   update_policy_choice();
@@ -159,6 +196,14 @@ QWidget* DoctorView::build_controls() {
   back_->setToolTip(tr("Diagnose the model in the editor at the Run panel's batch size again"));
   back_->hide();
   connect(back_, &QPushButton::clicked, this, &DoctorView::back_to_editor);
+  time_layers_ = new QCheckBox(tr("Time layers"));
+  time_layers_->setObjectName(QStringLiteral("doctor_time_layers"));
+  time_layers_->setChecked(true);
+  time_layers_->setToolTip(
+      tr("On this machine's devices, time each layer in both policies (%1 training steps each, "
+         "kept for next time) and use those times instead of the roofline model's")
+          .arg(doctor::kLayerBenchSteps));
+  connect(time_layers_, &QCheckBox::toggled, this, &DoctorView::schedule);
   status_ = new QLabel;
   status_->setObjectName(QStringLiteral("doctor_status"));
   status_->setWordWrap(true);
@@ -212,7 +257,12 @@ void DoctorView::back_to_editor() {
 
 void DoctorView::set_run_active(bool active) {
   run_active_ = active;
+  if (active && worker_->timing()) {  // the run and the timing would share the device
+    worker_->cancel();
+    timing_input_.reset();
+  }
   update_actions();
+  schedule();
 }
 
 bool DoctorView::select_device(const QString& name) {
@@ -283,6 +333,10 @@ void DoctorView::recompute() {
   const std::optional<doctor::DiagnosisInput> input = current_input(&why_none);
   if (!input) {
     const DoctorDevice& dev = current_device();
+    if (worker_->timing()) {  // its input is gone
+      worker_->cancel();
+      timing_input_.reset();
+    }
     // This machine's devices' roofs are measured when the tab first shows them, not at
     // start-up.
     if (!dev.profile && dev.profile_error.isEmpty() && isVisible() && !worker_->busy())
@@ -295,13 +349,36 @@ void DoctorView::recompute() {
       pinned_ ? std::optional(pinned_->measured) : measured_;
   const bool measured =
       pinned_ || (measured_ && measured_input_ && same_input(*measured_input_, *input));
+  // The layers timed on this machine's device, where they are for this input; else timed now
+  // (while the tab shows, and no run shares the device), the roofline's prediction shown
+  // meanwhile.
+  const DoctorDevice& dev = current_device();
+  const bool want_times = time_layers_->isChecked() && !pinned_ && dev.measurable();
+  const bool timed =
+      want_times && layer_times_ && layer_times_input_ && same_input(*layer_times_input_, *input);
+  if (worker_->timing() && !(want_times && timing_input_ && same_input(*timing_input_, *input))) {
+    worker_->cancel();  // another input's timing is of no use now
+    timing_input_.reset();
+  }
+  const bool failed = timing_failed_input_ && same_input(*timing_failed_input_, *input);
+  if (want_times && !timed && !failed && !run_active_ && isVisible() && !worker_->busy() &&
+      worker_->time_layers(*input, dev.backend_device)) {
+    timing_input_ = *input;
+  }
   // Nothing changed (the tab shown again, a change of the policy the editor shows): the
   // findings keep their selection.
   if (diagnosis_ && same_input(diagnosis_->input, *input) &&
-      diagnosis_->measured.has_value() == measured)
+      diagnosis_->measured.has_value() == measured &&
+      diagnosis_->layer_times.has_value() == timed) {
+    layers_label_->setText(layers_text());
+    update_actions();
     return;
+  }
   try {
-    show_diagnosis(doctor::diagnose(*input, measured ? measurement : std::nullopt));
+    doctor::Diagnosis d = doctor::diagnose(*input, measured ? measurement : std::nullopt,
+                                           timed ? layer_times_ : std::nullopt);
+    d.confidence = doctor::zoo_confidence(input->device, timed, doctor::default_zoo_file());
+    show_diagnosis(std::move(d));
   } catch (const std::exception& e) {
     show_diagnosis(std::nullopt, tr("Cannot diagnose: %1").arg(QString::fromUtf8(e.what())));
   }
@@ -313,8 +390,91 @@ void DoctorView::show_diagnosis(std::optional<doctor::Diagnosis> d, const QStrin
   figures_->setText(diagnosis_ ? step_figures_text(*diagnosis_) : QString());
   findings_->set_findings(diagnosis_ ? diagnosis_->findings : std::vector<doctor::Finding>{});
   charts_->show_diagnosis(diagnosis_ ? &*diagnosis_ : nullptr);
+  confidence_->setText(diagnosis_ && diagnosis_->confidence
+                           ? QString::fromStdString(diagnosis_->confidence->line)
+                           : QString());
+  layers_label_->setText(layers_text());
+  show_layers();
   emit layer_findings_changed(findings_->findings_by_layer());
   update_actions();
+}
+
+QAbstractItemView* DoctorView::layers_view() const {
+  return layers_table_;
+}
+
+bool DoctorView::timing_layers() const {
+  return worker_->timing();
+}
+
+QString DoctorView::confidence_text() const {
+  return confidence_->text();
+}
+
+QString DoctorView::layers_text() const {
+  if (!diagnosis_) return {};
+  const DoctorDevice& dev = const_cast<DoctorView*>(this)->current_device();
+  const QString model = tr("Layers: the roofline model's predictions");
+  if (pinned_) return model + tr(" (runs from Compare)");
+  if (!dev.measurable())
+    return model + tr(" (a profile of published figures is predicted, not timed)");
+  if (!time_layers_->isChecked()) return model + tr(" (Time layers is off)");
+  if (diagnosis_->layer_times)
+    return tr("Layers: each timed on %1, %2; the roofline model's beside them in the Layers "
+              "table")
+        .arg(dev.label, layer_note_);
+  if (worker_->timing())
+    return model + tr(" until each layer is timed on %1 (%2 steps a policy)…")
+                       .arg(dev.label)
+                       .arg(doctor::kLayerBenchSteps);
+  if (timing_failed_input_ && same_input(*timing_failed_input_, diagnosis_->input))
+    return model + tr(" (the layers could not be timed: %1)").arg(timing_error_);
+  if (run_active_) return model + tr(" until the run ends (timing would share the device)");
+  return model;
+}
+
+void DoctorView::show_layers() {
+  layers_model_->clear();
+  if (!diagnosis_) return;
+  const doctor::Diagnosis& d = *diagnosis_;
+  const QString mixed = qt_text(to_string(d.input.mixed));
+  layers_model_->setHorizontalHeaderLabels(
+      {tr("Layer"), tr("Figures"), tr("float32 ms"), tr("float32 roofline ms"),
+       tr("%1 ms").arg(mixed), tr("%1 roofline ms").arg(mixed), tr("mixed / float32")});
+  const auto ms = [](double seconds) {
+    auto* item = new QStandardItem(QString::number(seconds * 1e3, 'f', 3));
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return item;
+  };
+  for (int i = 0; i < static_cast<int>(d.input.spec.layers.size()); ++i) {
+    const double f32 = d.float32.layer_seconds(i, false) + d.float32.layer_seconds(i, true);
+    const double mix = d.mixed.layer_seconds(i, false) + d.mixed.layer_seconds(i, true);
+    const bool timed = d.float32.layer_measured(i) || d.mixed.layer_measured(i);
+    QList<QStandardItem*> row{
+        new QStandardItem(QString::fromStdString(layer_title(d.input.spec, i))),
+        new QStandardItem(timed ? tr("timed here") : tr("roofline model")),
+        ms(f32),
+        ms(d.float32.layer_model_seconds(i)),
+        ms(mix),
+        ms(d.mixed.layer_model_seconds(i)),
+        new QStandardItem(f32 > 0 && mix > 0 ? QStringLiteral("%1x").arg(f32 / mix, 0, 'f', 2)
+                                             : QStringLiteral("-"))};
+    if (timed) {
+      row[1]->setToolTip(
+          tr("Timed on this device; the roofline columns are what the model "
+             "predicts for the hardware"));
+    }
+    layers_model_->appendRow(row);
+  }
+}
+
+void DoctorView::on_layers_timed(const doctor::Measurement& times,
+                                 const doctor::DiagnosisInput& input, const QString& note) {
+  timing_input_.reset();
+  layer_times_ = times;
+  layer_times_input_ = input;
+  layer_note_ = note;
+  refresh_now();
 }
 
 void DoctorView::update_actions() {
@@ -327,7 +487,7 @@ void DoctorView::update_actions() {
                   .arg(dev.profile ? QString::fromStdString(dev.profile->name) : dev.label);
   else if (run_active_)
     why_not = tr("A run is in progress: measure when it has ended (both would share the device)");
-  else if (worker_->busy())
+  else if (worker_->busy() && !worker_->timing())  // a timing gives way to a measurement
     why_not = measuring ? tr("Measuring now") : tr("This CPU's roofs are being measured");
   else if (!diagnosis_)
     why_not = tr("Nothing to measure: %1").arg(verdict_->text());
@@ -349,6 +509,10 @@ bool DoctorView::busy() const {
 
 void DoctorView::start_measure() {
   if (!diagnosis_ || !current_device().measurable()) return;
+  if (worker_->timing()) {  // the measurement times the layers too
+    worker_->cancel();
+    timing_input_.reset();
+  }
   doctor::MeasureOptions options;
   options.steps = kMeasureSteps;
   options.warmup = kMeasureWarmup;
@@ -385,6 +549,10 @@ void DoctorView::set_store_path(const std::filesystem::path& db) {
 void DoctorView::on_measured(const doctor::Measurement& m, const doctor::DiagnosisInput& input) {
   measured_ = m;
   measured_input_ = input;
+  // Its runs timed every layer too, over more steps than the timing.
+  layer_times_ = m;
+  layer_times_input_ = input;
+  layer_note_ = tr("from the measurement's %1 steps a policy").arg(m.float32.steps);
   set_status(tr("Measured: %1 float32 (median step %2 ms against %3 ms)")
                  .arg(qt_text(doctor::speedup_words(m.speedup())))
                  .arg(m.mixed.step_ms, 0, 'f', 2)

@@ -21,7 +21,9 @@
 #include "ui/doctor/doctor_runs.h"
 
 class QAbstractItemView;
+class QCheckBox;
 class QComboBox;
+class QStandardItemModel;
 class QLabel;
 class QPushButton;
 class QTableView;
@@ -76,6 +78,17 @@ class DoctorView : public QWidget {
   QComboBox* device_picker() const { return device_; }
   QComboBox* policy_picker() const { return policy_; }
   QPushButton* measure_button() const { return measure_; }
+  // On this machine's devices each layer is timed (or read from the layer-times cache) after
+  // the roofline's prediction shows, and replaces it per layer; unticked: the roofline alone.
+  QCheckBox* time_layers_box() const { return time_layers_; }
+  bool timing_layers() const;
+  // "Layers: each timed on this CPU (read from PATH)", or why they are the roofline's.
+  QString layers_text() const;
+  // The confidence line under the verdict (doctor::zoo_confidence).
+  QString confidence_text() const;
+  // Each layer's figures: its title, where they come from ("timed here", "roofline model"),
+  // float32's and the mixed policy's time and the roofline model's beside each (ms).
+  QAbstractItemView* layers_view() const;
   QPushButton* cancel_button() const { return cancel_; }
   bool busy() const;  // measuring this CPU's roofs, or a measurement
 
@@ -109,6 +122,9 @@ class DoctorView : public QWidget {
                           bool measured_now, const QString& not_measured);
   void on_measured(const doctor::Measurement& m, const doctor::DiagnosisInput& input);
   void on_failed(const QString& message, bool cancelled);
+  void on_layers_timed(const doctor::Measurement& times, const doctor::DiagnosisInput& input,
+                       const QString& note);
+  void show_layers();
   DoctorDevice& current_device();
   std::optional<doctor::DiagnosisInput> current_input(QString* why_none);
 
@@ -121,6 +137,14 @@ class DoctorView : public QWidget {
   std::optional<doctor::Measurement> measured_;
   std::optional<doctor::DiagnosisInput> measured_input_;
   std::optional<RunPair> pinned_;  // runs from Compare, diagnosed instead of the editor's model
+  // The layers timed on this machine's device and the input they were timed at (or the last
+  // measurement's, which times them too); the input whose timing failed, and why.
+  std::optional<doctor::Measurement> layer_times_;
+  std::optional<doctor::DiagnosisInput> layer_times_input_;
+  std::optional<doctor::DiagnosisInput> timing_input_;  // of the timing under way
+  QString layer_note_;
+  std::optional<doctor::DiagnosisInput> timing_failed_input_;
+  QString timing_error_;
 
   DoctorWorker* worker_ = nullptr;
   QTimer* recompute_timer_ = nullptr;  // single shot, 0 ms: one diagnosis per burst of changes
@@ -133,6 +157,11 @@ class DoctorView : public QWidget {
   QLabel* status_ = nullptr;
   QLabel* verdict_ = nullptr;
   QLabel* figures_ = nullptr;
+  QLabel* confidence_ = nullptr;
+  QLabel* layers_label_ = nullptr;
+  QCheckBox* time_layers_ = nullptr;
+  QStandardItemModel* layers_model_ = nullptr;
+  QTableView* layers_table_ = nullptr;
   FindingsModel* findings_ = nullptr;
   QTableView* table_ = nullptr;
   DoctorCharts* charts_ = nullptr;

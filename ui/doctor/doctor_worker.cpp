@@ -13,8 +13,9 @@
 #include "app/store/doctor_keeper.h"
 #include "app/store/run_recorder.h"
 #include "engine/backend/backend.h"
-#include "engine/doctor/report_json.h"
+#include "engine/doctor/layer_cache.h"
 #include "engine/doctor/local_profile.h"
+#include "engine/doctor/report_json.h"
 #include "ui/qt_text.h"
 
 namespace mixlab::ui {
@@ -92,7 +93,7 @@ void DoctorWorker::start(Job job) {
 
 bool DoctorWorker::profile_device(const DoctorDevice& device) {
   if (busy_) return false;
-  measuring_ = false;
+  task_ = Task::profiling;
   const int generation = ++generation_;
   start([this, generation, name = device.backend_device, threads = device.threads,
          info = device.info] {
@@ -123,7 +124,7 @@ bool DoctorWorker::profile_device(const DoctorDevice& device) {
 bool DoctorWorker::measure(const doctor::DiagnosisInput& input, const std::string& device,
                            const doctor::MeasureOptions& options) {
   if (busy_) return false;
-  measuring_ = true;
+  task_ = Task::measuring;
   const int generation = ++generation_;
   start([this, generation, input, device, options = doctor::MeasureOptions(options),
          db = store_path_]() mutable {
@@ -188,12 +189,39 @@ bool DoctorWorker::measure(const doctor::DiagnosisInput& input, const std::strin
   return true;
 }
 
+bool DoctorWorker::time_layers(const doctor::DiagnosisInput& input, const std::string& device) {
+  if (busy_) return false;
+  task_ = Task::timing;
+  const int generation = ++generation_;
+  start([this, generation, input, device] {
+    try {
+      BackendChoice choice = make_backend(device, input.run.threads, false);
+      doctor::LayerCacheUse use;
+      const std::filesystem::path cache = doctor::default_layer_cache();
+      const doctor::Measurement m =
+          doctor::cached_bench_layers(input, *choice.backend, cache, false, cancel_, &use);
+      QString note = use.timed == 0 ? tr("read from %1").arg(QString::fromStdString(cache.string()))
+                                    : tr("timed now (%1 steps a policy), kept in %2")
+                                          .arg(doctor::kLayerBenchSteps)
+                                          .arg(QString::fromStdString(cache.string()));
+      if (!use.note.empty()) note += QStringLiteral("; ") + QString::fromStdString(use.note);
+      post(generation, [this, m, input, note] { emit layers_timed(m, input, note); });
+    } catch (const std::exception& e) {
+      post(generation, [this, input, message = QString::fromUtf8(e.what())] {
+        emit timing_failed(message, input);
+      });
+    }
+  });
+  return true;
+}
+
 void DoctorWorker::cancel() {
-  if (!measuring()) return;
+  if (!measuring() && !timing()) return;
+  const bool measurement = measuring();
   cancel_ = true;
   ++generation_;  // what the job still sends is dropped
   busy_ = false;
-  emit measure_failed(tr("Cancelled"), true);
+  if (measurement) emit measure_failed(tr("Cancelled"), true);
 }
 
 }  // namespace mixlab::ui

@@ -28,7 +28,8 @@ class DoctorWorker : public QObject {
   ~DoctorWorker() override;
 
   bool busy() const { return busy_; }
-  bool measuring() const { return busy_ && measuring_; }  // else busy: profiling a device
+  bool measuring() const { return busy_ && task_ == Task::measuring; }
+  bool timing() const { return busy_ && task_ == Task::timing; }  // else busy: profiling a device
 
   // The profile of one of this machine's devices (doctor::local_cpu_profile or
   // local_gpu_profile, with the default caches): emits device_profiled, or
@@ -40,8 +41,13 @@ class DoctorWorker : public QObject {
   // nothing, while a job runs.
   bool measure(const doctor::DiagnosisInput& input, const std::string& device,
                const doctor::MeasureOptions& options);
-  // Stops a measurement between steps and drops whatever it still sends (a calibration goes
-  // on: its profile is worth having).
+  // doctor::cached_bench_layers of `input` on `device` (each layer timed in both policies, or
+  // read from ~/.cache/mixlab/layer-times.json): emits layers_timed, or timing_failed. False,
+  // doing nothing, while a job runs.
+  bool time_layers(const doctor::DiagnosisInput& input, const std::string& device);
+  // Stops a measurement or a timing between steps and drops whatever it still sends (a
+  // calibration goes on: its profile is worth having). A cancelled measurement emits
+  // measure_failed(cancelled); a cancelled timing nothing (the view cancels it for a new input).
   void cancel();
   // Where measurements are kept (store::DoctorKeeper: both runs, tagged "doctor", and the
   // report, as mixlab-cli doctor --measure keeps them); empty: nowhere.
@@ -57,6 +63,10 @@ class DoctorWorker : public QObject {
   void measured(const mixlab::doctor::Measurement& measurement,
                 const mixlab::doctor::DiagnosisInput& input);
   void measure_failed(const QString& message, bool cancelled);
+  // `note`: where the times came from ("read from PATH", "timed now"), and any cache problem.
+  void layers_timed(const mixlab::doctor::Measurement& times,
+                    const mixlab::doctor::DiagnosisInput& input, const QString& note);
+  void timing_failed(const QString& message, const mixlab::doctor::DiagnosisInput& input);
   // After measured: where the measurement was kept ("runs 12 and 13, report 4 in PATH"), or why
   // it could not be (`ok` false); the measurement itself stands either way.
   void kept(const QString& text, bool ok);
@@ -74,7 +84,8 @@ class DoctorWorker : public QObject {
   std::atomic<bool> cancel_{false};
   int generation_ = 0;  // of the job whose results count (GUI thread only)
   bool busy_ = false;
-  bool measuring_ = false;
+  enum class Task { profiling, measuring, timing };
+  Task task_ = Task::profiling;
   std::filesystem::path store_path_;  // copied into each measurement's job
 };
 
