@@ -73,6 +73,12 @@ int run_doctor(const std::vector<std::string>& argv) {
                      "read GPU profiles from this file instead of the built-in ones")
       ->type_name("FILE");
   app.add_flag("--list-profiles", list_profiles, "list the GPU profiles and exit");
+  std::string from_name;
+  command
+      .add_option(app, "--from", from_name,
+                  "with --profile: time the layers on this machine's DEVICE (cpu, cuda, "
+                  "cuda:N) and scale them to the profile's GPU where the kernels match")
+      ->type_name("DEVICE");
   std::string libraries_text;
   command
       .add_option(app, "--libraries", libraries_text,
@@ -154,6 +160,15 @@ int run_doctor(const std::vector<std::string>& argv) {
     throw UsageError("--device and --profile both name the device: give one");
   }
   const bool predict_only = !profile_name.empty();
+  if (!from_name.empty()) {
+    if (!predict_only) {
+      throw UsageError(
+          "--from scales the layers timed on this machine's device to a --profile "
+          "GPU: give --profile NAME too");
+    }
+    check_device_option("--from", from_name);
+    if (roofline_only) throw UsageError("--from times the layers; --roofline-only does not");
+  }
   if (predict_only && measure_flag) {
     throw UsageError("--measure runs on this machine's device; --profile " + quote(profile_name) +
                      " can only be predicted");
@@ -170,13 +185,12 @@ int run_doctor(const std::vector<std::string>& argv) {
 
   std::unique_ptr<Backend> backend;
   std::string device_used;
-  if (predict_only) {
-    input.device = doctor::find_profile(profiles, profile_name);
-  } else {
-    BackendChoice choice = make_backend(device_name, config.threads, true);
+  // This machine's device `name` (its backend, and its profile measured or read from the cache).
+  const auto local_device = [&](const std::string& name, bool fallback) {
+    BackendChoice choice = make_backend(name, config.threads, fallback);
     if (!choice.note.empty()) std::fprintf(stderr, "mixlab-cli doctor: %s\n", choice.note.c_str());
     const DeviceInfo info = choice.backend->device();
-    device_used = choice.device;
+    doctor::DeviceProfile profile;
     bool calibrated = false;
     const bool tty = !json && isatty(STDERR_FILENO);
     const std::string what = info.is_gpu() ? "this GPU's" : "this CPU's";
@@ -184,9 +198,9 @@ int run_doctor(const std::vector<std::string>& argv) {
     std::filesystem::path cache;
     if (info.is_gpu()) {
       cache = doctor::default_gpu_profile_cache();
-      const int gpu = std::stoi(device_used.substr(device_used.find(':') + 1));
+      const int gpu = std::stoi(choice.device.substr(choice.device.find(':') + 1));
       std::string not_measured;
-      input.device =
+      profile =
           doctor::local_gpu_profile(gpu, info, cache, recalibrate, &calibrated, &not_measured);
       if (!not_measured.empty()) {
         std::fprintf(stderr,
@@ -196,17 +210,33 @@ int run_doctor(const std::vector<std::string>& argv) {
       }
     } else {
       cache = doctor::default_cpu_profile_cache();
-      input.device = doctor::local_cpu_profile(info.threads, cache, recalibrate, &calibrated);
+      profile = doctor::local_cpu_profile(info.threads, cache, recalibrate, &calibrated);
     }
     if (tty) std::fprintf(stderr, "%60s\r", "");
-    if (const auto note = input.device.sources.find(doctor::kCacheNoteSource);
-        note != input.device.sources.end()) {
+    if (const auto note = profile.sources.find(doctor::kCacheNoteSource);
+        note != profile.sources.end()) {
       std::fprintf(stderr, "mixlab-cli doctor: %s\n", note->second.c_str());
     }
     if (calibrated && !json) {
       std::fprintf(stderr, "mixlab-cli doctor: measured %s roofs (kept in %s)\n", what.c_str(),
                    cache.c_str());
     }
+    return std::pair{std::move(choice), std::move(profile)};
+  };
+  // --from: the layers timed on this machine's device, to scale to the --profile GPU.
+  std::unique_ptr<Backend> from_backend;
+  std::optional<doctor::DeviceProfile> from_profile;
+  if (predict_only) {
+    input.device = doctor::find_profile(profiles, profile_name);
+    if (!from_name.empty()) {
+      auto [choice, profile] = local_device(from_name, false);
+      from_backend = std::move(choice.backend);
+      from_profile = std::move(profile);
+    }
+  } else {
+    auto [choice, profile] = local_device(device_name, true);
+    device_used = choice.device;
+    input.device = std::move(profile);
     backend = std::move(choice.backend);
   }
   if (app.get_option("--libraries")->count() > 0) {
@@ -253,8 +283,7 @@ int run_doctor(const std::vector<std::string>& argv) {
   };
   // On this machine's device, each policy's layers are timed first and set over the roofline's
   // predictions (a device named by --profile is predicted only).
-  const auto time_layers = [&](const DiagnosisInput& in) -> std::optional<doctor::Measurement> {
-    if (predict_only || roofline_only) return std::nullopt;
+  const auto timed_on = [&](const DiagnosisInput& in, Backend& on) {
     const std::filesystem::path layer_cache = doctor::default_layer_cache();
     if (!json) {
       std::fprintf(stderr,
@@ -265,7 +294,7 @@ int run_doctor(const std::vector<std::string>& argv) {
     }
     doctor::LayerCacheUse use;
     doctor::Measurement m =
-        doctor::cached_bench_layers(in, *backend, layer_cache, recalibrate || retime, cancel, &use);
+        doctor::cached_bench_layers(in, on, layer_cache, recalibrate || retime, cancel, &use);
     if (!use.note.empty()) std::fprintf(stderr, "mixlab-cli doctor: %s\n", use.note.c_str());
     if (!json && use.cached > 0) {
       std::fprintf(
@@ -275,6 +304,17 @@ int run_doctor(const std::vector<std::string>& argv) {
     }
     return m;
   };
+  const auto time_layers = [&](const DiagnosisInput& in) -> std::optional<doctor::Measurement> {
+    if (predict_only || roofline_only) return std::nullopt;
+    return timed_on(in, *backend);
+  };
+  // --from: the same model timed on this machine's device, scaled to the profile's GPU.
+  const auto scale_from = [&](const DiagnosisInput& in) -> std::optional<doctor::ScaleFrom> {
+    if (!from_profile) return std::nullopt;
+    DiagnosisInput here = in;
+    here.device = *from_profile;
+    return doctor::ScaleFrom{*from_profile, timed_on(here, *from_backend)};
+  };
   std::optional<doctor::Measurement> measured;
   if (measure_flag) measured = measure(input);
   const auto confident = [](Diagnosis d) {
@@ -282,7 +322,8 @@ int run_doctor(const std::vector<std::string>& argv) {
                                           doctor::default_zoo_file());
     return d;
   };
-  const Diagnosis diagnosis = confident(doctor::diagnose(input, measured, time_layers(input)));
+  const Diagnosis diagnosis =
+      confident(doctor::diagnose(input, measured, time_layers(input), scale_from(input)));
   nlohmann::ordered_json out = doctor::to_json(diagnosis);
   if (keeper && measured) {
     const std::int64_t id = keeper->keep_report(diagnosis, out.dump());
@@ -307,7 +348,7 @@ int run_doctor(const std::vector<std::string>& argv) {
       keep_as("sweep", "doctor --sweep: batch " + std::to_string(batch), nullptr);
       const std::optional<doctor::Measurement> m =
           measure_flag ? std::optional(measure(at)) : std::nullopt;
-      row.diagnosis = confident(doctor::diagnose(at, m, time_layers(at)));
+      row.diagnosis = confident(doctor::diagnose(at, m, time_layers(at), scale_from(at)));
       if (keeper && m) {
         row.report_id =
             keeper->keep_report(row.diagnosis, doctor::to_json(row.diagnosis).dump());

@@ -59,7 +59,8 @@ void print_diagnosis(const Diagnosis& d) {
                 source == dev.sources.end() ? "" : source->second.c_str());
   }
   std::printf("layers: %s\n",
-              d.float32.measured_source.empty()
+              !d.mixed.scaled_source.empty() ? d.mixed.scaled_source.c_str()
+              : d.float32.measured_source.empty()
                   ? "the roofline model's predictions (not timed on this device)"
                   : (d.float32.measured_source + "; the loss and the data modelled").c_str());
   std::printf("%-22s %14s %16s\n", "", f32.c_str(), mixed.c_str());
@@ -118,6 +119,15 @@ void print_diagnosis(const Diagnosis& d) {
                                  ? pair(m->layer_forward_ms[li], m->layer_backward_ms[li]).c_str()
                                  : "-");
       }
+    }
+    if (!d.mixed.scaled_source.empty()) {  // which figures were scaled from the timing
+      const auto source = [l](const doctor::StepCost& c) {
+        const auto why = c.modelled_why.find(l);
+        return std::string(c.layer_source(l)) +
+               (why != c.modelled_why.end() ? " (" + why->second + ")" : "");
+      };
+      const std::string f = source(d.float32), m = source(d.mixed);
+      std::printf("  %s", f == m ? f.c_str() : (f + " / " + m).c_str());
     }
     std::printf("\n");
   }

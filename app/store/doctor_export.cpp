@@ -236,7 +236,11 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
   out << "<h2>Where the time goes (predicted)</h2>\n";
   breakdown_svg(out, d);
   out << "<h2>Layers (ms, forward / backward)</h2>\n<p>Predicted: "
-      << escape(d.float32.measured_source.empty()
+      << escape(!d.mixed.scaled_source.empty()
+                    ? d.mixed.scaled_source +
+                          "; beside each scaled layer, the roofline model's time, and why a "
+                          "modelled one was not scaled"
+                : d.float32.measured_source.empty()
                     ? std::string("the roofline model (the layers were not timed on the device)")
                     : d.float32.measured_source +
                           "; beside each timed layer, the roofline model's time (its bound)")
@@ -250,9 +254,11 @@ void write_doctor_html(std::ostream& out, const Diagnosis& d) {
     for (const StepCost* c : costs(d)) {
       out << "<td class='n'>" << num(c->layer_seconds(l, false) * 1e3, kFixed, 3) << " / "
           << num(c->layer_seconds(l, true) * 1e3, kFixed, 3);
-      if (c->layer_measured(l))
-        out << " <small>(roofline " << num(c->layer_model_seconds(l) * 1e3, kFixed, 3)
-            << ")</small>";
+      if (c->layer_measured(l) || c->layer_scaled(l))
+        out << " <small>(" << (c->layer_scaled(l) ? "scaled; " : "") << "roofline "
+            << num(c->layer_model_seconds(l) * 1e3, kFixed, 3) << ")</small>";
+      else if (const auto why = c->modelled_why.find(l); why != c->modelled_why.end())
+        out << " <small>(modelled: " << escape(why->second) << ")</small>";
       out << "</td>";
     }
     if (d.measured) {

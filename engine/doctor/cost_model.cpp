@@ -671,9 +671,20 @@ bool StepCost::layer_measured(int layer) const {
 double StepCost::layer_model_seconds(int layer) const {
   double total = 0.0;
   for (const CostItem& item : items) {
-    if (item.layer == layer) total += item.measured ? item.model_s : item.time_s();
+    if (item.layer == layer) total += item.measured || item.scaled ? item.model_s : item.time_s();
   }
   return total;
+}
+
+bool StepCost::layer_scaled(int layer) const {
+  return std::any_of(items.begin(), items.end(),
+                     [layer](const CostItem& i) { return i.layer == layer && i.scaled; });
+}
+
+std::string_view StepCost::layer_source(int layer) const {
+  if (layer_measured(layer)) return "measured";
+  if (layer_scaled(layer)) return "scaled";
+  return "modelled";
 }
 
 namespace {

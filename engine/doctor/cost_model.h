@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +107,9 @@ struct CostItem {
   // layer's items add up to its measured time; model_s keeps the roofline model's own.
   bool measured = false;
   double model_s = 0.0;
+  // Scaled from the layer timed on another device (scale_layer_times): model_s keeps this
+  // device's roofline model's own time.
+  bool scaled = false;
 
   double bytes() const { return bytes_f32 + bytes_16; }
   double time_s() const { return (compute_s > memory_s ? compute_s : memory_s) + overhead_s; }
@@ -140,6 +144,13 @@ struct StepCost {
   // Whether (and how) layers were timed on the device: apply_layer_times.
   std::string measured_source;
   bool layer_measured(int layer) const;
+  // Whether (and from where) layers were scaled from another device's timing:
+  // scale_layer_times; why a layer was not, where it was modelled instead.
+  std::string scaled_source;
+  std::map<int, std::string> modelled_why;
+  bool layer_scaled(int layer) const;
+  // "measured", "scaled" or "modelled".
+  std::string_view layer_source(int layer) const;
   // A layer's time (forward and backward) as the roofline model predicts it, measured or not.
   double layer_model_seconds(int layer) const;
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/doctor/doctor_text.h"
+#include "engine/doctor/scaling.h"
 
 namespace mixlab::doctor {
 
@@ -149,7 +150,8 @@ std::string verdict(const Diagnosis& d) {
 }  // namespace
 
 Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>& measured,
-                   const std::optional<Measurement>& layer_times) {
+                   const std::optional<Measurement>& layer_times,
+                   const std::optional<ScaleFrom>& scale_from) {
   Diagnosis d;
   d.input = input;
   d.float32 = predict_step(input.spec, Policy::float32, input.run, input.device);
@@ -165,6 +167,16 @@ Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>
     };
     apply(d.float32, layer_times->float32);
     apply(d.mixed, layer_times->mixed);
+  }
+  if (scale_from) {
+    const auto scale = [&](StepCost& there, Policy policy, const MeasuredRun& run) {
+      StepCost here = predict_step(input.spec, policy, input.run, scale_from->device);
+      apply_layer_times(here, run.layer_forward_ms, run.layer_backward_ms, run.optimizer_ms,
+                        "timed");
+      scale_layer_times(there, here, scale_from->device, input.device);
+    };
+    scale(d.float32, Policy::float32, scale_from->times.float32);
+    scale(d.mixed, input.mixed, scale_from->times.mixed);
   }
   using Rule = std::vector<Finding> (*)(const Diagnosis&);
   for (const Rule rule :

@@ -110,6 +110,13 @@ struct Diagnosis {
   double predicted_speedup() const { return float32.step_s() / mixed.step_s(); }
 };
 
+// A timing of the model's layers on this machine's device (`device`, its profile), to scale to
+// the diagnosis's device (scaling.h): `doctor --profile GPU --from cuda`.
+struct ScaleFrom {
+  DeviceProfile device;
+  Measurement times;
+};
+
 struct DiagnosisInput;
 // The input with the change made. Throws ConfigError for a change that does not fit the model
 // (units of a layer that is not a Dense).
@@ -120,9 +127,12 @@ std::string describe(const SuggestedChange& change);
 // Predicts (from the layers timed here where `layer_times` has them, else the roofline model),
 // runs every rule and writes the verdict. Throws ConfigError (batch below 1) and SpecError (an
 // invalid model) naming the problem.
+// With `scale_from`, the layers timed on another device are scaled to this one where their
+// kernels match (the rest modelled).
 Diagnosis diagnose(const DiagnosisInput& input,
                    const std::optional<Measurement>& measured = std::nullopt,
-                   const std::optional<Measurement>& layer_times = std::nullopt);
+                   const std::optional<Measurement>& layer_times = std::nullopt,
+                   const std::optional<ScaleFrom>& scale_from = std::nullopt);
 
 // "1.23x slower" / "1.23x faster" / "as fast" for a speed-up (new over old time's inverse).
 std::string speedup_words(double speedup);

@@ -144,8 +144,10 @@ ordered_json to_json(const Diagnosis& d) {
     return ms(roofline_bound_s(d.input.spec, p, d.input.run, d.input.device));
   };
   j["roofline_bound_ms"] = {{f32, bound(Policy::float32)}, {mixed, bound(d.input.mixed)}};
-  j["layers_source"] = d.float32.measured_source.empty() ? ordered_json("roofline model")
-                                                         : ordered_json(d.float32.measured_source);
+  j["layers_source"] = !d.mixed.scaled_source.empty() ? ordered_json(d.mixed.scaled_source)
+                       : d.float32.measured_source.empty()
+                           ? ordered_json("roofline model")
+                           : ordered_json(d.float32.measured_source);
   if (d.measured) {
     j["measured_step_ms"] = {{f32, d.measured->float32.step_ms},
                              {mixed, d.measured->mixed.step_ms}};
@@ -159,13 +161,16 @@ ordered_json to_json(const Diagnosis& d) {
     const int l = static_cast<int>(li);
     ordered_json row{{"index", l}, {"title", layer_title(d.input.spec, l)}};
     for (const StepCost* c : {&d.float32, &d.mixed}) {
-      // "measured": timed on this device (the micro-benchmark), else the roofline model's;
-      // roofline_ms is the model's either way, to set the measured time against.
-      row["predicted"][std::string(to_string(c->policy))] = {
+      // "measured": timed on this device (the micro-benchmark); "scaled": timed on another and
+      // scaled here (--from); else the roofline model's, with why where a timing was not
+      // scaled. roofline_ms is the model's either way, to set the other figures against.
+      auto& p = row["predicted"][std::string(to_string(c->policy))] = {
           {"forward_ms", ms(c->layer_seconds(l, false))},
           {"backward_ms", ms(c->layer_seconds(l, true))},
-          {"source", c->layer_measured(l) ? "measured" : "modelled"},
+          {"source", std::string(c->layer_source(l))},
           {"roofline_ms", ms(c->layer_model_seconds(l))}};
+      if (const auto why = c->modelled_why.find(l); why != c->modelled_why.end())
+        p["modelled_why"] = why->second;
     }
     if (d.measured) {
       for (const MeasuredRun* m : {&d.measured->float32, &d.measured->mixed}) {

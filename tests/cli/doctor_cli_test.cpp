@@ -176,6 +176,43 @@ TEST(Doctor, TimedLayersAreKeptAndReadBack) {
   std::filesystem::remove_all(cache);
 }
 
+// Section 2 of issue 28: --from times the layers on this machine's device and scales them to
+// the --profile GPU where the kernels match; each layer says which figures it has.
+TEST(Doctor, FromScalesTheLayersTimedHereToTheProfile) {
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / ("mixlab-doctor-from-" + std::to_string(getpid()));
+  std::filesystem::remove_all(cache);
+  // The CPU's kernels are not a GPU's: every layer modelled, saying why.
+  const std::string env = "XDG_CACHE_HOME=" + cache.string();
+  const json cpu =
+      parse(run_cli("doctor fashion-mlp --profile T4 --from cpu --threads 1 --json", env));
+  EXPECT_EQ(cpu["layers_source"].get<std::string>().rfind("each layer timed on ", 0), 0u)
+      << cpu["layers_source"];
+  const json& dense = cpu["layers"][2]["predicted"]["mixed_float16"];  // 2 Dense
+  EXPECT_EQ(dense["source"], "modelled");
+  EXPECT_NE(dense["modelled_why"].get<std::string>().find("CPU kernels"), std::string::npos)
+      << dense;
+  // A GPU of the profile's architecture (the test double: compute capability 8.0, as the
+  // A100's): its layers scale.
+  const std::string gpu_env = env + " MIXLAB_CUDA_BACKEND=" + mixlab::test::fake_plugin();
+  const json gpu = parse(run_cli(
+      "doctor fashion-mlp --profile 'A100 40GB' --from cuda:0 --precision mixed_bfloat16 --json",
+      gpu_env));
+  int scaled = 0;
+  for (const json& layer : gpu["layers"]) {
+    scaled += layer["predicted"]["mixed_bfloat16"]["source"] == "scaled";
+  }
+  EXPECT_GT(scaled, 0) << gpu["layers"];
+  EXPECT_NE(gpu["layers_source"].get<std::string>().find("scaled to A100 40GB"), std::string::npos);
+
+  const Result alone = run_cli("doctor fashion-mlp --from cpu");
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("give --profile NAME too"), std::string::npos) << alone.err;
+  const Result roofline = run_cli("doctor fashion-mlp --profile T4 --from cpu --roofline-only");
+  EXPECT_EQ(roofline.exit_code, 2);
+  std::filesystem::remove_all(cache);
+}
+
 TEST(Doctor, ListsTheProfiles) {
   const Result r = run_cli("doctor --list-profiles");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -182,7 +182,7 @@ fi
 say "mixlab-cli doctor --device cuda --measure, the four built-in models (log: $out/doctor.log)"
 doctor_ok=1
 for row in "fashion-mlp 32 adam" "fashion-cnn 32 adam" "cifar10-mlp 32 sgd" \
-           "cifar100-convnet 1020 adam"; do
+           "cifar100-convnet 1020 adam" "resnet20 128 sgd"; do
   read -r model batch opt <<< "$row"
   if ! mx timeout 120 "$cli" doctor "$model" --device cuda --batch-size "$batch" --optimizer "$opt" \
       --measure --no-store --json > "$out/doctor-$model.json" 2>> "$out/doctor.log"; then
@@ -198,7 +198,9 @@ peaks = ", ".join(f"{k} {v:.1f}" for k, v in dev["peak_tflops"].items() if v)
 how = "measured" if dev["measured"] else "PUBLISHED (the calibration failed)"
 print(f"{dev['name']}: roofs {how}: "
       f"TFLOP/s {peaks}; {dev['memory_bandwidth_gb_s']:.0f} GB/s; "
-      f"host link {dev['host_link_gb_s']:.1f} GB/s; a call {dev['launch_overhead_us']:.1f} us")
+      f"host link {dev['host_link_gb_s']:.1f} GB/s; a call {dev['launch_overhead_us']:.1f} us; "
+      f"a misaligned 16-bit matmul (K = 4095) at {dev['misaligned_matmul_efficiency']:.0%} of the "
+      f"aligned rate ({dev['sources'].get('misaligned_matmul_efficiency', '?')})")
 print(f"{'model':17} {'policy':15} {'batch':>5} {'predicted ms':>12} {'measured ms':>11} {'error':>7}")
 for path in sys.argv[1:]:
     d = json.load(open(path))
@@ -218,6 +220,31 @@ if [[ $doctor_ok -eq 1 ]]; then
     failures+=("scripts/doctor-zoo.py run --device cuda failed (see $out/zoo.log)")
   fi
   cat "$out/zoo.txt"
+fi
+
+# --- scaling (issue 28, section 2): resnet20's layers timed on this GPU, scaled to published
+# profiles; to this GPU's own profile the scaled step should land near the measured one ---
+if [[ $doctor_ok -eq 1 ]]; then
+  say "mixlab-cli doctor resnet20 --profile P --from cuda: scaled predictions"
+  for target in "H200" "H100 SXM" "A100 80GB" "RTX 4090"; do
+    if ! mx timeout 120 "$cli" doctor resnet20 --profile "$target" --from cuda --batch-size 128 \
+        --optimizer sgd --json > "$out/scaled-${target// /-}.json" 2>> "$out/doctor.log"; then
+      failures+=("mixlab-cli doctor resnet20 --profile '$target' --from cuda failed")
+    fi
+  done
+  "$python" - "$out/doctor-resnet20.json" "$out"/scaled-*.json <<'PY'
+import json, sys
+measured = json.load(open(sys.argv[1]))
+print(f"measured here: {measured['device']['name']}: "
+      + ", ".join(f"{p} {v:.2f} ms" for p, v in measured["measured_step_ms"].items()))
+for path in sys.argv[2:]:
+    d = json.load(open(path))
+    policy = d["mixed_policy"]
+    sources = [l["predicted"][policy]["source"] for l in d["layers"]]
+    print(f"  -> {d['device']['name']:10} predicted float32 {d['predicted_step_ms']['float32']:.2f} ms, "
+          f"{policy} {d['predicted_step_ms'][policy]:.2f} ms; layers scaled {sources.count('scaled')}, "
+          f"modelled {sources.count('modelled')}")
+PY
 fi
 
 for f in "${failures[@]}"; do echo "FAIL: $f"; done
