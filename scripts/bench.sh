@@ -3,17 +3,17 @@
 # same batch, optimizer and thread count, in one run. Prints a table with the ratios last.
 # Usage: scripts/bench.sh [--threads N] [--steps N] [--warmup N] [--optimizer sgd|adam]
 #        scripts/bench.sh --doctor [--threads N] [--steps N] [--warmup N]
-#        scripts/bench.sh --doctor-zoo [--threads N] [--steps N] [--warmup N]
+#        scripts/bench.sh --doctor-zoo [--threads N] [--steps N] [--warmup N] [--repeats N]
 #        (after a release build)
 # --doctor: the doctor's predicted step time against the measured one for the four built-in
 # models in float32 and the CPU's mixed policy, and MixLab's measured step against the roofline
 # bound (how close the engine runs to this machine's limit). Figures, not a test.
 # --doctor-zoo: the same for the held-out half of scripts/doctor-zoo.py's seeded zoo, with the
 # median and 90th-percentile errors and how often the direction (mixed faster, slower, the same
-# within 5%) was predicted right.
+# within 5%) was predicted right; --repeats N measures each model N times (the median per policy).
 set -eu
 cd "$(dirname "$0")/.."
-threads=2 steps=30 warmup=5 optimizer="" doctor="" zoo=""
+threads=2 steps=30 warmup=5 optimizer="" doctor="" zoo="" repeats=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --doctor) doctor=1; shift ;;
@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
     --optimizer) optimizer=$2; shift 2 ;;
     *) echo "bench.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -29,7 +30,7 @@ cli=build/release/app/mixlab-cli
 [ -x "$cli" ] || { echo "bench.sh: build first: cmake --workflow --preset release" >&2; exit 2; }
 if [ -n "$zoo" ]; then
   exec /usr/bin/python3 scripts/doctor-zoo.py run "$cli" --half held-out --threads "$threads" \
-    --steps "$steps" --warmup "$warmup"
+    --steps "$steps" --warmup "$warmup" --repeats "$repeats"
 fi
 if [ -n "$doctor" ]; then
   exec ./scripts/doctor-bench.sh "$cli" "$threads" "$steps" "$warmup"

@@ -6,7 +6,7 @@ them, measured.
   scripts/doctor-zoo.py write DIR [--count N]       each model as DIR/<name>.json
   scripts/doctor-zoo.py run CLI [--count N] [--half held-out|calibration|all]
                         [--steps N] [--warmup N] [--threads N] [--device cpu|cuda]
-                        [--roofline-only]
+                        [--repeats N] [--roofline-only]
       mixlab-cli doctor --measure on this machine's CPU (or GPU) for each model of the half, then per
       model and policy the predicted step, the measured step and the error; the median and 90th
       percentile of the absolute errors; and the direction accuracy: the share of models where
@@ -184,7 +184,7 @@ def keep_summary(device, kind, mode, models, errors, right):
 
 
 def run(args):
-    rows, errors, right = [], [], 0
+    rows, errors, right, unstable = [], [], 0, 0
     device = kind = None
     with tempfile.TemporaryDirectory() as tmp:
         for k, path, batch, optimizer in write(pathlib.Path(tmp), args.count):
@@ -193,30 +193,47 @@ def run(args):
             # Cut the batch down until a step stays under the zoo's FLOPs.
             while batch > 1 and step_flops(args.cli, path, batch) > MAX_STEP_FLOPS:
                 batch //= 2
-            done = subprocess.run(
-                [args.cli, "doctor", str(path), "--device", args.device, "--threads", str(args.threads),
-                 "--batch-size", str(batch), "--optimizer", optimizer, "--measure", "--no-store",
-                 "--steps", str(args.steps), "--warmup", str(args.warmup), "--json", "--retime"]
-                + (["--roofline-only"] if args.roofline_only else []),
-                capture_output=True, text=True)
-            if done.returncode != 0:
-                print(f"{path.stem}: doctor failed: {done.stderr.strip()}", file=sys.stderr)
-                return 1
-            d = json.loads(done.stdout)
+            # The prediction once (each layer timed afresh); the measurement `repeats` times,
+            # its median per policy: a 2-core VM's steps drift by 10% between runs, enough to
+            # flip a speed-up near 1 across the 5% band.
+            measured_runs = []
+            for repeat in range(args.repeats):
+                done = subprocess.run(
+                    [args.cli, "doctor", str(path), "--device", args.device,
+                     "--threads", str(args.threads), "--batch-size", str(batch),
+                     "--optimizer", optimizer, "--measure", "--no-store", "--steps", str(args.steps),
+                     "--warmup", str(args.warmup), "--json"]
+                    + (["--retime"] if repeat == 0 else [])
+                    + (["--roofline-only"] if args.roofline_only else []),
+                    capture_output=True, text=True)
+                if done.returncode != 0:
+                    print(f"{path.stem}: doctor failed: {done.stderr.strip()}", file=sys.stderr)
+                    return 1
+                run_json = json.loads(done.stdout)
+                if repeat == 0:
+                    d = run_json
+                measured_runs.append(run_json["measured_step_ms"])
             device, kind = d["device"]["name"], d["device"]["kind"]
             mixed = d["mixed_policy"]
+            measured_ms = {policy: statistics.median(r[policy] for r in measured_runs)
+                           for policy in ("float32", mixed)}
+            speedups = [r["float32"] / r[mixed] for r in measured_runs]
+            if len({direction(x) for x in speedups}) > 1:
+                unstable += 1
             for policy in ("float32", mixed):
                 p = d["predicted_step_ms"][policy]
-                m = d["measured_step_ms"][policy]
+                m = measured_ms[policy]
                 errors.append(abs(p - m) / m)
                 rows.append((path.stem, policy, batch, optimizer, p, m, (p - m) / m))
             predicted = d["predicted_step_ms"]["float32"] / d["predicted_step_ms"][mixed]
-            measured = d["measured_step_ms"]["float32"] / d["measured_step_ms"][mixed]
+            measured = measured_ms["float32"] / measured_ms[mixed]
             ok = direction(predicted) == direction(measured)
             right += ok
             rows.append((path.stem, "speed-up", batch, optimizer, predicted, measured,
                          "right" if ok else "WRONG"))
-            print(f"  {path.stem}: predicted {predicted:.2f}x, measured {measured:.2f}x "
+            spread = (f" (repeats {min(speedups):.2f}-{max(speedups):.2f}x)"
+                      if len(speedups) > 1 else "")
+            print(f"  {path.stem}: predicted {predicted:.2f}x, measured {measured:.2f}x{spread} "
                   f"({'right' if ok else 'wrong'} direction)", file=sys.stderr, flush=True)
     models = sum(1 for r in rows if r[1] == "speed-up")
     print(f"{'model':18} {'policy':15} {'batch':>5} {'opt':4} {'predicted':>10} {'measured':>10} "
@@ -231,6 +248,9 @@ def run(args):
           f"{statistics.median(errors):.0%}, 90th percentile {percentile(errors, 0.9):.0%} "
           f"(targets 15% and 30%); direction right in {right} of {models} "
           f"({right / models:.0%}; target 90%)")
+    if args.repeats > 1:
+        print(f"measured {args.repeats} times a model, the median per policy; the measured "
+              f"direction itself changed between repeats for {unstable} of {models} models")
     if args.half == "held-out" and models > 0:
         kept = keep_summary(device, kind, "roofline" if args.roofline_only else "timed", models,
                             errors, right)
@@ -254,6 +274,9 @@ def main():
     running.add_argument("--warmup", type=int, default=5)
     running.add_argument("--threads", type=int, default=2)
     running.add_argument("--device", default="cpu")
+    running.add_argument("--repeats", type=int, default=1,
+                         help="measure each model this many times and take the median per "
+                              "policy (the prediction is made once)")
     running.add_argument("--roofline-only", action="store_true",
                          help="predict from the roofline model alone (the doctor before it "
                               "timed layers), for comparison")

@@ -287,6 +287,10 @@ DoctorDevice& DoctorView::current_device() {
   return devices_[static_cast<std::size_t>(std::max(0, device_->currentIndex()))];
 }
 
+const DoctorDevice& DoctorView::current_device() const {
+  return devices_[static_cast<std::size_t>(std::max(0, device_->currentIndex()))];
+}
+
 void DoctorView::update_policy_choice() {
   const Policy own = comparison_mixed_policy(current_device().info);
   policy_->setItemText(0, tr("%1 (the device's choice)").arg(qt_text(to_string(own))));
@@ -413,7 +417,7 @@ QString DoctorView::confidence_text() const {
 
 QString DoctorView::layers_text() const {
   if (!diagnosis_) return {};
-  const DoctorDevice& dev = const_cast<DoctorView*>(this)->current_device();
+  const DoctorDevice& dev = current_device();
   const QString model = tr("Layers: the roofline model's predictions");
   if (pinned_) return model + tr(" (runs from Compare)");
   if (!dev.measurable())

@@ -126,6 +126,7 @@ class DoctorView : public QWidget {
                        const QString& note);
   void show_layers();
   DoctorDevice& current_device();
+  const DoctorDevice& current_device() const;
   std::optional<doctor::DiagnosisInput> current_input(QString* why_none);
 
   ModelDocument* doc_;
