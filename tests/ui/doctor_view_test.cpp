@@ -427,6 +427,26 @@ class DoctorViewTest : public QObject {
     QVERIFY(doctor()->diagnosis()->layer_times);
     QVERIFY(!doctor()->timing_layers());
 
+    // A GPU profile with Scale from this CPU: the layers timed here, scaled where the kernels
+    // match, which a CPU's never do: every layer modelled, saying why.
+    QVERIFY(doctor()->select_device(QStringLiteral("RTX 2060")));
+    QVERIFY(doctor()->scale_from_picker()->isVisibleTo(doctor()));
+    doctor()->scale_from_picker()->setCurrentIndex(
+        doctor()->scale_from_picker()->findText(QStringLiteral("This CPU (measured)")));
+    doctor()->refresh_now();
+    QTRY_VERIFY_WITH_TIMEOUT(!doctor()->diagnosis()->mixed.scaled_source.empty(), 120000);
+    QVERIFY2(doctor()->layers_text().startsWith(QStringLiteral("Layers: each layer timed on ")),
+             qPrintable(doctor()->layers_text()));
+    QVERIFY2(doctor()->layers_text().contains(QStringLiteral("scaled to RTX 2060 (0 scaled")),
+             qPrintable(doctor()->layers_text()));
+    QAbstractItemModel* scaled = doctor()->layers_view()->model();
+    const QModelIndex dense = scaled->index(1, 1);  // 1 Dense of the tiny model
+    QCOMPARE(dense.data().toString(), QStringLiteral("roofline model"));
+    QVERIFY2(dense.data(Qt::ToolTipRole).toString().contains(QStringLiteral("CPU kernels")),
+             qPrintable(dense.data(Qt::ToolTipRole).toString()));
+    QVERIFY(doctor()->select_device(QStringLiteral("This CPU (measured)")));
+    QVERIFY(!doctor()->scale_from_picker()->isVisibleTo(doctor()));
+
     // Another batch is another timing; Measure does not wait for it (it times the layers too).
     window_->run_panel()->set_batch_size(48);
     doctor()->refresh_now();

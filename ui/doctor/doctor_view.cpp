@@ -113,6 +113,9 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
   layout->addWidget(figures_);
   auto* layers_row = new QHBoxLayout;
   layers_row->addWidget(time_layers_);
+  scale_label_ = new QLabel(tr("Scale from:"));
+  layers_row->addWidget(scale_label_);
+  layers_row->addWidget(scale_from_);
   layers_row->addWidget(layers_label_, 1);
   layout->addLayout(layers_row);
   layout->addWidget(splitter, 1);
@@ -161,8 +164,10 @@ DoctorView::DoctorView(ModelDocument* doc, const std::vector<DeviceInfo>& device
   connect(device_, &QComboBox::currentIndexChanged, this, [this] {
     settings::kDoctorDevice.set(current_device().label);
     update_policy_choice();
+    update_scale_choice();
     schedule();
   });
+  update_scale_choice();
   connect(policy_, &QComboBox::currentIndexChanged, this, &DoctorView::schedule);
   schedule();
 }
@@ -204,6 +209,16 @@ QWidget* DoctorView::build_controls() {
          "kept for next time) and use those times instead of the roofline model's")
           .arg(doctor::kLayerBenchSteps));
   connect(time_layers_, &QCheckBox::toggled, this, &DoctorView::schedule);
+  scale_from_ = new QComboBox;
+  scale_from_->setObjectName(QStringLiteral("doctor_scale_from"));
+  scale_from_->setToolTip(
+      tr("For a GPU profile: time the layers on a device of this machine and scale them to the "
+         "profile where the kernels are of the same kind (mixlab-cli doctor --from)"));
+  scale_from_->addItem(tr("nothing (the model)"), -1);
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i].measurable()) scale_from_->addItem(devices_[i].label, static_cast<int>(i));
+  }
+  connect(scale_from_, &QComboBox::currentIndexChanged, this, &DoctorView::schedule);
   status_ = new QLabel;
   status_->setObjectName(QStringLiteral("doctor_status"));
   status_->setWordWrap(true);
@@ -291,6 +306,19 @@ const DoctorDevice& DoctorView::current_device() const {
   return devices_[static_cast<std::size_t>(std::max(0, device_->currentIndex()))];
 }
 
+const DoctorDevice* DoctorView::scale_source() const {
+  if (current_device().measurable()) return nullptr;
+  const int index = scale_from_->currentData().toInt();
+  return index < 0 ? nullptr : &devices_[static_cast<std::size_t>(index)];
+}
+
+void DoctorView::update_scale_choice() {
+  // Only a profile is scaled to; this machine's devices are timed themselves.
+  const bool profile = !current_device().measurable();
+  scale_label_->setVisible(profile);
+  scale_from_->setVisible(profile);
+}
+
 void DoctorView::update_policy_choice() {
   const Policy own = comparison_mixed_policy(current_device().info);
   policy_->setItemText(0, tr("%1 (the device's choice)").arg(qt_text(to_string(own))));
@@ -355,32 +383,52 @@ void DoctorView::recompute() {
       pinned_ || (measured_ && measured_input_ && same_input(*measured_input_, *input));
   // The layers timed on this machine's device, where they are for this input; else timed now
   // (while the tab shows, and no run shares the device), the roofline's prediction shown
-  // meanwhile.
+  // meanwhile. For a profile, with Scale from set, the model timed on that device of this
+  // machine and scaled to the profile (doctor::ScaleFrom).
   const DoctorDevice& dev = current_device();
-  const bool want_times = time_layers_->isChecked() && !pinned_ && dev.measurable();
-  const bool timed =
-      want_times && layer_times_ && layer_times_input_ && same_input(*layer_times_input_, *input);
-  if (worker_->timing() && !(want_times && timing_input_ && same_input(*timing_input_, *input))) {
+  const DoctorDevice* from = scale_source();
+  std::optional<doctor::DiagnosisInput> timing_in;
+  if (time_layers_->isChecked() && !pinned_) {
+    if (dev.measurable()) {
+      timing_in = *input;
+    } else if (from != nullptr && from->profile) {
+      timing_in = *input;
+      timing_in->device = *from->profile;
+    } else if (from != nullptr && from->profile_error.isEmpty() && isVisible() &&
+               !worker_->busy()) {
+      worker_->profile_device(*from);  // its roofs first: then this runs again
+    }
+  }
+  const DoctorDevice* timing_device = dev.measurable() ? &dev : from;
+  const bool timed = timing_in && layer_times_ && layer_times_input_ &&
+                     same_input(*layer_times_input_, *timing_in);
+  if (worker_->timing() &&
+      !(timing_in && timing_input_ && same_input(*timing_input_, *timing_in))) {
     worker_->cancel();  // another input's timing is of no use now
     timing_input_.reset();
   }
-  const bool failed = timing_failed_input_ && same_input(*timing_failed_input_, *input);
-  if (want_times && !timed && !failed && !run_active_ && isVisible() && !worker_->busy() &&
-      worker_->time_layers(*input, dev.backend_device)) {
-    timing_input_ = *input;
+  const bool failed =
+      timing_in && timing_failed_input_ && same_input(*timing_failed_input_, *timing_in);
+  if (timing_in && !timed && !failed && !run_active_ && isVisible() && !worker_->busy() &&
+      worker_->time_layers(*timing_in, timing_device->backend_device)) {
+    timing_input_ = *timing_in;
   }
+  const bool scaled = timed && !dev.measurable();
   // Nothing changed (the tab shown again, a change of the policy the editor shows): the
   // findings keep their selection.
   if (diagnosis_ && same_input(diagnosis_->input, *input) &&
       diagnosis_->measured.has_value() == measured &&
-      diagnosis_->layer_times.has_value() == timed) {
+      diagnosis_->layer_times.has_value() == (timed && !scaled) &&
+      diagnosis_->mixed.scaled_source.empty() == !scaled) {
     layers_label_->setText(layers_text());
     update_actions();
     return;
   }
   try {
-    doctor::Diagnosis d = doctor::diagnose(*input, measured ? measurement : std::nullopt,
-                                           timed ? layer_times_ : std::nullopt);
+    doctor::Diagnosis d = doctor::diagnose(
+        *input, measured ? measurement : std::nullopt,
+        timed && !scaled ? layer_times_ : std::nullopt,
+        scaled ? std::optional(doctor::ScaleFrom{timing_in->device, *layer_times_}) : std::nullopt);
     d.confidence = doctor::zoo_confidence(input->device, timed, doctor::default_zoo_file());
     show_diagnosis(std::move(d));
   } catch (const std::exception& e) {
@@ -420,19 +468,25 @@ QString DoctorView::layers_text() const {
   const DoctorDevice& dev = current_device();
   const QString model = tr("Layers: the roofline model's predictions");
   if (pinned_) return model + tr(" (runs from Compare)");
-  if (!dev.measurable())
-    return model + tr(" (a profile of published figures is predicted, not timed)");
   if (!time_layers_->isChecked()) return model + tr(" (Time layers is off)");
+  if (!diagnosis_->mixed.scaled_source.empty())
+    return tr("Layers: %1; each layer's figures in the Layers table")
+        .arg(QString::fromStdString(diagnosis_->mixed.scaled_source));
+  const DoctorDevice* from = scale_source();
+  if (!dev.measurable() && from == nullptr)
+    return model + tr(" (a profile of published figures is predicted; Scale from times the "
+                      "layers on a device of this machine and scales them to it)");
+  const QString timing_on = dev.measurable() ? dev.label : from->label;
   if (diagnosis_->layer_times)
     return tr("Layers: each timed on %1, %2; the roofline model's beside them in the Layers "
               "table")
         .arg(dev.label, layer_note_);
   if (worker_->timing())
     return model + tr(" until each layer is timed on %1 (%2 steps a policy)…")
-                       .arg(dev.label)
+                       .arg(timing_on)
                        .arg(doctor::kLayerBenchSteps);
-  if (timing_failed_input_ && same_input(*timing_failed_input_, diagnosis_->input))
-    return model + tr(" (the layers could not be timed: %1)").arg(timing_error_);
+  if (timing_failed_input_ && timing_failed_input_->spec == diagnosis_->input.spec)
+    return model + tr(" (the layers could not be timed on %1: %2)").arg(timing_on, timing_error_);
   if (run_active_) return model + tr(" until the run ends (timing would share the device)");
   return model;
 }
@@ -454,9 +508,12 @@ void DoctorView::show_layers() {
     const double f32 = d.float32.layer_seconds(i, false) + d.float32.layer_seconds(i, true);
     const double mix = d.mixed.layer_seconds(i, false) + d.mixed.layer_seconds(i, true);
     const bool timed = d.float32.layer_measured(i) || d.mixed.layer_measured(i);
+    const bool scaled = d.float32.layer_scaled(i) || d.mixed.layer_scaled(i);
     QList<QStandardItem*> row{
         new QStandardItem(QString::fromStdString(layer_title(d.input.spec, i))),
-        new QStandardItem(timed ? tr("timed here") : tr("roofline model")),
+        new QStandardItem(timed    ? tr("timed here")
+                          : scaled ? tr("scaled")
+                                   : tr("roofline model")),
         ms(f32),
         ms(d.float32.layer_model_seconds(i)),
         ms(mix),
@@ -467,6 +524,10 @@ void DoctorView::show_layers() {
       row[1]->setToolTip(
           tr("Timed on this device; the roofline columns are what the model "
              "predicts for the hardware"));
+    } else if (const auto why = d.mixed.modelled_why.find(i); why != d.mixed.modelled_why.end()) {
+      row[1]->setToolTip(tr("Not scaled: %1").arg(QString::fromStdString(why->second)));
+    } else if (scaled) {
+      row[1]->setToolTip(tr("Timed on a device of this machine and scaled to this one"));
     }
     layers_model_->appendRow(row);
   }

@@ -81,6 +81,9 @@ class DoctorView : public QWidget {
   // On this machine's devices each layer is timed (or read from the layer-times cache) after
   // the roofline's prediction shows, and replaces it per layer; unticked: the roofline alone.
   QCheckBox* time_layers_box() const { return time_layers_; }
+  // For a GPU profile: the device of this machine whose layer timing is scaled to it (the first
+  // item: none, the model alone).
+  QComboBox* scale_from_picker() const { return scale_from_; }
   bool timing_layers() const;
   // "Layers: each timed on this CPU (read from PATH)", or why they are the roofline's.
   QString layers_text() const;
@@ -127,6 +130,10 @@ class DoctorView : public QWidget {
   void show_layers();
   DoctorDevice& current_device();
   const DoctorDevice& current_device() const;
+  // The device of this machine whose timing is scaled to the current profile; nullptr for none
+  // (or when the current device is this machine's own).
+  const DoctorDevice* scale_source() const;
+  void update_scale_choice();
   std::optional<doctor::DiagnosisInput> current_input(QString* why_none);
 
   ModelDocument* doc_;
@@ -161,6 +168,8 @@ class DoctorView : public QWidget {
   QLabel* confidence_ = nullptr;
   QLabel* layers_label_ = nullptr;
   QCheckBox* time_layers_ = nullptr;
+  QLabel* scale_label_ = nullptr;
+  QComboBox* scale_from_ = nullptr;
   QStandardItemModel* layers_model_ = nullptr;
   QTableView* layers_table_ = nullptr;
   FindingsModel* findings_ = nullptr;
