@@ -72,6 +72,8 @@ ordered_json layer_config(const LayerSpec& layer) {
       break;
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       c["data_format"] = "channels_last";
       c["keepdims"] = layer.keepdims;
       break;

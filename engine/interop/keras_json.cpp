@@ -437,6 +437,12 @@ class Importer {
     } else if (cls == "GlobalMaxPooling2D" || cls == "GlobalMaxPool2D") {
       out["type"] = "GlobalMaxPooling2D";
       fields = {"keepdims"};
+    } else if (cls == "GlobalAveragePooling1D" || cls == "GlobalAvgPool1D") {
+      out["type"] = "GlobalAveragePooling1D";
+      fields = {"keepdims"};
+    } else if (cls == "GlobalMaxPooling1D" || cls == "GlobalMaxPool1D") {
+      out["type"] = "GlobalMaxPooling1D";
+      fields = {"keepdims"};
     } else if (cls == "Flatten") {
       out["type"] = "Flatten";
     } else if (cls == "Dropout") {
@@ -540,8 +546,9 @@ class Importer {
           index, layer,
           "MixLab has no " + printable(cls) +
               " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
-              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, "
-              "GlobalMaxPooling2D, ZeroPadding2D, BatchNormalization, Flatten, Reshape, Dropout, "
+              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, "
+              "GlobalAveragePooling1D, GlobalMaxPooling1D, ZeroPadding2D, BatchNormalization, "
+              "Flatten, Reshape, Dropout, "
               "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Normalization, Add, Subtract, "
               "Multiply, "
               "Average, Maximum, Concatenate)");

@@ -203,8 +203,21 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
       break;
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
-      type = layer.type == LayerType::GlobalMaxPooling2D ? PyCode("GlobalMaxPooling2D")
-                                                         : PyCode("GlobalAveragePooling2D");
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
+      switch (layer.type) {
+        case LayerType::GlobalMaxPooling2D:
+          type = "GlobalMaxPooling2D";
+          break;
+        case LayerType::GlobalAveragePooling1D:
+          type = "GlobalAveragePooling1D";
+          break;
+        case LayerType::GlobalMaxPooling1D:
+          type = "GlobalMaxPooling1D";
+          break;
+        default:
+          type = "GlobalAveragePooling2D";
+      }
       if (layer.keepdims) args = "keepdims=True";
       break;
     case LayerType::ReLU:
@@ -432,6 +445,13 @@ class TorchWriter {
         add(PyCode("Rescaling(") + args + ")", true);
         break;
       }
+      case LayerType::GlobalAveragePooling1D:
+      case LayerType::GlobalMaxPooling1D:
+        // (batch, steps, features): over the steps.
+        add(PyCode("GlobalPool1D(") + py_bool(layer.type == LayerType::GlobalMaxPooling1D) + ", " +
+                py_bool(layer.keepdims) + ")",
+            true);
+        break;
       case LayerType::GlobalAveragePooling2D:
       case LayerType::GlobalMaxPooling2D:
         to_nchw();

@@ -245,11 +245,16 @@ class Lowering {
         break;
       case LayerType::GlobalAveragePooling2D:
       case LayerType::GlobalMaxPooling2D:
-        // One window over the whole image, then (without keepdims) a view as C features.
+      case LayerType::GlobalAveragePooling1D:
+      case LayerType::GlobalMaxPooling1D: {
+        // One window over the whole image (a sequence's steps as its height), then (without
+        // keepdims, or for a sequence) a view with the layer's shape.
         cast_to(s, li, label);
-        add(PlanOp::pooling, li, s, {1, 1, info.input_shape[2]}, label);
-        if (!layer.keepdims) add(PlanOp::flatten, li, s, out, label);
+        const std::int64_t channels = info.input_shape.back();
+        add(PlanOp::pooling, li, s, {1, 1, channels}, label);
+        if (out != Shape{1, 1, channels}) add(PlanOp::flatten, li, s, out, label);
         break;
+      }
       case LayerType::Flatten:
       case LayerType::Reshape:  // a view with another shape, as Flatten's
         add(current_.dtype != s ? PlanOp::cast : PlanOp::flatten, li, s, out, label);

@@ -184,6 +184,8 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
     case LayerType::Activation:
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:

@@ -82,6 +82,8 @@ std::string layer_summary(const LayerSpec& layer) {
       break;
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       if (layer.keepdims) parts.emplace_back("keepdims");
       break;
     case LayerType::ReLU:

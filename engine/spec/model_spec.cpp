@@ -40,6 +40,8 @@ constexpr std::array kLayerTypes = {
     LayerType::Concatenate,
     LayerType::GlobalAveragePooling2D,
     LayerType::GlobalMaxPooling2D,
+    LayerType::GlobalAveragePooling1D,
+    LayerType::GlobalMaxPooling1D,
     LayerType::ReLU,
     LayerType::BatchNormalization,
     LayerType::ZeroPadding2D,
@@ -111,6 +113,8 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return concatenate;
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       return global_pool;
     case LayerType::ReLU:
       return relu;
@@ -418,6 +422,8 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
       break;
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       if (const json* v = in.find("keepdims")) layer.keepdims = in.get_bool("keepdims", *v);
       break;
     case LayerType::ReLU:
@@ -513,8 +519,8 @@ std::vector<std::int64_t> parse_input(const json& value, const std::string& orig
   static constexpr std::array<std::string_view, 1> keys = {"shape"};
   in.check_keys(keys, "input");
   const json& shape = in.require("shape");
-  if (!shape.is_array() || (shape.size() != 1 && shape.size() != 3)) {
-    in.fail_type("shape", "[features] or [H, W, C]", shape);
+  if (!shape.is_array() || shape.empty() || shape.size() > 3) {
+    in.fail_type("shape", "[features], [steps, features] or [H, W, C]", shape);
   }
   std::vector<std::int64_t> dims;
   for (const json& dim : shape) dims.push_back(in.get_positive_int("shape", dim));
@@ -656,6 +662,10 @@ std::string_view to_string(LayerType type) {
       return "GlobalAveragePooling2D";
     case LayerType::GlobalMaxPooling2D:
       return "GlobalMaxPooling2D";
+    case LayerType::GlobalAveragePooling1D:
+      return "GlobalAveragePooling1D";
+    case LayerType::GlobalMaxPooling1D:
+      return "GlobalMaxPooling1D";
     case LayerType::ReLU:
       return "ReLU";
     case LayerType::BatchNormalization:

@@ -69,6 +69,10 @@ enum class LayerType : std::uint8_t {
   // all: y = (x - mean) / max(sqrt(variance), 1e-7), in the layer's dtype (EfficientNet's first
   // layers). Without them, Keras's state before adapt(): mean 0, variance 1. Not trainable.
   Normalization,
+  // The mean or the maximum of each feature over a sequence's steps: (steps, features) ->
+  // features ((1, features) with keepdims).
+  GlobalAveragePooling1D,
+  GlobalMaxPooling1D,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
@@ -166,7 +170,8 @@ struct LayerSpec {
   // Rescaling: y = x * scale + offset (scale required)
   double scale = 1.0;
   double offset = 0.0;
-  // GlobalAveragePooling2D, GlobalMaxPooling2D: keep the 1x1 spatial axes
+  // GlobalAveragePooling2D, GlobalMaxPooling2D: keep the 1x1 spatial axes (the 1D ones: the
+  // one step)
   bool keepdims = false;
   // Concatenate, BatchNormalization and Normalization: the axis, as Keras counts it with the
   // batch (-1 the last; 0, the batch, is not allowed; the normalizations take the last only)

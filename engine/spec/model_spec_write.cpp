@@ -87,6 +87,8 @@ ordered_json layer_json(const LayerSpec& layer) {
       break;
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       if (layer.keepdims) j["keepdims"] = true;
       break;
     case LayerType::ReLU:

@@ -143,8 +143,8 @@ void require_image(const LayerInfo& info, const ModelSpec& spec, const std::stri
 }
 
 void check_input_shape(const Shape& shape) {
-  if (shape.size() != 1 && shape.size() != 3) {
-    throw SpecError("input: shape must be [features] or [H, W, C], got " +
+  if (shape.size() < 1 || shape.size() > 3) {
+    throw SpecError("input: shape must be [features], [steps, features] or [H, W, C], got " +
                     std::to_string(shape.size()) + " dimensions");
   }
   for (std::int64_t d : shape) {
@@ -294,6 +294,17 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
     case LayerType::GlobalMaxPooling2D:
       require_image(info, spec, where);
       info.output_shape = layer.keepdims ? Shape{1, 1, input[2]} : Shape{input[2]};
+      info.flops = in_elements;
+      break;
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
+      if (input.size() != 2) {
+        throw SpecError(where + "needs a (steps, features) input but gets " + format_shape(input) +
+                            " (rank " + std::to_string(input.size()) +
+                            "): give the model's input shape as [steps, features]",
+                        info.index);
+      }
+      info.output_shape = layer.keepdims ? Shape{1, input[1]} : Shape{input[1]};
       info.flops = in_elements;
       break;
     case LayerType::Flatten:
@@ -451,9 +462,24 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
 
 }  // namespace
 
+Shape pool_image_shape(const LayerSpec& layer, const LayerInfo& info) {
+  if (layer.type == LayerType::GlobalAveragePooling1D ||
+      layer.type == LayerType::GlobalMaxPooling1D) {
+    return {info.input_shape[0], 1, info.input_shape[1]};
+  }
+  return info.input_shape;
+}
+
 PoolWindow pool_window(const LayerSpec& layer, const LayerInfo& info) {
   PoolWindow w;
-  w.max = layer.type == LayerType::MaxPooling2D || layer.type == LayerType::GlobalMaxPooling2D;
+  w.max = layer.type == LayerType::MaxPooling2D || layer.type == LayerType::GlobalMaxPooling2D ||
+          layer.type == LayerType::GlobalMaxPooling1D;
+  if (layer.type == LayerType::GlobalAveragePooling1D ||
+      layer.type == LayerType::GlobalMaxPooling1D) {  // the steps as an image's height
+    w.size = {static_cast<int>(info.input_shape[0]), 1};
+    w.strides = {1, 1};
+    return w;
+  }
   if (layer.type == LayerType::GlobalAveragePooling2D ||
       layer.type == LayerType::GlobalMaxPooling2D) {
     w.size = {static_cast<int>(info.input_shape[0]), static_cast<int>(info.input_shape[1])};

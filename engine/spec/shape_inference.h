@@ -91,6 +91,9 @@ struct PoolWindow {
   std::int64_t out_w = 1;
 };
 PoolWindow pool_window(const LayerSpec& layer, const LayerInfo& info);
+// The H x W x C a pooling runs over: the input, or a sequence's (steps, features) as a
+// steps x 1 x features image (GlobalAveragePooling1D, GlobalMaxPooling1D).
+Shape pool_image_shape(const LayerSpec& layer, const LayerInfo& info);
 
 // Validates the spec and its graph (model_graph.h) and computes its table. Throws SpecError
 // naming the layer (index and type) and the field or edge, e.g. "layer 4 (Conv2D): kernel_size

@@ -101,7 +101,11 @@ ShapeTable validate_run(const ModelSpec& spec, const RunConfig& config, const Da
 
   const Dataset& train = data.train;
   check_range(train.size() > 0, "dataset " + quote(train.name) + " has no samples");
-  if (table.input_shape != train.sample_shape) {
+  // Images of one channel also read as sequences of their rows (Keras's MNIST arrays are
+  // (28, 28): an Input((28, 28)) model reads 28 steps of 28 features), the same bytes in order.
+  Shape channel_dropped = train.sample_shape;
+  if (channel_dropped.size() == 3 && channel_dropped.back() == 1) channel_dropped.pop_back();
+  if (table.input_shape != train.sample_shape && table.input_shape != channel_dropped) {
     throw ConfigError("model " + quote(spec.name) + " takes input " +
                       format_shape(table.input_shape) + " but dataset " + quote(train.name) +
                       " has samples of " + format_shape(train.sample_shape));

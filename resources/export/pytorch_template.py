@@ -80,6 +80,20 @@ class KerasNormalization(nn.Module):
         return (x - self.mean) / torch.clamp(torch.sqrt(self.variance), min=1e-7)
 
 
+class GlobalPool1D(nn.Module):
+    """Keras's GlobalAveragePooling1D and GlobalMaxPooling1D: over the steps of (batch, steps,
+    features)."""
+
+    def __init__(self, max_pool, keepdims):
+        super().__init__()
+        self.max_pool, self.keepdims = max_pool, keepdims
+
+    def forward(self, x):
+        if self.max_pool:
+            return x.amax(dim=1, keepdim=self.keepdims)
+        return x.mean(dim=1, keepdim=self.keepdims)
+
+
 class NoiseDropout(nn.Module):
     """Keras's Dropout with a noise_shape (in Keras's order, the batch first): one mask value
     per element of the noise shape (None: the input's size), repeated along its axes of 1."""

@@ -167,10 +167,12 @@ inline ModelSpec residual_convnet(Shape input_shape) {
 // before the loss, for a model of that one layer on `input`.
 inline bool needs_flatten(const LayerSpec& layer, std::size_t input_rank) {
   const bool global = layer.type == LayerType::GlobalAveragePooling2D ||
-                      layer.type == LayerType::GlobalMaxPooling2D;
+                      layer.type == LayerType::GlobalMaxPooling2D ||
+                      layer.type == LayerType::GlobalAveragePooling1D ||
+                      layer.type == LayerType::GlobalMaxPooling1D;
   if (layer.type == LayerType::Flatten || (global && !layer.keepdims)) return false;
   if (layer.type == LayerType::Reshape) return layer.target_shape.size() > 1;
-  return input_rank == 3;
+  return input_rank >= 2;
 }
 
 }  // namespace mixlab::test_layers

@@ -61,6 +61,12 @@ std::vector<OpCase> cases() {
       {"GlobalAvgPool", {5, 4, 3}, global_pool(LayerType::GlobalAveragePooling2D)},
       {"GlobalMaxPool", {4, 6, 2}, global_pool(LayerType::GlobalMaxPooling2D)},
       {"GlobalAvgPoolKeepdims", {3, 3, 4}, global_pool(LayerType::GlobalAveragePooling2D, true)},
+      // Sequences: (steps, features).
+      {"DenseOnSequence", {4, 6}, dense(3, A::relu)},
+      {"ActivationSoftmaxOnSequence", {3, 5}, activation(A::softmax)},
+      {"GlobalAvgPool1D", {5, 3}, global_pool(LayerType::GlobalAveragePooling1D)},
+      {"GlobalMaxPool1D", {4, 6}, global_pool(LayerType::GlobalMaxPooling1D)},
+      {"GlobalMaxPool1DKeepdims", {3, 4}, global_pool(LayerType::GlobalMaxPooling1D, true)},
       {"ActivationRelu", {10}, activation(A::relu)},
       {"ActivationSigmoid", {10}, activation(A::sigmoid)},
       {"ActivationTanh", {10}, activation(A::tanh)},
@@ -149,6 +155,8 @@ std::vector<double> reference_forward(const OpCase& c, const LayerInfo& info,
       return reference::pool(x, kBatch, l, info);
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       return reference::global_pool(x, kBatch, l, info);
     case LayerType::Activation:
       return reference::activate(l.activation, x, info.output_shape.back());

@@ -216,11 +216,14 @@ inline Vec pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const Layer
   return y;
 }
 
-// GlobalAveragePooling2D / GlobalMaxPooling2D: each channel's mean or maximum over the image
-// (keepdims changes only the shape, not the values).
+// GlobalAveragePooling2D / GlobalMaxPooling2D: each channel's mean or maximum over the image;
+// the 1D ones over a sequence's steps (keepdims changes only the shape, not the values).
 inline Vec global_pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const LayerInfo& info) {
-  const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
-  const bool max = spec.type == LayerType::GlobalMaxPooling2D;
+  const bool sequence = info.input_shape.size() == 2;
+  const auto h = info.input_shape[0], w = sequence ? 1 : info.input_shape[1],
+             c = info.input_shape.back();
+  const bool max =
+      spec.type == LayerType::GlobalMaxPooling2D || spec.type == LayerType::GlobalMaxPooling1D;
   Vec y(static_cast<std::size_t>(n * c));
   for (std::int64_t b = 0; b < n; ++b)
     for (std::int64_t ci = 0; ci < c; ++ci) {

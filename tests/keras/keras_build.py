@@ -20,7 +20,8 @@ def keras_layer(l, **kw):
     if t in ("MaxPooling2D", "AveragePooling2D"):
         return getattr(keras.layers, t)(pool_size=l.get("pool_size", 2), strides=l.get("strides"),
                                         padding=l.get("padding", "valid"), **kw)
-    if t in ("GlobalAveragePooling2D", "GlobalMaxPooling2D"):
+    if t in ("GlobalAveragePooling2D", "GlobalMaxPooling2D", "GlobalAveragePooling1D",
+             "GlobalMaxPooling1D"):
         return getattr(keras.layers, t)(keepdims=l.get("keepdims", False), **kw)
     if t == "Flatten":
         return keras.layers.Flatten(**kw)

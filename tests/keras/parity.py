@@ -183,7 +183,7 @@ def write_mnist(directory, train, test):
     """mnist:DIR: the four IDX files; images (N, 28, 28, 1) uint8, labels < 10."""
     directory.mkdir(parents=True, exist_ok=True)
     for prefix, (x, y) in (("train", train), ("t10k", test)):
-        _idx(directory / f"{prefix}-images-idx3-ubyte", x[..., 0], 0x803)
+        _idx(directory / f"{prefix}-images-idx3-ubyte", x if x.ndim == 3 else x[..., 0], 0x803)
         _idx(directory / f"{prefix}-labels-idx1-ubyte", y, 0x801)
 
 
@@ -233,7 +233,7 @@ def make_dataset(work, spec, n_train, n_test, seed=1234):
 
     train, test = split(n_train), split(n_test)
     directory = work / f"data-{spec['name']}"
-    if shape == (28, 28, 1):
+    if shape in ((28, 28, 1), (28, 28)):  # (28, 28): the rows as a sequence, as Keras's MNIST
         write_mnist(directory, train, test)
         dataset = f"mnist:{directory}"
     elif shape == (32, 32, 3) and classes <= 10:
@@ -489,7 +489,8 @@ def part_torch_forward(cli, source, work, torch_python):
     """The exported PyTorch script's model, given Keras's weights, computes Keras's outputs: its
     NHWC/NCHW switches, paddings and Flatten order are Keras's (float32, 1e-5 relative)."""
     specs = [builtin_spec(source, "fashion-cnn"), forward_models(source)[3][0], LAYOUTS_SPEC,
-             GRAPH_SPEC, BN_NET_SPEC, SEPARABLE_SPEC, SQUEEZE_EXCITE_SPEC]
+             GRAPH_SPEC, BN_NET_SPEC, SEPARABLE_SPEC, SQUEEZE_EXCITE_SPEC, SEQUENCE_SPEC,
+             SEQUENCE_MAX_SPEC]
     for spec in specs:
         with attempt(f"PyTorch export {spec['name']}"):
             name = spec["name"]
@@ -730,6 +731,36 @@ SQUEEZE_EXCITE_SPEC = {
 }
 
 
+# Sequences (issue 29): (steps, features) inputs, here MNIST's 28 rows of 28 pixels as Keras's
+# mnist.load_data() gives them; Dense on the last axis, GlobalAveragePooling1D and
+# GlobalMaxPooling1D (with keepdims, then Flatten).
+SEQUENCE_SPEC = {
+    "name": "row-sequence", "input": {"shape": [28, 28]},
+    "layers": [
+        {"type": "Rescaling", "scale": 1.0 / 255, "name": "rescale"},
+        {"type": "Dense", "units": 32, "activation": "relu", "name": "rows"},
+        {"type": "GlobalAveragePooling1D", "name": "mean_over_rows"},
+        {"type": "Dense", "units": 10, "activation": "softmax", "dtype": "float32", "name": "out"},
+    ],
+}
+SEQUENCE_MAX_SPEC = {
+    "name": "row-sequence-max", "input": {"shape": [28, 28]},
+    "layers": [
+        {"type": "Rescaling", "scale": 1.0 / 255, "name": "rescale"},
+        {"type": "Dense", "units": 24, "activation": "tanh", "name": "rows"},
+        {"type": "Dense", "units": 16, "name": "rows_2"},
+        {"type": "GlobalMaxPooling1D", "keepdims": True, "name": "max_over_rows"},
+        {"type": "Flatten", "name": "flat"},
+        {"type": "Dense", "units": 10, "activation": "softmax", "dtype": "float32", "name": "out"},
+    ],
+}
+
+
+def part_sequences(cli, work, batch, policies):
+    for spec in (SEQUENCE_SPEC, SEQUENCE_MAX_SPEC):
+        graph_checks(cli, work, spec, spec, batch, policies)
+
+
 def part_graphs(cli, work, batch, policies):
     for spec, train_spec in ((GRAPH_SPEC, GRAPH_SPEC),
                              (TOY_RESNET_SPEC, reduced(TOY_RESNET_SPEC, "toy-resnet-nodrop", drop_dropout=True)),
@@ -768,7 +799,9 @@ def graph_checks(cli, work, spec, train_spec, batch, policies):
         check(non_trainable == info["non_trainable_params"],
               f"graph {name}: Keras counts {non_trainable} non-trainable parameters, MixLab "
               f"{info['non_trainable_params']}")
-        keras_shapes = {layer.name: list(layer.output.shape[1:]) for layer in model.layers[1:]}
+        # A functional model lists its InputLayer, a Sequential one does not.
+        keras_shapes = {layer.name: list(layer.output.shape[1:]) for layer in model.layers
+                        if not isinstance(layer, keras.layers.InputLayer)}
         mixlab_shapes = {layer["name"]: layer["output_shape"] for layer in info["layers"]}
         check(keras_shapes == mixlab_shapes,
               f"graph {name}: per-layer output shapes {'agree' if keras_shapes == mixlab_shapes else f'differ: Keras {keras_shapes}, MixLab {mixlab_shapes}'}")
@@ -988,9 +1021,8 @@ def main():
                         help="train: the policies (comma-separated)")
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="scripts: Python with torch")
     parser.add_argument("parts", nargs="+",
-                        choices=["structure", "forward", "names", "train", "graphs", "applications",
-                                 "tfkeras", "torch",
-                                 "scripts"])
+                        choices=["structure", "forward", "names", "train", "graphs", "sequences",
+                                 "applications", "tfkeras", "torch", "scripts"])
     args = parser.parse_args()
     cli = Cli(os.path.abspath(args.cli))
     source = pathlib.Path(args.source)
@@ -1003,6 +1035,7 @@ def main():
         "names": lambda: part_archive_names(cli, source, work, args.batch),
         "train": lambda: part_train(cli, source, work, args.batch, args.policies.split(",")),
         "graphs": lambda: part_graphs(cli, work, args.batch, args.policies.split(",")),
+        "sequences": lambda: part_sequences(cli, work, args.batch, args.policies.split(",")),
         "applications": lambda: part_applications(cli, work, args.batch),
         "tfkeras": lambda: part_tfkeras(cli, source, work),
         "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),

@@ -105,14 +105,13 @@ TEST(SpecErrors, Input) {
   EXPECT_EQ(input_error("{}"), "input: missing required key 'shape'");
   EXPECT_EQ(input_error(R"({"shape": [8], "dtype": "float16"})"),
             "input: unknown key 'dtype' (input takes shape)");
-  EXPECT_EQ(input_error(R"({"shape": [28, 28]})"),
-            "input: key 'shape' must be [features] or [H, W, C], got array [28,28]");
   EXPECT_EQ(input_error(R"({"shape": [1, 2, 3, 4]})"),
-            "input: key 'shape' must be [features] or [H, W, C], got array [1,2,3,4]");
+            "input: key 'shape' must be [features], [steps, features] or [H, W, C], got array "
+            "[1,2,3,4]");
   EXPECT_EQ(input_error(R"({"shape": []})"),
-            "input: key 'shape' must be [features] or [H, W, C], got array []");
+            "input: key 'shape' must be [features], [steps, features] or [H, W, C], got array []");
   EXPECT_EQ(input_error(R"({"shape": 784})"),
-            "input: key 'shape' must be [features] or [H, W, C], got 784");
+            "input: key 'shape' must be [features], [steps, features] or [H, W, C], got 784");
   EXPECT_EQ(input_error(R"({"shape": [28, 0, 1]})"),
             "input: shape 0 is out of range [1, 2147483647]");
   EXPECT_EQ(input_error(R"({"shape": [-3]})"), "input: shape -3 is out of range [1, 2147483647]");

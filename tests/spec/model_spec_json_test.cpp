@@ -249,6 +249,8 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
                                            LayerType::Rescaling,
                                            LayerType::GlobalAveragePooling2D,
                                            LayerType::GlobalMaxPooling2D,
+                                           LayerType::GlobalAveragePooling1D,
+                                           LayerType::GlobalMaxPooling1D,
                                            LayerType::ReLU,
                                            LayerType::BatchNormalization,
                                            LayerType::ZeroPadding2D,
@@ -289,6 +291,8 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           break;
         case LayerType::GlobalAveragePooling2D:
         case LayerType::GlobalMaxPooling2D:
+        case LayerType::GlobalAveragePooling1D:
+        case LayerType::GlobalMaxPooling1D:
           l.keepdims = pick(0, 1) == 1;
           break;
         case LayerType::ReLU:

@@ -520,13 +520,46 @@ TEST(ShapeErrors, InputAndEmptyModels) {
   spec.input_shape = Shape{28, 0, 1};
   spec.layers = {flatten(), dense(2)};
   EXPECT_EQ(shape_error(spec), "input: shape 28x0x1 has a dimension out of range [1, 2147483647]");
-  spec.input_shape = Shape{28, 28};
-  EXPECT_EQ(shape_error(spec), "input: shape must be [features] or [H, W, C], got 2 dimensions");
+  spec.input_shape = Shape{2, 28, 28, 1};
+  EXPECT_EQ(shape_error(spec),
+            "input: shape must be [features], [steps, features] or [H, W, C], got 4 dimensions");
   spec.input_shape = Shape{};
-  EXPECT_EQ(shape_error(spec), "input: shape must be [features] or [H, W, C], got 0 dimensions");
+  EXPECT_EQ(shape_error(spec),
+            "input: shape must be [features], [steps, features] or [H, W, C], got 0 dimensions");
   spec.input_shape = Shape{4};
   spec.layers.clear();
   EXPECT_EQ(shape_error(spec), "layers: the model has no layers");
+}
+
+// Sequences (issue 29): a (steps, features) input; Dense acts on the last axis, the 1D global
+// poolings reduce the steps, and what needs an image says so.
+TEST(ShapeInference, SequencesOfFeatures) {
+  ModelSpec spec;
+  spec.input_shape = Shape{28, 16};
+  LayerSpec average;
+  average.type = LayerType::GlobalAveragePooling1D;
+  LayerSpec maximum;
+  maximum.type = LayerType::GlobalMaxPooling1D;
+  maximum.keepdims = true;
+  spec.layers = {dense(8), average, dense(3)};
+  ShapeTable t = infer_shapes(spec);
+  EXPECT_EQ(t.layers[0].output_shape, (Shape{28, 8}));
+  EXPECT_EQ(t.layers[0].param_count, 16 * 8 + 8);
+  EXPECT_EQ(t.layers[1].output_shape, (Shape{8}));
+  spec.layers = {dense(8), maximum, flatten(), dense(3)};
+  t = infer_shapes(spec);
+  EXPECT_EQ(t.layers[1].output_shape, (Shape{1, 8}));
+  EXPECT_EQ(t.layers[2].output_shape, (Shape{8}));
+  spec.layers = {conv2d(4, {3, 3}), flatten(), dense(3)};
+  EXPECT_CONTAINS(shape_error(spec), "needs an [H, W, C] input but gets 28x16 (rank 2)");
+  spec.input_shape = Shape{8, 8, 3};
+  spec.layers = {average, dense(3)};
+  EXPECT_CONTAINS(shape_error(spec),
+                  "layer 0 (GlobalAveragePooling1D): needs a (steps, features) input but gets "
+                  "8x8x3 (rank 3)");
+  spec.input_shape = Shape{28, 16};
+  spec.layers = {dense(8)};
+  EXPECT_CONTAINS(shape_error(spec), "is not flat");
 }
 
 TEST(ShapeErrors, ValuesOfSpecsBuiltInMemory) {
@@ -588,7 +621,7 @@ TEST(ShapeErrors, CarryTheLayerIndex) {
   spec.input_shape = Shape{2147483647, 2147483647, 2147483647};
   spec.layers = {flatten(), dense(2)};
   EXPECT_EQ(error_layer(spec), 0);  // overflow inside a layer
-  spec.input_shape = Shape{28, 28};
+  spec.input_shape = Shape{28, 28, 1, 1};
   EXPECT_EQ(error_layer(spec), -1);  // the input
   spec.input_shape = Shape{4};
   spec.layers.clear();

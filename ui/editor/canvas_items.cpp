@@ -56,6 +56,8 @@ QColor type_colour(const BlockContent& content) {
     case LayerType::AveragePooling2D:
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
       return {23, 162, 184};
     case LayerType::Flatten:
       return {138, 143, 152};

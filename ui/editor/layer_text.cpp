@@ -70,6 +70,14 @@ QString layer_description(LayerType type) {
       return tr("Averages each channel of an image over its height and width: HxWxC to C.");
     case LayerType::GlobalMaxPooling2D:
       return tr("Keeps each channel's largest value over height and width: HxWxC to C.");
+    case LayerType::GlobalAveragePooling1D:
+      return tr(
+          "Averages each feature of a sequence over its steps: (steps, features) to "
+          "features.");
+    case LayerType::GlobalMaxPooling1D:
+      return tr(
+          "Keeps each feature's largest value over a sequence's steps: (steps, features) "
+          "to features.");
     case LayerType::ReLU:
       return tr(
           "ReLU with options: clipped at max_value (6 gives ReLU6), negative_slope below "
@@ -150,6 +158,8 @@ LayerSpec default_layer(LayerType type) {
     case LayerType::Concatenate:
     case LayerType::GlobalAveragePooling2D:
     case LayerType::GlobalMaxPooling2D:
+    case LayerType::GlobalAveragePooling1D:
+    case LayerType::GlobalMaxPooling1D:
     case LayerType::Reshape:
       layer.target_shape = {-1};
       break;

@@ -103,7 +103,8 @@ bool has_field(LayerType type, LayerField field) {
     case LayerField::target_shape:
       return type == LayerType::Reshape;
     case LayerField::keepdims:
-      return type == LayerType::GlobalAveragePooling2D || type == LayerType::GlobalMaxPooling2D;
+      return type == LayerType::GlobalAveragePooling2D || type == LayerType::GlobalMaxPooling2D ||
+             type == LayerType::GlobalAveragePooling1D || type == LayerType::GlobalMaxPooling1D;
     case LayerField::axis:
       return type == LayerType::Concatenate;
     case LayerField::mean:

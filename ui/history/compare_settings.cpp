@@ -60,6 +60,8 @@ std::string describe_layers(const RunRecord& r) {
         break;
       case LayerType::GlobalAveragePooling2D:
       case LayerType::GlobalMaxPooling2D:
+      case LayerType::GlobalAveragePooling1D:
+      case LayerType::GlobalMaxPooling1D:
         if (l.keepdims) args.emplace_back("keepdims");
         break;
       case LayerType::DepthwiseConv2D:

@@ -16,7 +16,7 @@ PoolingNode::PoolingNode(CpuContext& ctx, const LayerSpec& spec, const LayerInfo
   label = std::string(to_string(spec.type));
   out_storage = storage;
   const PoolWindow window = pool_window(spec, info);
-  const auto& in = info.input_shape;
+  const Shape in = pool_image_shape(spec, info);
   const auto type = dnnl_type(storage);
   const memory::desc src_md({batch, in[2], in[0], in[1]}, type, tag::nhwc);
   const memory::desc dst_md({batch, in[2], window.out_h, window.out_w}, type, tag::nhwc);

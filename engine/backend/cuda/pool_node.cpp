@@ -7,9 +7,10 @@ PoolNode::PoolNode(CudaContext& ctx, const ExecutionPlan& plan, const PlanNode& 
     : CudaNode(node.layer, node.out_dtype, node.label), max_(pool_window(spec, info).max) {
   const PoolWindow window = pool_window(spec, info);
   shape_.n = plan.batch;
-  shape_.h = static_cast<int>(info.input_shape[0]);
-  shape_.w = static_cast<int>(info.input_shape[1]);
-  shape_.c = static_cast<int>(info.input_shape[2]);
+  const Shape image = pool_image_shape(spec, info);
+  shape_.h = static_cast<int>(image[0]);
+  shape_.w = static_cast<int>(image[1]);
+  shape_.c = static_cast<int>(image[2]);
   shape_.oh = static_cast<int>(window.out_h);
   shape_.ow = static_cast<int>(window.out_w);
   shape_.kh = window.size.h;

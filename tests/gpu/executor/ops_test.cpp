@@ -81,6 +81,13 @@ std::vector<OpCase> cases() {
       {"GlobalAvgPool", {5, 4, 3}, {global_pool(LT::GlobalAveragePooling2D)}},
       {"GlobalMaxPool", {4, 6, 2}, {global_pool(LT::GlobalMaxPooling2D)}},
       {"GlobalAvgPoolKeepdims", {3, 3, 4}, {global_pool(LT::GlobalAveragePooling2D, true)}},
+      // Sequences (issue 29): (steps, features).
+      {"DenseOnSequence", {4, 6}, {dense(3, A::relu)}},
+      {"GlobalAvgPool1D", {5, 3}, {global_pool(LT::GlobalAveragePooling1D)}},
+      {"GlobalMaxPool1DKeepdims", {3, 4}, {global_pool(LT::GlobalMaxPooling1D, true)}},
+      {"SequenceClassifier",
+       {6, 8},
+       {dense(5, A::relu), global_pool(LT::GlobalAveragePooling1D), dense(3, A::softmax)}},
       {"ActivationRelu", {10}, {activation(A::relu)}},
       {"ActivationSigmoid", {10}, {activation(A::sigmoid)}},
       {"ActivationTanh", {10}, {activation(A::tanh)}},
