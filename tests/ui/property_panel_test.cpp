@@ -333,6 +333,29 @@ class PropertyPanelTest : public QObject {
     QCOMPARE(doc.undo_stack()->count(), 3);
     check_undo_redo(doc, states);
   }
+
+  // Issue 29: a sequence input; an image's rows become its steps, and back.
+  void the_input_can_be_a_sequence() {
+    ModelDocument doc;
+    doc.reset(builtin("fashion-cnn"), {}, QStringLiteral("fashion-cnn"));
+    EditorWidget editor(&doc);
+    auto* kind = editor.properties()->findChild<QComboBox*>(QStringLiteral("input.kind"));
+    kind->setCurrentIndex(kind->findData(2));
+    QCOMPARE(doc.spec().input_shape, (Shape{28, 28}));
+    // fashion-cnn's Conv2D needs an image: the error names it.
+    QVERIFY(!doc.validation().ok);
+    QVERIFY2(doc.validation().message.contains(QStringLiteral("needs an [H, W, C] input")),
+             qPrintable(doc.validation().message));
+    QVERIFY(editor.properties()
+                ->findChild<QSpinBox*>(QStringLiteral("input.1"))
+                ->isVisibleTo(editor.properties()));
+    QVERIFY(!editor.properties()
+                 ->findChild<QSpinBox*>(QStringLiteral("input.2"))
+                 ->isVisibleTo(editor.properties()));
+    kind->setCurrentIndex(kind->findData(3));
+    QCOMPARE(doc.spec().input_shape, (Shape{28, 28, 1}));
+    QVERIFY(doc.validation().ok);
+  }
 };
 
 }  // namespace mixlab::ui

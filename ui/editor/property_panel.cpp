@@ -233,19 +233,29 @@ void PropertyPanel::build_model_group() {
   form->addRow(tr("Name"), model_name_);
 
   input_kind_ = make_combo(QStringLiteral("input.kind"),
-                           tr("An image [H, W, C] (for Conv2D and pooling) or a flat vector of "
-                              "features [N]"));
+                           tr("An image [H, W, C] (for Conv2D and pooling), a sequence [steps, "
+                              "features] (Dense on each step, the 1D poolings) or a flat vector "
+                              "of features [N]"));
   input_kind_->addItem(tr("Image [H, W, C]"), kImageRank);
+  input_kind_->addItem(tr("Sequence [steps, features]"), 2);
   input_kind_->addItem(tr("Features [N]"), 1);
   connect(input_kind_, &QComboBox::currentIndexChanged, this, [this] {
     const int rank = input_kind_->currentData().toInt();
     edit_model(
         ModelField::input_shape,
         [&](ModelHeader& h) {
-          if (static_cast<int>(h.input_shape.size()) == rank) return;
-          // Keep the element count: [28, 28, 1] -> [784], and [784] -> [784, 1, 1].
-          const std::int64_t n = num_elements(h.input_shape);
-          h.input_shape = rank == 1 ? Shape{n} : Shape{n, 1, 1};
+          const Shape& s = h.input_shape;
+          if (static_cast<int>(s.size()) == rank) return;
+          // Keep the element count: [28, 28, 1] -> [784] or [28, 28] (the rows as steps),
+          // [784] -> [784, 1] or [784, 1, 1], [28, 28] -> [28, 28, 1].
+          const std::int64_t n = num_elements(s);
+          if (rank == 1) {
+            h.input_shape = Shape{n};
+          } else if (rank == 2) {
+            h.input_shape = s.size() == 3 ? Shape{s[0], s[1] * s[2]} : Shape{n, 1};
+          } else {
+            h.input_shape = s.size() == 2 ? Shape{s[0], s[1], 1} : Shape{n, 1, 1};
+          }
         },
         false);
   });
@@ -254,8 +264,8 @@ void PropertyPanel::build_model_group() {
   auto* dims = new QWidget;
   auto* dims_layout = new QHBoxLayout(dims);
   dims_layout->setContentsMargins(0, 0, 0, 0);
-  const std::array<QString, 3> dim_tips = {tr("Height, or the number of features"), tr("Width"),
-                                           tr("Channels")};
+  const std::array<QString, 3> dim_tips = {tr("Height, steps, or the number of features"),
+                                           tr("Width, or a step's features"), tr("Channels")};
   for (std::size_t i = 0; i < input_dims_.size(); ++i) {
     QSpinBox* spin = count_spin(QStringLiteral("input.%1").arg(i), dim_tips[i]);
     input_dims_[i] = spin;
@@ -610,7 +620,7 @@ void PropertyPanel::refresh_model() {
   const ModelSpec& spec = doc_->spec();
   show_text(model_name_, QString::fromStdString(spec.name));
   const int rank = static_cast<int>(spec.input_shape.size());
-  show_data(input_kind_, rank == 1 ? 1 : kImageRank);
+  show_data(input_kind_, rank == 1 || rank == 2 ? rank : kImageRank);
   for (std::size_t i = 0; i < input_dims_.size(); ++i) {
     const bool used = i < spec.input_shape.size();
     input_dims_[i]->setVisible(used);
