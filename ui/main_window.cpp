@@ -271,9 +271,19 @@ bool MainWindow::open_model(const QString& file_or_builtin) {
 void MainWindow::update_validity() {
   const ModelDocument::Validation& v = document_->validation();
   run_panel_->set_blocked_reason(v.ok ? QString() : v.message);
-  std::int64_t outputs = 0;
-  if (v.ok && v.table) outputs = num_elements(v.table->output_shape);
-  run_panel_->set_model_shape(document_->spec().input_shape, outputs);
+  std::int64_t outputs = 0, positions = 1;
+  if (v.ok && v.table) {
+    outputs = v.table->classes();
+    positions = v.table->label_positions();
+  }
+  int vocabulary = 0;  // the Embedding's rows, for token datasets
+  for (const LayerSpec& layer : document_->spec().layers) {
+    if (layer.type == LayerType::Embedding) {
+      vocabulary = layer.input_dim;
+      break;
+    }
+  }
+  run_panel_->set_model_shape(document_->spec().input_shape, outputs, vocabulary, positions);
 }
 
 void MainWindow::update_title() {

@@ -262,11 +262,9 @@ int run_bench(const std::vector<std::string>& argv) {
     const ModelSpec& spec = specs.at(bm.name);
     const ShapeTable table = infer_shapes(spec);
     const int batch = bm.batch;
-    DatasetSpec ds;
-    ds.kind = DatasetSpec::Kind::synthetic;
-    ds.shape = table.input_shape;
-    ds.classes = static_cast<int>(num_elements(table.output_shape));
-    ds.train_size = std::max<std::int64_t>(batch, std::min<std::int64_t>(steps * batch, 8 * batch));
+    const DatasetSpec ds = synthetic_for_model(
+        spec, table,
+        std::max<std::int64_t>(batch, std::min<std::int64_t>(steps * batch, 8 * batch)));
     if (ds.to_string() != data_key) {
       data = load_dataset(ds);
       data_key = ds.to_string();

@@ -2,6 +2,7 @@
 // model's outputs for the first N samples of the dataset's test split, in inference mode
 // (dropout off), from the model's starting weights (a .keras archive's, or the seed's). What
 // Keras's model.predict gives, for setting MixLab's numbers beside a framework's.
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -58,8 +59,10 @@ int run_predict(const std::vector<std::string>& argv) {
   const std::size_t elements = static_cast<std::size_t>(test.sample_elements());
   std::vector<float> images(elements * static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < images.size(); ++i) images[i] = test.images[i];
-  executor->load_batch(images, std::span(test.labels).first(static_cast<std::size_t>(count)),
-                       count);
+  // A label per sample, or per step of a language model's samples.
+  const auto labels =
+      static_cast<std::size_t>(count) * static_cast<std::size_t>(std::max(1, test.label_positions));
+  executor->load_batch(images, std::span(test.labels).first(labels), count);
   executor->ops().forward(Phase::eval, 0);
   const std::vector<float> outputs = executor->ops().read_output();
   const std::size_t width = outputs.size() / static_cast<std::size_t>(count);

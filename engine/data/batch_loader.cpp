@@ -12,9 +12,10 @@ namespace mixlab {
 
 namespace {
 
-bool has_full_capacity(const Batch& batch, std::size_t images, std::size_t labels) {
+bool has_full_capacity(const Batch& batch, std::size_t images, std::size_t labels,
+                       std::size_t samples) {
   return batch.images.capacity() >= images && batch.labels.capacity() >= labels &&
-         batch.indices.capacity() >= labels;
+         batch.indices.capacity() >= samples;
 }
 
 }  // namespace
@@ -49,9 +50,14 @@ BatchLoader::BatchLoader(const Dataset& dataset, const BatchLoaderOptions& optio
                        " image bytes do not match " + std::to_string(size) + " samples of " +
                        format_shape(dataset.sample_shape));
   }
-  for (std::int64_t i = 0; i < size; ++i) {
+  const std::int64_t positions = std::max(1, dataset.label_positions);
+  if (static_cast<std::int64_t>(dataset.labels.size()) != size * positions) {
+    throw DatasetError(name + ": " + std::to_string(dataset.labels.size()) + " labels are not " +
+                       std::to_string(positions) + " per sample");
+  }
+  for (std::int64_t i = 0; i < size * positions; ++i) {
     if (dataset.labels[i] < 0 || dataset.labels[i] >= dataset.num_classes) {
-      throw DatasetError(name + ": label of sample " + std::to_string(i) + " is " +
+      throw DatasetError(name + ": label of sample " + std::to_string(i / positions) + " is " +
                          std::to_string(dataset.labels[i]) + ", expected 0.." +
                          std::to_string(dataset.num_classes - 1));
     }
@@ -66,16 +72,17 @@ BatchLoader::BatchLoader(const Dataset& dataset, const BatchLoaderOptions& optio
 
   order_.resize(static_cast<std::size_t>(size));
   const std::size_t pool = static_cast<std::size_t>(options.prefetch) + 2;
-  const std::size_t labels = static_cast<std::size_t>(options.batch_size);
+  const auto samples = static_cast<std::size_t>(options.batch_size);
+  const std::size_t labels = samples * static_cast<std::size_t>(positions);
   const std::size_t images =
-      options.indices_only ? 0 : labels * static_cast<std::size_t>(sample_elements_);
+      options.indices_only ? 0 : samples * static_cast<std::size_t>(sample_elements_);
   queue_.resize(static_cast<std::size_t>(options.prefetch));
   free_.reserve(pool);
   for (std::size_t i = 0; i < pool; ++i) {
     Batch& batch = free_.emplace_back();
     batch.images.reserve(images);
     batch.labels.reserve(labels);
-    batch.indices.reserve(labels);
+    batch.indices.reserve(samples);
   }
   thread_ = std::thread(&BatchLoader::run, this);
 }
@@ -100,11 +107,13 @@ bool BatchLoader::next(Batch& batch) {
     }
     Batch& slot = queue_[head_];
     std::swap(batch, slot);
-    const std::size_t labels = static_cast<std::size_t>(options_.batch_size);
+    const auto samples = static_cast<std::size_t>(options_.batch_size);
+    const std::size_t labels =
+        samples * static_cast<std::size_t>(std::max(1, dataset_.label_positions));
     if (free_.size() < free_.capacity() &&
         has_full_capacity(
-            slot, options_.indices_only ? 0 : labels * static_cast<std::size_t>(sample_elements_),
-            labels)) {
+            slot, options_.indices_only ? 0 : samples * static_cast<std::size_t>(sample_elements_),
+            labels, samples)) {
       free_.push_back(std::move(slot));
     } else {
       spent = std::move(slot);
@@ -168,12 +177,14 @@ void BatchLoader::fill(Batch& batch, int epoch, std::int64_t index) const {
   batch.epoch = epoch;
   batch.index = index;
   batch.images.resize(options_.indices_only ? 0 : static_cast<std::size_t>(count) * elements);
-  batch.labels.resize(static_cast<std::size_t>(count));
+  const auto positions = static_cast<std::size_t>(std::max(1, dataset_.label_positions));
+  batch.labels.resize(static_cast<std::size_t>(count) * positions);
   batch.indices.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     const auto sample = static_cast<std::size_t>(order_[static_cast<std::size_t>(first + i)]);
     batch.indices[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(sample);
-    batch.labels[static_cast<std::size_t>(i)] = dataset_.labels[sample];
+    std::copy_n(dataset_.labels.begin() + static_cast<std::ptrdiff_t>(sample * positions),
+                positions, batch.labels.begin() + static_cast<std::ptrdiff_t>(i) * positions);
     if (options_.indices_only) continue;
     const std::uint8_t* src = dataset_.images.data() + sample * elements;
     float* dst = batch.images.data() + static_cast<std::size_t>(i) * elements;

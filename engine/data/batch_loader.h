@@ -18,7 +18,7 @@ struct Batch {
   int epoch = 0;              // 0-based
   std::int64_t index = 0;     // batch number within its epoch
   std::vector<float> images;  // (size, H, W, C), raw pixel values 0..255
-  std::vector<std::int32_t> labels;   // (size)
+  std::vector<std::int32_t> labels;   // (size, the dataset's label_positions)
   std::vector<std::int64_t> indices;  // (size) the samples' positions in the dataset
 };
 

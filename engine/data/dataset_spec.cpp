@@ -1,5 +1,6 @@
 // The command-line form of a dataset choice, and load_dataset, which dispatches to the
 // per-format loaders (engine/data/loaders.h).
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -25,11 +26,13 @@ constexpr KindName kKindNames[] = {{Kind::fashion_mnist, "fashion-mnist"},
                                    {Kind::mnist, "mnist"},
                                    {Kind::cifar10, "cifar10"},
                                    {Kind::cifar100, "cifar100"},
-                                   {Kind::synthetic, "synthetic"}};
+                                   {Kind::synthetic, "synthetic"},
+                                   {Kind::text, "text"},
+                                   {Kind::tokens, "tokens"}};
 
 constexpr std::string_view kForms =
-    "fashion-mnist, fashion-mnist:DIR, mnist:DIR, cifar10:DIR, cifar100:DIR or "
-    "synthetic:HxWxC:CLASSES[:N]";
+    "fashion-mnist, fashion-mnist:DIR, mnist:DIR, cifar10:DIR, cifar100:DIR, "
+    "synthetic:HxWxC:CLASSES[:N], text:PATH[:SEQ_LEN] or tokens:synthetic:SEQ_LEN:VOCAB[:CLASSES]";
 
 std::string_view kind_name(Kind kind) {
   for (const KindName& entry : kKindNames) {
@@ -96,7 +99,87 @@ DatasetSpec parse_synthetic(std::string_view text, std::string_view rest) {
   return spec;
 }
 
+// text:PATH[:SEQ_LEN]: a last part of digits is the length (a path may hold colons).
+DatasetSpec parse_text(std::string_view text, std::string_view rest) {
+  DatasetSpec spec;
+  spec.kind = Kind::text;
+  std::string_view path = rest;
+  const std::size_t colon = rest.rfind(':');
+  if (colon != std::string_view::npos) {
+    const std::string_view tail = rest.substr(colon + 1);
+    int steps = 0;
+    if (!tail.empty() &&
+        std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (!parse_number(tail, steps) || steps < 1 || steps > kMaxTokenSteps) {
+        bad_spec(text, "SEQ_LEN " + quote(tail) + " is out of range [1, " +
+                           std::to_string(kMaxTokenSteps) + "]");
+      }
+      spec.sequence_length = steps;
+      path = rest.substr(0, colon);
+    }
+  }
+  if (path.empty())
+    bad_spec(text, "missing PATH; expected text:PATH[:SEQ_LEN], e.g. text:book.txt:128");
+  spec.dir = std::filesystem::path(std::string(path));
+  spec.vocabulary = 256;
+  spec.classes = 0;
+  return spec;
+}
+
+// tokens:synthetic:SEQ_LEN:VOCAB[:CLASSES[:N]] (CLASSES 0: a language model)
+DatasetSpec parse_tokens(std::string_view text, std::string_view rest) {
+  const std::vector<std::string_view> parts = split(rest, ':');
+  constexpr const char* kForm =
+      "expected tokens:synthetic:SEQ_LEN:VOCAB[:CLASSES[:N]], e.g. tokens:synthetic:128:256 (a "
+      "language model) or tokens:synthetic:64:256:4 (a classifier)";
+  if (parts.size() < 3 || parts.size() > 5 || parts[0] != "synthetic") bad_spec(text, kForm);
+  DatasetSpec spec;
+  spec.kind = Kind::tokens;
+  int steps = 0, vocabulary = 0, classes = 0;
+  if (!parse_number(parts[1], steps)) bad_spec(text, "bad SEQ_LEN " + quote(parts[1]));
+  if (!parse_number(parts[2], vocabulary)) bad_spec(text, "bad VOCAB " + quote(parts[2]));
+  if (parts.size() >= 4 && !parse_number(parts[3], classes)) {
+    bad_spec(text, "bad number of classes " + quote(parts[3]));
+  }
+  if (parts.size() == 5 && (!parse_number(parts[4], spec.train_size) || spec.train_size < 1)) {
+    bad_spec(text, "bad number of samples N " + quote(parts[4]));
+  }
+  if (const std::string problem = check_synthetic_tokens(steps, vocabulary, classes);
+      !problem.empty()) {
+    bad_spec(text, problem);
+  }
+  spec.sequence_length = steps;
+  spec.vocabulary = vocabulary;
+  spec.classes = classes;
+  return spec;
+}
+
 }  // namespace
+
+DatasetSpec synthetic_for_model(const ModelSpec& spec, const ShapeTable& table,
+                                std::int64_t train_size) {
+  DatasetSpec ds;
+  ds.train_size = train_size;
+  const auto first = std::find_if(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+    return l.type == LayerType::Embedding;
+  });
+  if (first == spec.layers.end() || table.input_shape.size() != 1) {
+    ds.kind = Kind::synthetic;
+    ds.shape = table.input_shape;
+    ds.classes = static_cast<int>(std::max<std::int64_t>(2, table.classes()));
+    return ds;
+  }
+  // Token ids below the Embedding's vocabulary (a byte at most); a language model's labels are
+  // ids too, so its vocabulary is its classes'.
+  ds.kind = Kind::tokens;
+  ds.sequence_length = static_cast<int>(table.input_shape[0]);
+  const bool per_step = table.label_positions() > 1;
+  std::int64_t vocabulary = std::min<std::int64_t>(first->input_dim, 256);
+  if (per_step) vocabulary = std::min(vocabulary, table.classes());
+  ds.vocabulary = static_cast<int>(std::max<std::int64_t>(2, vocabulary));
+  ds.classes = per_step ? 0 : static_cast<int>(std::max<std::int64_t>(2, table.classes()));
+  return ds;
+}
 
 DatasetSpec parse_dataset_spec(std::string_view text) {
   if (text.empty()) bad_spec(text, "empty; expected " + std::string(kForms));
@@ -112,6 +195,8 @@ DatasetSpec parse_dataset_spec(std::string_view text) {
     bad_spec(text, "unknown kind " + quote(name) + "; expected " + std::string(kForms));
   }
   if (found->kind == Kind::synthetic) return parse_synthetic(text, rest);
+  if (found->kind == Kind::text) return parse_text(text, rest);
+  if (found->kind == Kind::tokens) return parse_tokens(text, rest);
 
   DatasetSpec spec;
   spec.kind = found->kind;
@@ -145,6 +230,28 @@ std::string DatasetSpec::to_string() const {
     }
     return text;
   }
+  if (kind == Kind::tokens) {
+    text += ":synthetic:";
+    text += std::to_string(sequence_length);
+    text += ':';
+    text += std::to_string(vocabulary);
+    if (classes > 0 || train_size != DatasetSpec{}.train_size) {
+      text += ':';
+      text += std::to_string(classes);
+    }
+    if (train_size != DatasetSpec{}.train_size) {
+      text += ':';
+      text += std::to_string(train_size);
+    }
+    return text;
+  }
+  if (kind == Kind::text) {
+    text += ':';
+    text += dir.string();
+    text += ':';
+    text += std::to_string(sequence_length);
+    return text;
+  }
   if (!dir.empty()) {
     text += ':';
     text += dir.string();
@@ -174,6 +281,11 @@ DatasetPair load_dataset(const DatasetSpec& spec) {
       return load_cifar100(spec.dir);
     case Kind::synthetic:
       return make_synthetic(spec.shape, spec.classes, spec.train_size, spec.seed);
+    case Kind::text:
+      return load_text_dataset(spec.dir, spec.sequence_length);
+    case Kind::tokens:
+      return make_synthetic_tokens(spec.sequence_length, spec.vocabulary, spec.classes,
+                                   spec.train_size, spec.seed);
   }
   throw ConfigError("dataset spec of unknown kind " + std::to_string(static_cast<int>(spec.kind)));
 }

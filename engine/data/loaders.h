@@ -39,4 +39,17 @@ std::string check_synthetic(const Shape& shape, std::int64_t classes, std::int64
 DatasetPair make_synthetic(const Shape& shape, int classes, std::int64_t train_size,
                            std::uint64_t seed);
 
+// Token datasets (engine/data/tokens.cpp). A text file's bytes as tokens: sequences of `steps`
+// ids, one after another, each labelled with the next byte at every step; the file's last tenth
+// is the test split. At most kMaxTextDatasetBytes are read.
+inline constexpr std::uintmax_t kMaxTextDatasetBytes = std::uintmax_t{1} << 30;
+inline constexpr int kMaxTokenSteps = 65536;
+DatasetPair load_text_dataset(const std::filesystem::path& path, int steps);
+// Seeded token sequences of `steps` ids below `vocabulary` (2..256): with classes >= 2 a label
+// per sequence, with classes 0 the next token at every step. check_synthetic_tokens says what is
+// wrong with the parameters (empty when nothing is).
+std::string check_synthetic_tokens(int steps, int vocabulary, int classes);
+DatasetPair make_synthetic_tokens(int steps, int vocabulary, int classes, std::int64_t train_size,
+                                  std::uint64_t seed);
+
 }  // namespace mixlab

@@ -362,6 +362,51 @@ class Model {
         }
         break;
       }
+      case PlanOp::layer_norm: {
+        // Memory-bound, float32 statistics per row: forward reads the input twice (the
+        // statistics) and once more (the output); backward reads the input and the gradient for
+        // the row sums and again for the input's gradient, and once for dgamma and dbeta.
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d,
+                          label + " layer_norm (float32 statistics)");
+        move(f, node.in_dtype, 3 * in);
+        move(f, d, out);
+        f.flops = 6 * out;
+        f.launches = gpu() ? 1 : 0;
+        time(f, 0, memory_efficiency(f, true));
+        rounding(n, CostPhase::forward, d, out, label);
+        if (node.backward) {
+          CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                            label + " layer_norm backward");
+          move(b, node.in_dtype, 3 * in);
+          move(b, d, 3 * out);
+          if (backward) move(b, d, in);
+          b.flops = 10 * out;
+          b.launches = gpu() ? 3 : 0;
+          time(b, 0, memory_efficiency(b, true));
+        }
+        break;
+      }
+      case PlanOp::embedding:
+      case PlanOp::position_embedding: {
+        // A gather (or a broadcast) of float32 table rows into the output; backward zeroes the
+        // table's gradient and adds every position's gradient into it.
+        CostItem& f = add(n, CostPhase::forward, TimeKind::elementwise, d,
+                          label + " " + std::string(to_string(node.op)));
+        f.bytes_f32 = 4 * out + (node.op == PlanOp::embedding ? 4 * in : 0);
+        move(f, d, out);
+        time(f, 0, memory_efficiency(f, false));
+        rounding(n, CostPhase::forward, d, out, label);
+        if (node.backward) {
+          CostItem& b = add(n, CostPhase::backward_weights, TimeKind::elementwise, d,
+                            label + " " + std::string(to_string(node.op)) + " backward");
+          move(b, d, out);
+          b.bytes_f32 = 8 * out;  // read and add into the float32 table rows
+          b.flops = out;
+          b.launches = gpu() ? 2 : 0;
+          time(b, 0, memory_efficiency(b, false));
+        }
+        break;
+      }
       case PlanOp::merge: {
         // Memory-bound: every input read once and the output written; backward writes each
         // input's gradient (a product also reads the other inputs).

@@ -84,12 +84,7 @@ RunConfig measure_config(const DiagnosisInput& input, Policy policy,
   config.warmup_steps = options.warmup;
   config.layer_timing = options.layer_timing;
   config.initial_weights = nullptr;  // the seed's: a suggested change may reshape a layer
-  config.dataset = DatasetSpec{};
-  DatasetSpec& ds = config.dataset;
-  ds.kind = DatasetSpec::Kind::synthetic;
-  ds.shape = table.input_shape;
-  ds.classes = static_cast<int>(num_elements(table.output_shape));
-  ds.train_size = kBatches * input.run.batch_size;
+  config.dataset = synthetic_for_model(input.spec, table, kBatches * input.run.batch_size);
   return config;
 }
 

@@ -1,6 +1,7 @@
 // Keras 3 JSON out, as keras.models.model_from_json() reads it: a stack as a Sequential model, a
 // graph as a functional one (each layer's inbound node names the layers it reads). Configs give
 // the fields MixLab models and leave the rest to Keras's defaults, which are MixLab's.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -87,8 +88,10 @@ ordered_json layer_config(const LayerSpec& layer) {
       c["threshold"] = layer.threshold;
       break;
     case LayerType::BatchNormalization:
-      c["axis"] = layer.axis;
       c["momentum"] = layer.momentum;
+      [[fallthrough]];  // the fields LayerNormalization has too
+    case LayerType::LayerNormalization:
+      c["axis"] = layer.axis;
       c["epsilon"] = layer.epsilon;
       c["center"] = layer.center;
       c["scale"] = layer.scale_gamma;
@@ -125,6 +128,14 @@ ordered_json layer_config(const LayerSpec& layer) {
         c["mean"] = layer.mean;
         c["variance"] = layer.variance;
       }
+      break;
+    case LayerType::Embedding:
+      c["input_dim"] = layer.input_dim;
+      c["output_dim"] = layer.output_dim;
+      c["mask_zero"] = false;
+      break;
+    case LayerType::PositionEmbedding:
+      c["sequence_length"] = layer.sequence_length;
       break;
     case LayerType::Add:
     case LayerType::Subtract:
@@ -188,7 +199,10 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
   ordered_json batch_shape = ordered_json::array({nullptr});
   for (std::int64_t d : spec.input_shape) batch_shape.push_back(d);
   input_config["batch_shape"] = batch_shape;
-  input_config["dtype"] = "float32";
+  // Token ids, as Keras models give an Embedding its input; other inputs are float32.
+  const bool ids = std::any_of(spec.layers.begin(), spec.layers.end(),
+                               [](const LayerSpec& l) { return l.type == LayerType::Embedding; });
+  input_config["dtype"] = ids ? "int32" : "float32";
   input_config["sparse"] = false;
   if (functional) input_config["name"] = input_name;
   ordered_json layers = ordered_json::array();
@@ -206,12 +220,19 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
     // A layer kept in float32 says so as a plain string, which import_keras_json() reads back
     // under every policy; Keras reads it as DTypePolicy("float32").
     config["dtype"] = layer.force_float32 ? ordered_json("float32") : policy_json(policy_name);
-    layers.push_back(serialized("keras.layers", to_string(layer.type), std::move(config)));
+    if (layer.type == LayerType::PositionEmbedding) {
+      // keras_hub's layer: model_from_json() needs keras_hub imported.
+      layers.push_back(serialized("keras_hub.layers", "PositionEmbedding", std::move(config)));
+      layers.back()["registered_name"] = "keras_hub>PositionEmbedding";
+    } else {
+      layers.push_back(serialized("keras.layers", to_string(layer.type), std::move(config)));
+    }
     if (!functional) continue;
     ordered_json args = ordered_json::array();
     for (const int from : graph.inputs[static_cast<std::size_t>(i)]) {
       if (from == kModelInput) {
         args.push_back(keras_tensor(input_name, spec.input_shape, DType::f32));
+        if (ids) args.back()["config"]["dtype"] = "int32";
       } else {
         const LayerInfo& source = table.layers[static_cast<std::size_t>(from)];
         args.push_back(keras_tensor(names[static_cast<std::size_t>(from)], source.output_shape,

@@ -62,7 +62,11 @@ constexpr auto kKernelKeys = std::to_array<std::string_view>({"kernel_initialize
                                                               "gamma_regularizer",
                                                               "beta_regularizer",
                                                               "gamma_constraint",
-                                                              "beta_constraint"});
+                                                              "beta_constraint",
+                                                              "embeddings_initializer",
+                                                              "embeddings_regularizer",
+                                                              "embeddings_constraint",
+                                                              "initializer"});
 
 // An initialiser at MixLab's own start for that variable: glorot_uniform kernels, zero biases,
 // BatchNormalization's ones and zeros.
@@ -77,6 +81,14 @@ bool default_initializer(std::string_view key, const nlohmann::json& v) {
     return is("Zeros", "zeros");
   }
   if (key == "gamma_initializer" || key == "moving_variance_initializer") return is("Ones", "ones");
+  if (key == "embeddings_initializer") {  // Keras's "uniform": RandomUniform(-0.05, 0.05)
+    if (v == "uniform") return true;
+    const nlohmann::json c =
+        v.is_object() ? v.value("config", nlohmann::json::object()) : nlohmann::json::object();
+    return cls == "RandomUniform" && c.value("minval", 0.0) == -0.05 &&
+           c.value("maxval", 0.0) == 0.05;
+  }
+  if (key == "initializer") return is("GlorotUniform", "glorot_uniform");  // PositionEmbedding's
   return false;
 }
 
@@ -383,11 +395,24 @@ class Importer {
           (key == "kernel_initializer" || key == "depthwise_initializer" ||
                    key == "pointwise_initializer"
                ? "starts kernels from glorot_uniform"
+           : key == "embeddings_initializer"
+               ? "starts an Embedding's table from uniform(-0.05, 0.05)"
+           : key == "initializer" ? "starts a PositionEmbedding's table from glorot_uniform"
            : initializer ? "starts biases, beta and moving means at zero, gamma and moving "
                            "variances at one"
                          : "trains without it") +
           ")");
     }
+  }
+
+  // A normalization's "axis": Keras 3 writes a list of axes, tf.keras 2 a list of one or a
+  // number; one axis is MixLab's (a list of several, or None for every axis at once, is copied
+  // as it is and refused by the spec's checks, naming the field).
+  void read_axis(const json& config, ordered_json& out) {
+    checked_.insert("axis");
+    if (!config.contains("axis")) return;
+    const json& axis = config["axis"];
+    out["axis"] = axis.is_array() && axis.size() == 1 ? axis[0] : axis;
   }
 
   void add_layer(const KerasLayer& layer) {
@@ -482,17 +507,34 @@ class Importer {
       out["type"] = "BatchNormalization";
       fields = {"momentum", "epsilon", "center", "scale"};
       kernel_keys = true;
-      checked_.insert("axis");
-      if (config.contains("axis")) {
-        // tf.keras 2 writes a list of one axis.
-        const json& axis = config["axis"];
-        out["axis"] = axis.is_array() && axis.size() == 1 ? axis[0] : axis;
-      }
+      read_axis(config, out);
       expect_default(config, "synchronized", {json(false)}, index, layer);
       expect_default(config, "renorm", {json(false)}, index, layer);
       expect_default(config, "virtual_batch_size", {json()}, index, layer);
       expect_default(config, "adjustment", {json()}, index, layer);
       for (const char* key : {"renorm_clipping", "renorm_momentum", "fused"}) checked_.insert(key);
+    } else if (cls == "LayerNormalization") {
+      out["type"] = "LayerNormalization";
+      fields = {"epsilon", "center", "scale"};
+      kernel_keys = true;
+      read_axis(config, out);
+      expect_default(config, "rms_scaling", {json(false)}, index, layer);
+    } else if (cls == "Embedding") {
+      out["type"] = "Embedding";
+      fields = {"input_dim", "output_dim"};
+      kernel_keys = true;
+      if (config.contains("mask_zero") && config["mask_zero"] == true) {
+        fail_layer(index, layer,
+                   "mask_zero true is not supported: MixLab has no masks; pad with a token the "
+                   "model learns to ignore, or train on sequences of one length");
+      }
+      checked_.insert("mask_zero");
+      checked_.insert("input_length");  // tf.keras 2's, the input's steps
+    } else if (cls == "PositionEmbedding") {
+      // keras_hub's (registered "keras_hub>PositionEmbedding").
+      out["type"] = "PositionEmbedding";
+      fields = {"sequence_length"};
+      kernel_keys = true;
     } else if (cls == "DepthwiseConv2D") {
       out["type"] = "DepthwiseConv2D";
       fields = {"kernel_size", "strides", "padding", "depth_multiplier", "use_bias"};
@@ -519,12 +561,7 @@ class Importer {
     } else if (cls == "Normalization") {
       out["type"] = "Normalization";
       fields = {"mean", "variance"};
-      checked_.insert("axis");
-      if (config.contains("axis")) {
-        // Keras writes a list (one axis for MixLab; None, every axis at once, it has not).
-        const json& axis = config["axis"];
-        out["axis"] = axis.is_array() && axis.size() == 1 ? axis[0] : axis;
-      }
+      read_axis(config, out);
       expect_default(config, "invert", {json(false)}, index, layer);
       if (!config.contains("mean") || config["mean"].is_null()) {
         // Adapted: the statistics are the layer's state, in a .keras archive's weights
@@ -548,7 +585,8 @@ class Importer {
               " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
               "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, "
               "GlobalAveragePooling1D, GlobalMaxPooling1D, ZeroPadding2D, BatchNormalization, "
-              "Flatten, Reshape, Dropout, "
+              "LayerNormalization, Embedding, keras_hub's PositionEmbedding, Flatten, Reshape, "
+              "Dropout, "
               "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Normalization, Add, Subtract, "
               "Multiply, "
               "Average, Maximum, Concatenate)");

@@ -48,6 +48,14 @@ PyCode dataset_literal(const DatasetSpec& dataset) {
              ", \"classes\": " + py_int(dataset.classes) +
              ", \"train_size\": " + py_int(dataset.train_size) +
              ", \"seed\": " + py_int(dataset.seed) + "}";
+    case Kind::text:
+      return PyCode("{\"kind\": \"text\", \"path\": ") + py_str(dataset.dir.string()) +
+             ", \"sequence_length\": " + py_int(dataset.sequence_length) + "}";
+    case Kind::tokens:
+      return PyCode("{\"kind\": \"tokens\", \"sequence_length\": ") +
+             py_int(dataset.sequence_length) + ", \"vocabulary\": " + py_int(dataset.vocabulary) +
+             ", \"classes\": " + py_int(std::max(dataset.classes, 0)) +
+             ", \"train_size\": " + py_int(dataset.train_size) + "}";
   }
   return "{}";
 }
@@ -286,6 +294,20 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
       type = "Concatenate";
       args = PyCode("axis=") + py_int(layer.axis);
       break;
+    case LayerType::Embedding:
+      type = "Embedding";
+      args = py_int(layer.input_dim) + ", " + py_int(layer.output_dim);
+      break;
+    case LayerType::LayerNormalization:
+      type = "LayerNormalization";
+      args = PyCode("axis=") + py_int(layer.axis) +
+             ", epsilon=" + layer_float(index, layer.epsilon, "epsilon") +
+             ", center=" + py_bool(layer.center) + ", scale=" + py_bool(layer.scale_gamma);
+      break;
+    case LayerType::PositionEmbedding:
+      // The template's PositionEmbedding: keras_hub's layer, without the dependency.
+      return PyCode("PositionEmbedding(") + py_int(layer.sequence_length) +
+             (layer.name.empty() ? PyCode() : PyCode(", name=") + py_str(layer.name)) + ")";
   }
   std::vector<PyCode> keywords;
   if (layer.force_float32) keywords.emplace_back("dtype=\"float32\"");
@@ -525,6 +547,22 @@ class TorchWriter {
         break;
       case LayerType::Concatenate:
         add(PyCode("Merge(\"concatenate\", axis=") + py_int(layer.axis) + ")", true);
+        break;
+      case LayerType::Embedding:
+        add(PyCode("TokenEmbedding(") + py_int(layer.input_dim) + ", " + py_int(layer.output_dim) +
+                ")",
+            true);
+        break;
+      case LayerType::LayerNormalization:
+        add(PyCode("KerasLayerNorm(") + py_int(info.input_shape.back()) + ", " +
+                layer_float(i, layer.epsilon, "epsilon") + ", " + py_bool(layer.center) + ", " +
+                py_bool(layer.scale_gamma) + ")",
+            true);
+        break;
+      case LayerType::PositionEmbedding:
+        add(PyCode("PositionEmbedding(") + py_int(layer.sequence_length) + ", " +
+                py_int(info.input_shape.back()) + ")",
+            true);
         break;
     }
   }

@@ -94,6 +94,12 @@ std::string_view to_string(PlanOp op) {
       return "zero_padding";
     case PlanOp::normalization:
       return "normalization";
+    case PlanOp::embedding:
+      return "embedding";
+    case PlanOp::layer_norm:
+      return "layer_norm";
+    case PlanOp::position_embedding:
+      return "position_embedding";
   }
   return "?";
 }
@@ -304,6 +310,20 @@ class Lowering {
         cast_to(s, li, label);
         add(PlanOp::zero_padding, li, s, out, label);
         break;
+      case LayerType::Embedding:  // reads the float32 ids as they are
+        add(PlanOp::embedding, li, s, out, label);
+        add_slots(info, li);
+        break;
+      case LayerType::PositionEmbedding:  // reads only the input's shape: no cast
+        add(PlanOp::position_embedding, li, s, out, label);
+        add_slots(info, li);
+        break;
+      case LayerType::LayerNormalization:
+        // Keras casts the input to the layer's dtype, then computes in float32.
+        cast_to(s, li, label);
+        add(PlanOp::layer_norm, li, s, out, label);
+        add_slots(info, li);
+        break;
     }
     plan_.layer_last_node[static_cast<std::size_t>(li)] = static_cast<int>(plan_.nodes.size()) - 1;
   }
@@ -406,7 +426,16 @@ class Lowering {
       slot.kind = group.kind;
       slot.keras_shape = group.shape;
       slot.count = group.count();
-      slot.compute = info.type == LayerType::BatchNormalization ? DType::f32 : info.compute;
+      // Normalizations compute in float32; Keras reads an Embedding's float32 table and casts
+      // the rows it takes (a PositionEmbedding's: the same values).
+      const bool float32_params = info.type == LayerType::BatchNormalization ||
+                                  info.type == LayerType::LayerNormalization ||
+                                  group.kind == ParamKind::embeddings;
+      slot.compute = float32_params ? DType::f32 : info.compute;
+      if (group.kind == ParamKind::embeddings && info.type == LayerType::PositionEmbedding) {
+        slot.fan_in = group.shape[0];  // keras_hub's glorot_uniform; an Embedding's: uniform
+        slot.fan_out = group.shape[1];
+      }
       if (is_kernel(group.kind)) {
         const Shape& k = group.shape;
         std::int64_t receptive = 1;
@@ -438,7 +467,8 @@ void schedule_backward(ExecutionPlan& plan, bool input_gradient) {
     PlanNode& node = plan.nodes[static_cast<std::size_t>(k)];
     bool need = !node.params.empty();
     for (PlanInput& in : node.inputs) {
-      in.grad = in.node == kPlanInput ? input_gradient : needs[static_cast<std::size_t>(in.node)];
+      in.grad = !blocks_input_gradient(node.op) &&
+                (in.node == kPlanInput ? input_gradient : needs[static_cast<std::size_t>(in.node)]);
       need = need || in.grad;
     }
     needs[static_cast<std::size_t>(k)] = need;
@@ -534,7 +564,8 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
   plan.batch = batch;
   plan.loss = spec.loss;
   plan.input_shape = table.input_shape;
-  plan.classes = num_elements(table.output_shape);
+  plan.classes = table.classes();
+  plan.positions = table.label_positions();
   plan.layer_last_node.resize(spec.layers.size());
   plan.layer_fused.assign(spec.layers.size(), false);
   if (table.order.size() != spec.layers.size()) {
@@ -571,7 +602,7 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
   constexpr std::int64_t f32 = sizeof(float);
   const std::int64_t input_elements = batch * num_elements(table.input_shape);
   add(R::input, 0, P::activations, input_elements, f32);
-  add(R::labels, 0, P::workspace, batch, sizeof(std::int32_t));
+  add(R::labels, 0, P::workspace, batch * plan.positions, sizeof(std::int32_t));
   plan.max_tensor_elements = input_elements;
   for (std::size_t k = 0; k < plan.nodes.size(); ++k) {
     const PlanNode& node = plan.nodes[k];
@@ -584,7 +615,7 @@ ExecutionPlan build_plan(const ModelSpec& spec, const ShapeTable& table, int bat
   for (int i = 0; i < plan.gradient_buffers; ++i) {
     add(R::activation_gradient, i, P::workspace, plan.max_tensor_elements, f32);
   }
-  add(R::loss_rows, 0, P::workspace, batch * plan.classes, f32);
+  add(R::loss_rows, 0, P::workspace, batch * plan.positions * plan.classes, f32);
   if (plan.param_floats > 0) {
     add(R::masters, 0, P::parameters, plan.param_floats, f32);
     add(R::parameter_gradients, 0, P::gradients, plan.param_floats, f32);

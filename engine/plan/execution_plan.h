@@ -65,8 +65,22 @@ enum class PlanOp : std::uint8_t {
   // Normalization: (x - mean) / max(sqrt(variance), 1e-7) per channel, with constants from the
   // layer (engine/ops/normalization.h); nothing to train.
   normalization,
+  // Embedding: the rows of its table for the batch's token ids (float32 whole numbers; an id
+  // outside [0, input_dim) reads the nearest row, the trainer refuses such data first). Backward
+  // adds each position's gradient to its token's row; the ids get none.
+  embedding,
+  // LayerNormalization: each row of the last axis by its own float32 mean and variance, then
+  // gamma and beta (float32), whatever the tensors' dtype.
+  layer_norm,
+  // PositionEmbedding: the first `steps` rows of its table, the same for every sample. Its input
+  // gives only the shape and gets no gradient.
+  position_embedding,
 };
 std::string_view to_string(PlanOp op);
+// The op reads only its input's values as ids or its shape: no gradient flows to the input.
+constexpr bool blocks_input_gradient(PlanOp op) {
+  return op == PlanOp::embedding || op == PlanOp::position_embedding;
+}
 
 enum class MergeOp : std::uint8_t { add, subtract, multiply, average, maximum, concatenate };
 std::string_view to_string(MergeOp op);
@@ -130,10 +144,10 @@ inline constexpr std::int64_t kSlotAlignFloats = 128;
 // What a planned buffer is for (executors bind it by its role).
 enum class BufferRole : std::uint8_t {
   input,                // (batch, input shape) float32
-  labels,               // (batch) int32
+  labels,               // (batch, positions) int32
   node_output,          // (batch, node's output shape) in its dtype; index: the node
   activation_gradient,  // (max tensor elements) float32; index 0 or 1, used in turn
-  loss_rows,            // (batch, classes) float32
+  loss_rows,            // (batch, positions, classes) float32
   masters,              // (param floats) float32
   parameter_gradients,  // (param floats) float32
   weight_copies,        // (param floats) in the policy's 16-bit type
@@ -178,7 +192,11 @@ struct ExecutionPlan {
   LossKind loss = LossKind::sparse_categorical_crossentropy;
   LossHead head = LossHead::crossentropy_probabilities;
   Shape input_shape;
-  std::int64_t classes = 0;  // elements of the model's output per sample
+  // The classes of each label (the output's last axis) and the labels per sample: 1, or the
+  // steps of a (steps, classes) output (a label per step). The loss rows are batch * positions
+  // rows of `classes` values; the loss is their mean, as Keras's.
+  std::int64_t classes = 0;
+  std::int64_t positions = 1;
   std::vector<PlanNode> nodes;       // in the order they run: each after the nodes it reads
   std::vector<int> layer_last_node;  // Keras layer -> its last node
   // Keras layer -> true when its output is never stored: the ReLU that reads it is fused into

@@ -122,6 +122,8 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
         throw SpecError(
             where + "momentum " + format_number(layer.momentum) + " is out of range [0, 1]", index);
       }
+      [[fallthrough]];  // epsilon and axis as LayerNormalization's
+    case LayerType::LayerNormalization:
       if (!(layer.epsilon > 0.0 && std::isfinite(layer.epsilon))) {
         throw SpecError(
             where + "epsilon " + format_number(layer.epsilon) + " must be a finite number above 0",
@@ -130,6 +132,20 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
       if (layer.axis == 0) {
         throw SpecError(where + "axis 0 is the batch: normalize the last axis (-1)", index);
       }
+      break;
+    case LayerType::Embedding:
+      check_count(layer.input_dim, "input_dim", where, index);
+      check_count(layer.output_dim, "output_dim", where, index);
+      // Token ids travel as float32: every id below 2^24 is exact.
+      if (layer.input_dim > (1 << 24)) {
+        throw SpecError(where + "input_dim " + std::to_string(layer.input_dim) +
+                            " is above 16777216: token ids travel as float32 values, exact "
+                            "up to 2^24",
+                        index);
+      }
+      break;
+    case LayerType::PositionEmbedding:
+      check_count(layer.sequence_length, "sequence_length", where, index);
       break;
     case LayerType::ZeroPadding2D:
       for (const int p : {layer.zero_padding.top, layer.zero_padding.bottom,

@@ -144,6 +144,17 @@ std::string layer_summary(const LayerSpec& layer) {
         }
       }
       break;
+    case LayerType::Embedding:
+      parts.push_back(std::to_string(layer.input_dim) + " → " + std::to_string(layer.output_dim));
+      break;
+    case LayerType::LayerNormalization:
+      if (layer.epsilon != LayerSpec{}.epsilon) parts.push_back("epsilon " + number(layer.epsilon));
+      if (!layer.center) parts.emplace_back("no beta");
+      if (!layer.scale_gamma) parts.emplace_back("no gamma");
+      break;
+    case LayerType::PositionEmbedding:
+      parts.push_back(std::to_string(layer.sequence_length) + " positions");
+      break;
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:

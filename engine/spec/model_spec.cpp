@@ -49,6 +49,9 @@ constexpr std::array kLayerTypes = {
     LayerType::Reshape,
     LayerType::SeparableConv2D,
     LayerType::Normalization,
+    LayerType::Embedding,
+    LayerType::LayerNormalization,
+    LayerType::PositionEmbedding,
 };
 constexpr std::array kActivations = {
     ActivationFn::relu,      ActivationFn::sigmoid, ActivationFn::tanh,  ActivationFn::gelu,
@@ -80,6 +83,10 @@ std::span<const std::string_view> type_fields(LayerType type) {
                                                            "threshold"};
   static constexpr std::array<std::string_view, 5> batch_norm = {"axis", "momentum", "epsilon",
                                                                  "center", "scale"};
+  static constexpr std::array<std::string_view, 4> layer_norm = {"axis", "epsilon", "center",
+                                                                 "scale"};
+  static constexpr std::array<std::string_view, 2> embedding = {"input_dim", "output_dim"};
+  static constexpr std::array<std::string_view, 1> position = {"sequence_length"};
   static constexpr std::array<std::string_view, 1> zero_padding = {"padding"};
   static constexpr std::array<std::string_view, 1> reshape = {"target_shape"};
   static constexpr std::array<std::string_view, 3> normalization = {"axis", "mean", "variance"};
@@ -130,6 +137,12 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return separable;
     case LayerType::Normalization:
       return normalization;
+    case LayerType::Embedding:
+      return embedding;
+    case LayerType::LayerNormalization:
+      return layer_norm;
+    case LayerType::PositionEmbedding:
+      return position;
   }
   return {};
 }
@@ -436,14 +449,23 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
       if (const json* v = in.find("threshold")) layer.threshold = in.get_number("threshold", *v);
       break;
     case LayerType::BatchNormalization:
-      if (const json* v = in.find("axis")) layer.axis = in.get_int("axis", *v);
       if (const json* v = in.find("momentum")) layer.momentum = in.get_number("momentum", *v);
+      [[fallthrough]];  // the fields LayerNormalization has too
+    case LayerType::LayerNormalization:
+      if (const json* v = in.find("axis")) layer.axis = in.get_int("axis", *v);
       if (const json* v = in.find("epsilon")) layer.epsilon = in.get_number("epsilon", *v);
       if (const json* v = in.find("center")) layer.center = in.get_bool("center", *v);
       if (const json* v = in.find("scale")) layer.scale_gamma = in.get_bool("scale", *v);
       break;
     case LayerType::ZeroPadding2D:
       if (const json* v = in.find("padding")) layer.zero_padding = in.get_pad2d("padding", *v);
+      break;
+    case LayerType::Embedding:
+      layer.input_dim = in.get_positive_int("input_dim", in.require("input_dim"));
+      layer.output_dim = in.get_positive_int("output_dim", in.require("output_dim"));
+      break;
+    case LayerType::PositionEmbedding:
+      layer.sequence_length = in.get_positive_int("sequence_length", in.require("sequence_length"));
       break;
     case LayerType::DepthwiseConv2D:
     case LayerType::SeparableConv2D:
@@ -680,6 +702,12 @@ std::string_view to_string(LayerType type) {
       return "Normalization";
     case LayerType::SeparableConv2D:
       return "SeparableConv2D";
+    case LayerType::Embedding:
+      return "Embedding";
+    case LayerType::LayerNormalization:
+      return "LayerNormalization";
+    case LayerType::PositionEmbedding:
+      return "PositionEmbedding";
   }
   return "?";
 }

@@ -73,6 +73,18 @@ enum class LayerType : std::uint8_t {
   // features ((1, features) with keepdims).
   GlobalAveragePooling1D,
   GlobalMaxPooling1D,
+  // A learned vector per token id: the model's (steps) input of ids (float32 values, whole
+  // numbers in [0, input_dim)) -> (steps, output_dim). Keras's Embedding: the float32 table,
+  // its rows cast to the layer's dtype.
+  Embedding,
+  // Normalizes each position's features (the last axis) by their own mean and variance, in
+  // float32 whatever the tensors' dtype (as Keras 3 computes it), then scales by gamma and
+  // shifts by beta.
+  LayerNormalization,
+  // keras_hub's PositionEmbedding: a learned vector per position, (steps, features) ->
+  // (steps, features) holding the first `steps` rows of its (sequence_length, features) table
+  // for every sample. It reads only its input's shape; an Add puts it on the tokens.
+  PositionEmbedding,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
@@ -147,7 +159,8 @@ struct LayerSpec {
   double max_value = std::numeric_limits<double>::infinity();
   double negative_slope = 0.0;
   double threshold = 0.0;
-  // BatchNormalization over the last axis ("axis" -1): moving = moving * momentum + batch *
+  // LayerNormalization reads epsilon (Keras's default 1e-3 too), center and scale, over the last
+  // axis. BatchNormalization over the last axis ("axis" -1): moving = moving * momentum + batch *
   // (1 - momentum); y = (x - mean) / sqrt(variance + epsilon) * gamma + beta. "center" gives it
   // beta and "scale" gamma (the field scale_gamma here: `scale` is Rescaling's).
   double momentum = 0.99;
@@ -162,6 +175,11 @@ struct LayerSpec {
   // and 1)
   std::vector<double> mean;
   std::vector<double> variance;
+  // Embedding (both required): the vocabulary and the vector's size
+  int input_dim = 0;
+  int output_dim = 0;
+  // PositionEmbedding (required): the positions it has vectors for, at least the input's steps
+  int sequence_length = 0;
   // Dropout (required; 0 <= rate < 1)
   double rate = 0.0;
   // Dropout: Keras's noise_shape, with the batch: -1 (None) for an axis the mask varies along,
@@ -173,8 +191,9 @@ struct LayerSpec {
   // GlobalAveragePooling2D, GlobalMaxPooling2D: keep the 1x1 spatial axes (the 1D ones: the
   // one step)
   bool keepdims = false;
-  // Concatenate, BatchNormalization and Normalization: the axis, as Keras counts it with the
-  // batch (-1 the last; 0, the batch, is not allowed; the normalizations take the last only)
+  // Concatenate, BatchNormalization, LayerNormalization and Normalization: the axis, as Keras
+  // counts it with the batch (-1 the last; 0, the batch, is not allowed; the normalizations take
+  // the last only)
   int axis = -1;
   // "dtype": "float32" keeps this layer in float32 under a mixed policy (Keras's idiom for the
   // final softmax).

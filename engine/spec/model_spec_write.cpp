@@ -97,8 +97,10 @@ ordered_json layer_json(const LayerSpec& layer) {
       if (layer.threshold != 0.0) j["threshold"] = layer.threshold;
       break;
     case LayerType::BatchNormalization:
-      if (layer.axis != -1) j["axis"] = layer.axis;
       if (layer.momentum != LayerSpec{}.momentum) j["momentum"] = layer.momentum;
+      [[fallthrough]];  // the fields LayerNormalization has too
+    case LayerType::LayerNormalization:
+      if (layer.axis != -1) j["axis"] = layer.axis;
       if (layer.epsilon != LayerSpec{}.epsilon) j["epsilon"] = layer.epsilon;
       if (!layer.center) j["center"] = false;
       if (!layer.scale_gamma) j["scale"] = false;
@@ -120,6 +122,13 @@ ordered_json layer_json(const LayerSpec& layer) {
       break;
     case LayerType::Reshape:
       j["target_shape"] = layer.target_shape;
+      break;
+    case LayerType::Embedding:
+      j["input_dim"] = layer.input_dim;
+      j["output_dim"] = layer.output_dim;
+      break;
+    case LayerType::PositionEmbedding:
+      j["sequence_length"] = layer.sequence_length;
       break;
     case LayerType::Normalization:
       if (layer.axis != -1) j["axis"] = layer.axis;

@@ -26,6 +26,8 @@ const std::vector<float>& LayerWeights::values(ParamKind kind) const {
       return moving_variance;
     case ParamKind::pointwise_kernel:
       return pointwise_kernel;
+    case ParamKind::embeddings:
+      return embeddings;
   }
   return kernel;
 }
@@ -36,7 +38,8 @@ void write_model_weights(
   for (const LayerWeights& w : weights.layers) {
     for (const ParamKind kind :
          {ParamKind::kernel, ParamKind::bias, ParamKind::gamma, ParamKind::beta,
-          ParamKind::moving_mean, ParamKind::moving_variance, ParamKind::pointwise_kernel}) {
+          ParamKind::moving_mean, ParamKind::moving_variance, ParamKind::pointwise_kernel,
+          ParamKind::embeddings}) {
       const std::vector<float>& values = w.values(kind);
       if (values.empty()) continue;
       try {

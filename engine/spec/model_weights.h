@@ -1,6 +1,6 @@
 // A model's starting weights from outside MixLab (a Keras .keras archive), per layer and in
 // Keras's layouts: Dense kernel (in, units), Conv2D kernel (kh, kw, in, filters), bias (n),
-// BatchNormalization's gamma, beta and moving statistics (n).
+// BatchNormalization's gamma, beta and moving statistics (n), an embedding table (rows, features).
 // A backend writes them over its glorot_uniform initialisation; a layer without an entry keeps
 // that. Checked against the shape table when imported (interop/keras_archive) and again by the
 // executor (value counts).
@@ -23,6 +23,7 @@ struct LayerWeights {
   // BatchNormalization's; empty: Keras's initial ones, zeros and ones
   std::vector<float> gamma, beta, moving_mean, moving_variance;
   std::vector<float> pointwise_kernel;  // SeparableConv2D's second kernel
+  std::vector<float> embeddings;        // Embedding's and PositionEmbedding's table
 
   std::vector<float>& values(ParamKind kind);
   const std::vector<float>& values(ParamKind kind) const;

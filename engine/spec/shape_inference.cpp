@@ -379,12 +379,18 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       info.flops = 0;  // a view
       break;
     }
-    case LayerType::BatchNormalization: {
+    case LayerType::BatchNormalization:
+    case LayerType::LayerNormalization: {
       require_last_axis(layer, input, where, index);
       const std::int64_t channels = input.back();
       info.output_shape = input;
       if (layer.scale_gamma) info.params.push_back({ParamKind::gamma, {channels}});
       if (layer.center) info.params.push_back({ParamKind::beta, {channels}});
+      if (layer.type == LayerType::LayerNormalization) {
+        // Each row's mean and variance, then a multiply-add per element (and the affine one).
+        info.flops = c.mul(5, in_elements);
+        break;
+      }
       info.params.push_back({ParamKind::moving_mean, {channels}});
       info.params.push_back({ParamKind::moving_variance, {channels}});
       info.flops = c.mul(2, in_elements);  // inference: one multiply-add per element
@@ -407,6 +413,36 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       info.flops = c.mul(2, in_elements);  // a subtraction and a division per element
       break;
     }
+    case LayerType::Embedding:
+      if (inputs.front() != kModelInput || input.size() != 1) {
+        throw SpecError(where +
+                            "reads token ids, so its input must be the model's input of shape "
+                            "[steps], but it reads " +
+                            (inputs.front() == kModelInput ? std::string("the model's input ")
+                                                           : std::string("another layer's ")) +
+                            format_shape(input),
+                        index);
+      }
+      info.output_shape = {input[0], layer.output_dim};
+      info.params.push_back({ParamKind::embeddings, {layer.input_dim, layer.output_dim}});
+      info.flops = 0;  // a gather
+      break;
+    case LayerType::PositionEmbedding:
+      if (input.size() != 2) {
+        throw SpecError(where + "needs a (steps, features) input but gets " + format_shape(input) +
+                            " (rank " + std::to_string(input.size()) + ")",
+                        index);
+      }
+      if (layer.sequence_length < input[0]) {
+        throw SpecError(where + "sequence_length " + std::to_string(layer.sequence_length) +
+                            " is shorter than its input's " + std::to_string(input[0]) +
+                            " steps: it needs a vector for every position",
+                        index);
+      }
+      info.output_shape = input;
+      info.params.push_back({ParamKind::embeddings, {layer.sequence_length, input[1]}});
+      info.flops = 0;  // a broadcast copy
+      break;
     case LayerType::ZeroPadding2D: {
       require_image(info, spec, where);
       const Pad2D& p = layer.zero_padding;
@@ -525,6 +561,8 @@ std::string_view to_string(ParamKind kind) {
       return "moving_variance";
     case ParamKind::pointwise_kernel:
       return "pointwise_kernel";
+    case ParamKind::embeddings:
+      return "embeddings";
   }
   return "?";
 }
@@ -560,12 +598,18 @@ ShapeTable infer_shapes(const ModelSpec& spec, Policy policy) {
     table.layers[static_cast<std::size_t>(i)] = std::move(info);
   }
   const Shape shape = table.layers[static_cast<std::size_t>(graph.output)].output_shape;
-  if (shape.size() != 1) {
+  // Sparse crossentropy takes a (steps, classes) output too: a label per step (a language
+  // model's next token), as Keras computes it.
+  const bool per_step = shape.size() == 2 && spec.loss == LossKind::sparse_categorical_crossentropy;
+  if (shape.size() != 1 && !per_step) {
     const int last = graph.output;
     throw SpecError(layer_prefix(last, spec.layers.back().type) + "the model's output " +
                         format_shape(shape) + " is not flat, but the loss " +
-                        std::string(to_string(spec.loss)) +
-                        " needs a (classes) output: add Flatten and Dense at the end",
+                        std::string(to_string(spec.loss)) + " needs a (classes) output" +
+                        (spec.loss == LossKind::sparse_categorical_crossentropy
+                             ? std::string(" or a (steps, classes) one")
+                             : std::string()) +
+                        ": add Flatten and Dense at the end",
                     last);
   }
   table.output_shape = shape;

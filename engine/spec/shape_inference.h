@@ -29,9 +29,11 @@ enum class ParamKind : std::uint8_t {
   moving_mean,
   moving_variance,
   pointwise_kernel,  // SeparableConv2D's second kernel (its first is `kernel`, the depthwise one)
+  embeddings,  // Embedding's (input_dim, output_dim), PositionEmbedding's (positions, features)
 };
 std::string_view to_string(ParamKind kind);
-// Kernels start from glorot_uniform; the other groups from zeros or ones.
+// Kernels start from glorot_uniform, embeddings from Keras's initializer for their layer
+// (engine/ops/initializers.h); the other groups from zeros or ones.
 constexpr bool is_kernel(ParamKind kind) {
   return kind == ParamKind::kernel || kind == ParamKind::pointwise_kernel;
 }
@@ -71,7 +73,13 @@ struct LayerInfo {
 struct ShapeTable {
   Policy policy = Policy::float32;  // the dtypes and activation bytes below are under it
   Shape input_shape;
+  // (classes), or (steps, classes) under sparse crossentropy: a label per step
   Shape output_shape;
+  // The classes of each label, and the labels of a sample (1, or the steps).
+  std::int64_t classes() const { return output_shape.empty() ? 0 : output_shape.back(); }
+  std::int64_t label_positions() const {
+    return output_shape.size() > 1 ? num_elements(output_shape) / output_shape.back() : 1;
+  }
   std::vector<LayerInfo> layers;  // by index in ModelSpec::layers
   std::vector<int> order;         // the layers in the order they run (model_graph.h)
   std::int64_t params_total = 0;

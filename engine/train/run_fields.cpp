@@ -92,7 +92,8 @@ std::vector<RunField> make_fields() {
        .type = FieldType::text,
        .label = "dataset",
        .help = "fashion-mnist (Debian's dataset-fashion-mnist), fashion-mnist:DIR, mnist:DIR, "
-               "cifar10:DIR, cifar100:DIR or synthetic:HxWxC:CLASSES[:N[:SEED]]",
+               "cifar10:DIR, cifar100:DIR, synthetic:HxWxC:CLASSES[:N[:SEED]], text:PATH[:SEQ_LEN] "
+               "(a text file's bytes as tokens) or tokens:synthetic:SEQ_LEN:VOCAB[:CLASSES[:N]]",
        .cli_flag = "dataset",
        .json_path = "dataset",
        .store_column = "dataset",

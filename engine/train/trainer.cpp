@@ -110,7 +110,36 @@ ShapeTable validate_run(const ModelSpec& spec, const RunConfig& config, const Da
                       format_shape(table.input_shape) + " but dataset " + quote(train.name) +
                       " has samples of " + format_shape(train.sample_shape));
   }
-  const std::int64_t outputs = num_elements(table.output_shape);
+  // A label per step (a language model) or per sample, as the model's output has them.
+  const std::int64_t positions = table.label_positions();
+  if (positions != std::max(1, train.label_positions)) {
+    const bool model_per_step = positions > 1;
+    throw ConfigError(
+        "model " + quote(spec.name) + " predicts " +
+        (model_per_step ? "a label at each of " + std::to_string(positions) + " steps"
+                        : std::string("one label per sample")) +
+        " but dataset " + quote(train.name) + " has " +
+        (train.label_positions > 1
+             ? "a label at each of " + std::to_string(train.label_positions) +
+                   " steps (a language model's next token): end the model with a Dense of the "
+                   "vocabulary on every step, without pooling or Flatten"
+             : std::string("one label per sample: pool the steps (GlobalAveragePooling1D) or "
+                           "Flatten before the last Dense")));
+  }
+  // Token ids must have a row in the Embedding that reads them.
+  if (train.vocabulary > 0) {
+    for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+      const LayerSpec& layer = spec.layers[i];
+      if (layer.type == LayerType::Embedding && layer.input_dim < train.vocabulary) {
+        throw ConfigError("layer " + std::to_string(i) + " (Embedding): input_dim " +
+                          std::to_string(layer.input_dim) + " has no row for token ids up to " +
+                          std::to_string(train.vocabulary - 1) + " of dataset " +
+                          quote(train.name) + ": set input_dim to " +
+                          std::to_string(train.vocabulary) + " at least");
+      }
+    }
+  }
+  const std::int64_t outputs = table.classes();
   const std::int64_t classes = train.num_classes;
   if (spec.loss == LossKind::binary_crossentropy) {
     if (!(outputs == classes || (outputs == 1 && classes == 2))) {

@@ -61,6 +61,28 @@ def load_dataset():
         d = _cifar_dir(DATASET["dir"], "cifar-100-binary", "train.bin")
         train = _cifar(d, ["train.bin"], 2)
         test = _cifar(d, ["test.bin"], 2)
+    elif kind == "text":
+        # The file's bytes as tokens, sequences of SEQ_LEN one after another, each step labelled
+        # with the next byte; the last tenth held out (as MixLab's text:PATH:SEQ_LEN).
+        data = np.frombuffer(_read(DATASET["path"]), dtype=np.uint8)
+        s, split = DATASET["sequence_length"], len(data) - len(data) // 10
+
+        def windows(part):
+            n = (len(part) - 1) // s
+            return part[:n * s].reshape(n, s), part[1:n * s + 1].reshape(n, s)
+        train, test = windows(data[:split]), windows(data[split:])
+    elif kind == "tokens":
+        # MixLab's seeded token generator is not reproduced: random ids (and labels: the next
+        # id, or a class) of the same shapes stand in; they time the same.
+        rng = np.random.default_rng(1)
+        s, v, classes = DATASET["sequence_length"], DATASET["vocabulary"], DATASET["classes"]
+
+        def tokens(n):
+            ids = rng.integers(0, v, (n, s + 1), dtype=np.uint8)
+            if classes:
+                return ids[:, :s], rng.integers(0, classes, n)
+            return ids[:, :s], ids[:, 1:]
+        train, test = tokens(DATASET["train_size"]), tokens(max(1, DATASET["train_size"] // 5))
     else:
         # MixLab's synthetic generator (a seeded, learnable set) is not reproduced here: random
         # pixels and labels of the same shape and sizes stand in for it. They time the same; their

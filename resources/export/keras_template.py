@@ -10,6 +10,29 @@ import keras  # noqa: E402
 
 {{DATA_LOADER}}
 
+class PositionEmbedding(keras.layers.Layer):
+    """keras_hub's PositionEmbedding (without the dependency): a learned vector per position,
+    the first `steps` rows of a (sequence_length, features) table for every sample."""
+
+    def __init__(self, sequence_length, **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = sequence_length
+
+    def build(self, input_shape):
+        self.position_embeddings = self.add_weight(
+            name="embeddings", shape=(self.sequence_length, input_shape[-1]),
+            initializer="glorot_uniform", trainable=True)
+
+    def call(self, inputs):
+        shape = keras.ops.shape(inputs)
+        table = keras.ops.convert_to_tensor(self.position_embeddings)
+        table = keras.ops.slice(table, (0, 0), (shape[-2], shape[-1]))
+        return keras.ops.broadcast_to(keras.ops.cast(table, self.compute_dtype), shape)
+
+    def get_config(self):
+        return {**super().get_config(), "sequence_length": self.sequence_length}
+
+
 def build_model():
     # Keras's default initialisers, as MixLab's: glorot_uniform kernels, zero biases (the
     # same distributions; not MixLab's draws, which a .keras export carries).

@@ -94,6 +94,47 @@ class GlobalPool1D(nn.Module):
         return x.mean(dim=1, keepdim=self.keepdims)
 
 
+class TokenEmbedding(nn.Module):
+    """Keras's Embedding: token ids (float32 whole numbers, as MixLab's batches hold them) to
+    rows of a table that starts from uniform(-0.05, 0.05)."""
+
+    def __init__(self, vocabulary, width):
+        super().__init__()
+        self.table = nn.Embedding(vocabulary, width)
+        nn.init.uniform_(self.table.weight, -0.05, 0.05)
+
+    def forward(self, ids):
+        return self.table(ids.long())
+
+
+class KerasLayerNorm(nn.Module):
+    """Keras's LayerNormalization over the last axis, gamma and beta each optional (center,
+    scale), in float32 whatever the input's dtype as Keras computes it."""
+
+    def __init__(self, width, eps, center, scale):
+        super().__init__()
+        self.width, self.eps = width, eps
+        self.weight = nn.Parameter(torch.ones(width)) if scale else None
+        self.bias = nn.Parameter(torch.zeros(width)) if center else None
+
+    def forward(self, x):
+        y = F.layer_norm(x.float(), (self.width,), self.weight, self.bias, self.eps)
+        return y.to(x.dtype)
+
+
+class PositionEmbedding(nn.Module):
+    """keras_hub's PositionEmbedding: the first `steps` rows of a learned (sequence_length,
+    features) table, the same for every sample (glorot_uniform)."""
+
+    def __init__(self, sequence_length, width):
+        super().__init__()
+        self.table = nn.Parameter(torch.empty(sequence_length, width))
+        nn.init.xavier_uniform_(self.table)
+
+    def forward(self, x):
+        return self.table[: x.shape[1]].to(x.dtype).expand(x.shape[0], -1, -1)
+
+
 class NoiseDropout(nn.Module):
     """Keras's Dropout with a noise_shape (in Keras's order, the batch first): one mask value
     per element of the noise shape (None: the input's size), repeated along its axes of 1."""
@@ -226,6 +267,8 @@ def loss_and_accuracy(out, labels):
     """MixLab's loss heads: from the logits after a final softmax (categorical) or sigmoid
     (binary), otherwise from the outputs as probabilities, clipped as Keras clips them."""
     out = out.float()
+    if out.dim() == 3:  # (batch, steps, classes): a label per step, the mean over them all
+        out, labels = out.reshape(-1, out.shape[-1]), labels.reshape(-1)
     if LOSS == "binary_crossentropy":
         t = labels.float().reshape(-1, 1) if OUTPUTS == 1 else F.one_hot(labels, OUTPUTS).float()
         if HEAD == "sigmoid_binary":

@@ -94,6 +94,30 @@ inline LayerSpec batch_norm(bool center = true, bool scale = true, double moment
   return l;
 }
 
+inline LayerSpec layer_norm(bool center = true, bool scale = true, double epsilon = 1e-3) {
+  LayerSpec l;
+  l.type = LayerType::LayerNormalization;
+  l.center = center;
+  l.scale_gamma = scale;
+  l.epsilon = epsilon;
+  return l;
+}
+
+inline LayerSpec embedding(int vocabulary, int width) {
+  LayerSpec l;
+  l.type = LayerType::Embedding;
+  l.input_dim = vocabulary;
+  l.output_dim = width;
+  return l;
+}
+
+inline LayerSpec position_embedding(int positions) {
+  LayerSpec l;
+  l.type = LayerType::PositionEmbedding;
+  l.sequence_length = positions;
+  return l;
+}
+
 inline LayerSpec zero_padding(Pad2D p) {
   LayerSpec l;
   l.type = LayerType::ZeroPadding2D;
@@ -172,6 +196,7 @@ inline bool needs_flatten(const LayerSpec& layer, std::size_t input_rank) {
                       layer.type == LayerType::GlobalMaxPooling1D;
   if (layer.type == LayerType::Flatten || (global && !layer.keepdims)) return false;
   if (layer.type == LayerType::Reshape) return layer.target_shape.size() > 1;
+  if (layer.type == LayerType::Embedding) return true;  // (steps) ids -> (steps, features)
   return input_rank >= 2;
 }
 

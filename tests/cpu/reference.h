@@ -191,6 +191,44 @@ inline Vec batch_norm_train(const Vec& x, std::int64_t channels, const Vec& gamm
   return y;
 }
 
+// LayerNormalization over rows of `width`: each row by its own mean and (biased) variance.
+inline Vec layer_norm(const Vec& x, std::int64_t width, const Vec& gamma, const Vec& beta,
+                      double epsilon) {
+  const auto rows = static_cast<std::int64_t>(x.size()) / width;
+  Vec y(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double mu = 0.0, var = 0.0;
+    for (std::int64_t k = 0; k < width; ++k) mu += x[r * width + k] / width;
+    for (std::int64_t k = 0; k < width; ++k) {
+      const double d = x[r * width + k] - mu;
+      var += d * d / width;
+    }
+    for (std::int64_t k = 0; k < width; ++k) {
+      const double g = gamma.empty() ? 1.0 : gamma[k];
+      const double b = beta.empty() ? 0.0 : beta[k];
+      y[r * width + k] = (x[r * width + k] - mu) / std::sqrt(var + epsilon) * g + b;
+    }
+  }
+  return y;
+}
+
+// Embedding: each id's row of the (vocabulary, width) table.
+inline Vec embedding(const Vec& ids, const Vec& table, std::int64_t width) {
+  Vec y;
+  for (const double id : ids) {
+    const auto row = static_cast<std::int64_t>(id);
+    y.insert(y.end(), table.begin() + row * width, table.begin() + (row + 1) * width);
+  }
+  return y;
+}
+
+// PositionEmbedding: the table's first steps * features values for each of n samples.
+inline Vec position_embedding(std::int64_t n, const Vec& table, std::int64_t per_sample) {
+  Vec y;
+  for (std::int64_t b = 0; b < n; ++b) y.insert(y.end(), table.begin(), table.begin() + per_sample);
+  return y;
+}
+
 inline Vec pool(const Vec& x, std::int64_t n, const LayerSpec& spec, const LayerInfo& info) {
   const auto h = info.input_shape[0], w = info.input_shape[1], c = info.input_shape[2];
   const auto oh = info.output_shape[0], ow = info.output_shape[1];

@@ -76,7 +76,7 @@ TEST_F(Kernels, GatherBatchTakesIndexedSamplesAndZeroesPadding) {
   CUDA_OK(cudaMemset(d_out.as(), 0xff, batch * per_sample * sizeof(float)));
   k::gather_batch(d_images.as<std::uint8_t>(), d_labels.as<std::int32_t>(),
                   d_indices.as<std::int64_t>(), d_params.as<StepParams>(), batch, per_sample,
-                  d_out.as<float>(), d_out_labels.as<std::int32_t>(), nullptr);
+                  1, d_out.as<float>(), d_out_labels.as<std::int32_t>(), nullptr);
   const auto out = d_out.download<float>();
   const auto out_labels = d_out_labels.download<std::int32_t>();
   for (int r = 0; r < batch; ++r) {

@@ -193,7 +193,7 @@ TEST_F(Kernels, LossOfEachHead) {
         DeviceBuffer d_state = device_value(state);
         DeviceBuffer d_scratch(n * sizeof(float)), d_grad(n * dtype_bytes(dt));
         k::begin_step(d_state.as<DeviceState>(), true, nullptr);
-        k::loss(head, d_src.as(), dt, d_labels.as<std::int32_t>(), batch, kk,
+        k::loss(head, d_src.as(), dt, d_labels.as<std::int32_t>(), batch, 1, kk,
                 d_params.as<StepParams>(), d_state.as<DeviceState>(), d_scratch.as<float>(),
                 d_grad.as(), nullptr);
         const auto got_state = host_value<DeviceState>(d_state);

@@ -6,6 +6,41 @@ import keras
 MERGES = ("Add", "Subtract", "Multiply", "Average", "Maximum", "Concatenate")
 
 
+@keras.saving.register_keras_serializable(package="keras_hub")
+class PositionEmbedding(keras.layers.Layer):
+    """keras_hub's PositionEmbedding (keras_hub/src/layers/modeling/position_embedding.py) as its
+    source computes it, without installing keras_hub: a learned (sequence_length, features)
+    table whose first `steps` rows are broadcast over the batch; filed under keras_hub's
+    registered name, as keras_hub saves it."""
+
+    def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = int(sequence_length)
+        self.initializer = keras.initializers.get(initializer)
+
+    def build(self, inputs_shape):
+        self.position_embeddings = self.add_weight(
+            name="embeddings", shape=[self.sequence_length, inputs_shape[-1]],
+            initializer=self.initializer, trainable=True)
+        self.built = True
+
+    def call(self, inputs, start_index=0):
+        shape = keras.ops.shape(inputs)
+        position_embeddings = keras.ops.convert_to_tensor(self.position_embeddings)
+        position_embeddings = keras.ops.slice(position_embeddings, (start_index, 0),
+                                              (shape[-2], shape[-1]))
+        return keras.ops.broadcast_to(position_embeddings, shape)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"sequence_length": self.sequence_length,
+                       "initializer": keras.initializers.serialize(self.initializer)})
+        return config
+
+
 def keras_layer(l, **kw):
     """The Keras layer of one MixLab layer."""
     t = l["type"]
@@ -61,6 +96,14 @@ def keras_layer(l, **kw):
         return keras.layers.Concatenate(axis=l.get("axis", -1), **kw)
     if t in MERGES:
         return getattr(keras.layers, t)(**kw)
+    if t == "Embedding":
+        return keras.layers.Embedding(l["input_dim"], l["output_dim"], **kw)
+    if t == "LayerNormalization":
+        return keras.layers.LayerNormalization(axis=l.get("axis", -1), epsilon=l.get("epsilon", 0.001),
+                                               center=l.get("center", True), scale=l.get("scale", True),
+                                               **kw)
+    if t == "PositionEmbedding":
+        return PositionEmbedding(l["sequence_length"], **kw)
     raise ValueError(f"layer type {t} unknown to the harness")
 
 
@@ -71,7 +114,9 @@ def build_keras(spec, policy="float32"):
     keras.mixed_precision.set_dtype_policy(policy)
     try:
         graph = any("inputs" in l for l in spec["layers"])
-        inputs = keras.Input(shape=tuple(spec["input"]["shape"]))
+        # Token ids for an Embedding (Keras models give it int32), float32 otherwise.
+        ids = spec["layers"][0]["type"] == "Embedding"
+        inputs = keras.Input(shape=tuple(spec["input"]["shape"]), dtype="int32" if ids else "float32")
         layers, tensors, last = [inputs], {"input": inputs}, inputs
         for l in spec["layers"]:
             kw = {}

@@ -257,7 +257,10 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
                                            LayerType::DepthwiseConv2D,
                                            LayerType::Reshape,
                                            LayerType::SeparableConv2D,
-                                           LayerType::Normalization};
+                                           LayerType::Normalization,
+                                           LayerType::Embedding,
+                                           LayerType::LayerNormalization,
+                                           LayerType::PositionEmbedding};
       l.type = kStackTypes[pick(0, static_cast<int>(std::size(kStackTypes)) - 1)];
       switch (l.type) {
         case LayerType::Dense:
@@ -310,6 +313,19 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           break;
         case LayerType::ZeroPadding2D:
           l.zero_padding = {pick(0, 5), pick(0, 5), pick(0, 5), pick(0, 5)};
+          break;
+        case LayerType::Embedding:
+          l.input_dim = pick(1, 70000);
+          l.output_dim = pick(1, 1024);
+          break;
+        case LayerType::LayerNormalization:
+          l.axis = pick(0, 1) == 0 ? -1 : 2;
+          l.epsilon = pick(0, 1) == 0 ? 1e-3 : std::abs(real()) + 1e-9;
+          l.center = pick(0, 1) == 1;
+          l.scale_gamma = pick(0, 1) == 1;
+          break;
+        case LayerType::PositionEmbedding:
+          l.sequence_length = pick(1, 4096);
           break;
         case LayerType::Normalization:
           if (pick(0, 1) == 1) {

@@ -557,9 +557,72 @@ TEST(ShapeInference, SequencesOfFeatures) {
   EXPECT_CONTAINS(shape_error(spec),
                   "layer 0 (GlobalAveragePooling1D): needs a (steps, features) input but gets "
                   "8x8x3 (rank 3)");
+  // A (steps, classes) output is a label per step under sparse crossentropy (a language
+  // model's), and not flat for the other losses.
   spec.input_shape = Shape{28, 16};
   spec.layers = {dense(8)};
+  t = infer_shapes(spec);
+  EXPECT_EQ(t.classes(), 8);
+  EXPECT_EQ(t.label_positions(), 28);
+  spec.loss = LossKind::categorical_crossentropy;
   EXPECT_CONTAINS(shape_error(spec), "is not flat");
+  spec.loss = LossKind::sparse_categorical_crossentropy;
+  spec.input_shape = Shape{4, 4, 2};
+  EXPECT_CONTAINS(shape_error(spec), "needs a (classes) output or a (steps, classes) one");
+}
+
+TEST(ShapeInference, TokensPositionsAndLayerNormalization) {
+  ModelSpec spec;
+  spec.input_shape = Shape{10};
+  LayerSpec tokens;
+  tokens.type = LayerType::Embedding;
+  tokens.name = "tokens";
+  tokens.input_dim = 100;
+  tokens.output_dim = 12;
+  LayerSpec positions;
+  positions.type = LayerType::PositionEmbedding;
+  positions.name = "positions";
+  positions.sequence_length = 16;
+  LayerSpec add;
+  add.type = LayerType::Add;
+  add.inputs = {"tokens", "positions"};
+  LayerSpec norm;
+  norm.type = LayerType::LayerNormalization;
+  spec.layers = {tokens, positions, add, norm, dense(100)};
+  const ShapeTable t = infer_shapes(spec, Policy::mixed_bfloat16);
+  EXPECT_EQ(t.layers[0].output_shape, (Shape{10, 12}));
+  ASSERT_EQ(t.layers[0].params.size(), 1u);
+  EXPECT_EQ(t.layers[0].params[0].kind, ParamKind::embeddings);
+  EXPECT_EQ(t.layers[0].params[0].shape, (Shape{100, 12}));
+  EXPECT_EQ(t.layers[1].output_shape, (Shape{10, 12}));
+  EXPECT_EQ(t.layers[1].params[0].shape, (Shape{16, 12}));  // its 16 positions, 10 used
+  EXPECT_EQ(t.layers[3].param_count, 24);                   // gamma and beta
+  EXPECT_EQ(t.layers[3].compute, DType::bf16);
+  EXPECT_EQ(t.label_positions(), 10);
+  EXPECT_EQ(t.params_total, 1200 + 192 + 24 + 12 * 100 + 100);
+
+  // An Embedding reads the model's (steps) ids; a PositionEmbedding needs a vector for every step.
+  spec.layers = {dense(4), tokens, dense(3)};
+  spec.layers[1].inputs = {};
+  EXPECT_CONTAINS(shape_error(spec),
+                  "layer 1 (Embedding) 'tokens': reads token ids, so its input must be the "
+                  "model's input of shape [steps], but it reads another layer's 4");
+  spec.input_shape = Shape{10, 3};
+  spec.layers = {tokens, flatten(), dense(3)};
+  EXPECT_CONTAINS(shape_error(spec), "but it reads the model's input 10x3");
+  spec.input_shape = Shape{20};
+  spec.layers = {tokens, positions, add, dense(3)};
+  EXPECT_CONTAINS(shape_error(spec),
+                  "layer 1 (PositionEmbedding) 'positions': sequence_length 16 is shorter than "
+                  "its input's 20 steps");
+  norm.axis = 1;
+  spec.input_shape = Shape{20, 4};
+  spec.layers = {norm, flatten(), dense(3)};
+  EXPECT_CONTAINS(shape_error(spec), "normalizes the last axis (-1) only");
+  norm.axis = -1;
+  norm.epsilon = 0.0;
+  spec.layers = {norm, flatten(), dense(3)};
+  EXPECT_CONTAINS(shape_error(spec), "epsilon 0 must be a finite number above 0");
 }
 
 TEST(ShapeErrors, ValuesOfSpecsBuiltInMemory) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -95,6 +96,21 @@ RunResult run(const ModelSpec& spec, const RunConfig& config, const DatasetPair&
   r.sink.cancel_at_step = cancel_at;
   r.summary = train(spec, config, data, *backend, r.sink, cancel);
   return r;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+bool contains_text(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return true;
+  ADD_FAILURE() << "'" << part << "' not in: " << text;
+  return false;
 }
 
 double mean_loss(const std::vector<StepMetrics>& steps, std::size_t from, std::size_t to) {
@@ -249,6 +265,73 @@ TEST(Trainer, RejectsAModelThatDoesNotFitTheDataset) {
   bad.batch_size = 0;
   EXPECT_THROW(train(small_mlp(4), bad, data, *backend, sink, cancel), ConfigError);
   EXPECT_FALSE(sink.summary) << "nothing runs when validation fails";
+}
+
+// A language model of tokens (issue 29): Embedding, PositionEmbedding added, LayerNormalization,
+// Dense on every step and a softmax over the vocabulary at each one; the loss is the mean over
+// every step's label.
+ModelSpec token_lm(int vocabulary, int steps) {
+  ModelSpec spec;
+  spec.name = "token-lm";
+  spec.input_shape = {steps};
+  LayerSpec tokens = layer(LayerType::Embedding);
+  tokens.name = "tokens";
+  tokens.input_dim = vocabulary;
+  tokens.output_dim = 16;
+  LayerSpec positions = layer(LayerType::PositionEmbedding);
+  positions.name = "positions";
+  positions.sequence_length = steps;
+  LayerSpec add = layer(LayerType::Add);
+  add.inputs = {"tokens", "positions"};
+  LayerSpec softmax = layer(LayerType::Activation);
+  softmax.activation = ActivationFn::softmax;
+  softmax.force_float32 = true;
+  spec.layers = {tokens,
+                 positions,
+                 add,
+                 layer(LayerType::LayerNormalization),
+                 dense(32, ActivationFn::relu),
+                 dense(vocabulary),
+                 softmax};
+  return spec;
+}
+
+TEST(Trainer, LanguageModelLearnsTheNextTokenInEveryPolicy) {
+  DatasetSpec ds = parse_dataset_spec("tokens:synthetic:12:20:0:640");
+  const DatasetPair data = load_dataset(ds);
+  for (const Policy policy : {Policy::float32, Policy::mixed_bfloat16, Policy::mixed_float16}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    RunConfig config = small_config();
+    config.precision = policy;
+    config.loss_scale = LossScaleConfig::keras_default(policy);
+    const RunResult r = run(token_lm(20, 12), config, data);
+    ASSERT_EQ(r.summary.status, RunStatus::finished) << r.summary.message;
+    const auto& steps = r.sink.steps;
+    ASSERT_EQ(steps.size(), 60u);
+    // ln 20 = 3.0 at first; the chain's next token is one of 4 nine times in ten (about 1.9).
+    EXPECT_GT(steps.front().loss, 2.7);
+    EXPECT_LT(mean_loss(steps, 50, 60), 2.4);
+    // Accuracy is per step: a fraction of the sample's steps, never above 1.
+    EXPECT_GT(r.summary.test_accuracy, 0.15);
+    EXPECT_LE(r.summary.test_accuracy, 1.0);
+  }
+}
+
+TEST(Trainer, TokenDataMustFitTheModelsLabelsAndVocabulary) {
+  auto backend = make_cpu_backend(2);
+  RecordingSink sink;
+  std::atomic<bool> cancel{false};
+  // A label per sample against a model with one per step, and the other way round.
+  const DatasetPair classes = load_dataset(parse_dataset_spec("tokens:synthetic:12:20:3:64"));
+  EXPECT_TRUE(contains_text(
+      error_of([&] { train(token_lm(20, 12), small_config(), classes, *backend, sink, cancel); }),
+      "predicts a label at each of 12 steps"));
+  // Ids up to 29 for an Embedding of 20 rows.
+  const DatasetPair wide = load_dataset(parse_dataset_spec("tokens:synthetic:12:30"));
+  EXPECT_TRUE(contains_text(
+      error_of([&] { train(token_lm(20, 12), small_config(), wide, *backend, sink, cancel); }),
+      "input_dim 20 has no row for token ids up to 29"));
+  EXPECT_FALSE(sink.summary);
 }
 
 }  // namespace

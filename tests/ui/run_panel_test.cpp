@@ -197,6 +197,30 @@ class RunPanelTest : public QObject {
     QVERIFY2(panel.start_action()->isEnabled(), qPrintable(panel.start_action()->toolTip()));
   }
 
+  // Token datasets (issue 29) follow the model: a text file's SEQ_LEN is its steps, and the
+  // synthetic tokens take its steps, its Embedding's vocabulary and its labels (one per step for
+  // a language model, per sample for a classifier); a model without token ids is told why.
+  void token_datasets_follow_the_model() {
+    QSettings().clear();
+    RunPanel panel(cpu_and_gpu());
+    panel.set_model_shape({16}, 200, 200, 16);  // a language model of 200 token ids
+    QVERIFY(panel.set_dataset(QStringLiteral("tokens")).isEmpty());
+    QCOMPARE(panel.config().dataset.to_string(), std::string("tokens:synthetic:16:200"));
+    QVERIFY(panel.set_dataset(QStringLiteral("text:/data/book.txt:64")).isEmpty());
+    QCOMPARE(panel.config().dataset.to_string(), std::string("text:/data/book.txt:16"));
+    panel.set_model_shape({16}, 4, 300, 1);  // a classifier of 300 ids: bytes at most
+    QVERIFY(panel.set_dataset(QStringLiteral("tokens:synthetic:16:256:4:500")).isEmpty());
+    QCOMPARE(panel.config().dataset.to_string(), std::string("tokens:synthetic:16:256:4:500"));
+    panel.set_model_shape({8, 8, 1}, 4);
+    try {
+      (void)panel.config();
+      QFAIL("a token dataset for an image model");
+    } catch (const ConfigError& e) {
+      QVERIFY2(std::string(e.what()).find("Embedding reads its [steps] input") != std::string::npos,
+               e.what());
+    }
+  }
+
   // Every field of the run-settings table, set on the panel, reaches the run it starts, is saved
   // under its key and is shown again by the next panel, whether the panel has a widget for it
   // or not.

@@ -46,7 +46,11 @@ QColor type_colour(const BlockContent& content) {
       return {46, 158, 91};
     case LayerType::BatchNormalization:
     case LayerType::Normalization:
+    case LayerType::LayerNormalization:
       return {112, 128, 60};
+    case LayerType::Embedding:
+    case LayerType::PositionEmbedding:
+      return {40, 110, 140};
     case LayerType::ZeroPadding2D:
     case LayerType::Reshape:
       return {138, 143, 152};

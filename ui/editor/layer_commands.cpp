@@ -90,6 +90,12 @@ QString field_name(LayerField field) {
       return QStringLiteral("mean");
     case LayerField::variance:
       return QStringLiteral("variance");
+    case LayerField::input_dim:
+      return QStringLiteral("input_dim");
+    case LayerField::output_dim:
+      return QStringLiteral("output_dim");
+    case LayerField::sequence_length:
+      return QStringLiteral("sequence_length");
   }
   return {};
 }

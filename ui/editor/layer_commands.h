@@ -43,6 +43,9 @@ enum class LayerField : std::uint8_t {
   axis,
   mean,  // Normalization's
   variance,
+  input_dim,  // Embedding's
+  output_dim,
+  sequence_length,  // PositionEmbedding's
 };
 enum class ModelField : std::uint8_t { name, input_shape, loss };
 

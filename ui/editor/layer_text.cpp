@@ -82,6 +82,18 @@ QString layer_description(LayerType type) {
       return tr(
           "ReLU with options: clipped at max_value (6 gives ReLU6), negative_slope below "
           "the threshold (a leaky ReLU).");
+    case LayerType::Embedding:
+      return tr(
+          "A learned vector per token: (steps) token ids to (steps, features); the model's "
+          "input holds the ids.");
+    case LayerType::LayerNormalization:
+      return tr(
+          "Normalizes each position's features by their own mean and variance, then scales "
+          "and shifts; computed in float32 under a mixed policy.");
+    case LayerType::PositionEmbedding:
+      return tr(
+          "A learned vector per position (keras_hub's PositionEmbedding); add it to the "
+          "tokens' embeddings with Add.");
     case LayerType::Normalization:
       return tr(
           "Subtracts a fixed mean and divides by the square root of a fixed variance, per "
@@ -168,7 +180,15 @@ LayerSpec default_layer(LayerType type) {
       layer.mean = {0.485, 0.456, 0.406};
       layer.variance = {0.229 * 0.229, 0.224 * 0.224, 0.225 * 0.225};
       break;
+    case LayerType::Embedding:
+      layer.input_dim = 256;  // bytes
+      layer.output_dim = 128;
+      break;
+    case LayerType::PositionEmbedding:
+      layer.sequence_length = 128;
+      break;
     case LayerType::BatchNormalization:
+    case LayerType::LayerNormalization:
     case LayerType::ZeroPadding2D:
       break;
   }

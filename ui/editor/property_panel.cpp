@@ -90,10 +90,16 @@ bool has_field(LayerType type, LayerField field) {
     case LayerField::depth_multiplier:
       return type == LayerType::DepthwiseConv2D || separable;
     case LayerField::momentum:
+      return type == LayerType::BatchNormalization;
     case LayerField::epsilon:
     case LayerField::center:
     case LayerField::scale_gamma:
-      return type == LayerType::BatchNormalization;
+      return type == LayerType::BatchNormalization || type == LayerType::LayerNormalization;
+    case LayerField::input_dim:
+    case LayerField::output_dim:
+      return type == LayerType::Embedding;
+    case LayerField::sequence_length:
+      return type == LayerType::PositionEmbedding;
     case LayerField::max_value:
     case LayerField::negative_slope:
     case LayerField::threshold:
@@ -416,6 +422,27 @@ void PropertyPanel::build_layer_group() {
   });
   add_layer_row(LayerField::depth_multiplier, tr("Depth multiplier"), depth_multiplier_);
 
+  input_dim_ = count_spin(QStringLiteral("input_dim"),
+                          tr("Vocabulary: token ids run from 0 to this minus 1"));
+  connect(input_dim_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::input_dim, [&](LayerSpec& l) { l.input_dim = v; }, true);
+  });
+  add_layer_row(LayerField::input_dim, tr("Vocabulary"), input_dim_);
+  output_dim_ = count_spin(QStringLiteral("output_dim"), tr("Features of each token's vector"));
+  connect(output_dim_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::output_dim, [&](LayerSpec& l) { l.output_dim = v; }, true);
+  });
+  add_layer_row(LayerField::output_dim, tr("Output features"), output_dim_);
+  sequence_length_ = count_spin(QStringLiteral("sequence_length"),
+                                tr("Positions with a learned vector (at least the input's steps)"));
+  connect(sequence_length_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::sequence_length, [&](LayerSpec& l) { l.sequence_length = v; }, true);
+  });
+  add_layer_row(LayerField::sequence_length, tr("Positions"), sequence_length_);
+
   // A number >= 0 with Keras's bounds; `none` shows at the minimum of an optional one.
   const auto bounded_spin = [this](const QString& name, const QString& tooltip, LayerField field,
                                    double low, double high, double step,
@@ -658,6 +685,9 @@ void PropertyPanel::refresh_layer() {
   show_double(scale_, layer.scale);
   show_double(offset_, layer.offset);
   show_int(depth_multiplier_, layer.depth_multiplier);
+  show_int(input_dim_, layer.input_dim);
+  show_int(output_dim_, layer.output_dim);
+  show_int(sequence_length_, layer.sequence_length);
   show_double(momentum_, layer.momentum);
   show_double(epsilon_, layer.epsilon);
   center_->setChecked(layer.center);

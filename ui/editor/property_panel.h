@@ -91,6 +91,9 @@ class PropertyPanel : public QWidget {
   QDoubleSpinBox* scale_ = nullptr;
   QDoubleSpinBox* offset_ = nullptr;
   QSpinBox* depth_multiplier_ = nullptr;
+  QSpinBox* input_dim_ = nullptr;
+  QSpinBox* output_dim_ = nullptr;
+  QSpinBox* sequence_length_ = nullptr;
   QDoubleSpinBox* momentum_ = nullptr;
   QDoubleSpinBox* epsilon_ = nullptr;
   QCheckBox* center_ = nullptr;

@@ -78,7 +78,14 @@ std::string describe_layers(const RunRecord& r) {
         if (std::isfinite(l.max_value)) args.push_back("max " + number(l.max_value));
         if (l.negative_slope != 0.0) args.push_back("slope " + number(l.negative_slope));
         break;
+      case LayerType::Embedding:
+        args.push_back(std::to_string(l.input_dim) + " to " + std::to_string(l.output_dim));
+        break;
+      case LayerType::PositionEmbedding:
+        args.push_back(std::to_string(l.sequence_length));
+        break;
       case LayerType::BatchNormalization:
+      case LayerType::LayerNormalization:
       case LayerType::Normalization:
       case LayerType::ZeroPadding2D:
       case LayerType::Reshape:

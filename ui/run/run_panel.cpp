@@ -23,9 +23,10 @@
 
 namespace mixlab::ui {
 
-using run_panel::DatasetKind;
 using run_panel::dataset_kinds;
+using run_panel::DatasetKind;
 using run_panel::kSyntheticKind;
+using run_panel::kTokensKind;
 using enum run_panel::LossScaleMode;
 
 namespace {
@@ -320,9 +321,12 @@ const DeviceInfo& RunPanel::device_info() const {
   return devices_[static_cast<std::size_t>(std::max(0, device_->currentIndex()))];
 }
 
-void RunPanel::set_model_shape(const Shape& input_shape, std::int64_t outputs) {
+void RunPanel::set_model_shape(const Shape& input_shape, std::int64_t outputs, int vocabulary,
+                               std::int64_t label_positions) {
   model_input_ = input_shape;
   model_classes_ = std::max<std::int64_t>(2, outputs);
+  model_vocabulary_ = vocabulary;
+  model_label_positions_ = std::max<std::int64_t>(1, label_positions);
   update_state();
 }
 
@@ -351,11 +355,20 @@ void RunPanel::update_state() {
   const bool folder = dataset_kinds()[std::max(0, kind)].folder;
   dataset_dir_->setEnabled(folder);
   browse_->setEnabled(folder);
-  const bool synthetic = kind == kSyntheticKind;
+  const bool synthetic = kind == kSyntheticKind || kind == kTokensKind;
   synthetic_samples_->setEnabled(synthetic);
-  synthetic_shape_->setText(tr("%1, %2 classes")
-                                .arg(QString::fromStdString(format_shape(model_input_)))
-                                .arg(model_classes_));
+  if (kind == kTokensKind) {
+    synthetic_shape_->setText(model_label_positions_ > 1
+                                  ? tr("%1 token ids, the next one at each step")
+                                        .arg(QString::fromStdString(format_shape(model_input_)))
+                                  : tr("%1 token ids, %2 classes")
+                                        .arg(QString::fromStdString(format_shape(model_input_)))
+                                        .arg(model_classes_));
+  } else {
+    synthetic_shape_->setText(tr("%1, %2 classes")
+                                  .arg(QString::fromStdString(format_shape(model_input_)))
+                                  .arg(model_classes_));
+  }
   const int mode = loss_scale_mode_->currentIndex();
   loss_scale_value_->setEnabled(mode == kStatic || mode == kDynamic);
   epochs_->setEnabled(by_epochs_->isChecked());

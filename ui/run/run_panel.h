@@ -59,8 +59,10 @@ class RunPanel : public QWidget {
   // The optimizer as the panel holds it (its kind, learning rate and remembered settings).
   OptimizerConfig optimizer() const;
   // The synthetic dataset takes the model's input shape and as many classes as it has outputs
-  // (2 for one sigmoid output).
-  void set_model_shape(const Shape& input_shape, std::int64_t outputs);
+  // (2 for one sigmoid output); the token datasets its steps, its Embedding's `vocabulary` (0:
+  // none) and its labels per sample (a language model's steps).
+  void set_model_shape(const Shape& input_shape, std::int64_t outputs, int vocabulary = 0,
+                       std::int64_t label_positions = 1);
   // Why Start cannot run now (an invalid model); empty when it can.
   void set_blocked_reason(const QString& reason);
   void set_running(bool running);
@@ -115,6 +117,8 @@ class RunPanel : public QWidget {
   std::vector<DeviceInfo> devices_;
   Shape model_input_{28, 28, 1};
   std::int64_t model_classes_ = 10;
+  int model_vocabulary_ = 0;                // its Embedding's rows (0: it reads no token ids)
+  std::int64_t model_label_positions_ = 1;  // labels per sample (a language model's steps)
   QString blocked_reason_;
   QString dataset_error_;  // why no dataset is chosen (a bad --dataset); empty otherwise
   bool running_ = false;

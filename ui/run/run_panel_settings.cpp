@@ -30,16 +30,22 @@ std::span<const DatasetKind> dataset_kinds() {
       {"CIFAR-10 folder (binary version)", "cifar10:", true},
       {"CIFAR-100 folder (binary version)", "cifar100:", true},
       {"Synthetic (the model's input shape)", "synthetic", false},
+      {"Text file (its bytes as tokens)", "text:", true},
+      {"Synthetic tokens (the model's steps and vocabulary)", "tokens", false},
   };
   static_assert(std::string_view(kinds[kSyntheticKind].prefix) == "synthetic");
+  static_assert(std::string_view(kinds[kTextKind].prefix) == "text:");
+  static_assert(std::string_view(kinds[kTokensKind].prefix) == "tokens");
   return kinds;
 }
 
 }  // namespace run_panel
 
-using run_panel::DatasetKind;
 using run_panel::dataset_kinds;
+using run_panel::DatasetKind;
 using run_panel::kSyntheticKind;
+using run_panel::kTextKind;
+using run_panel::kTokensKind;
 using enum run_panel::LossScaleMode;
 
 namespace {
@@ -58,8 +64,15 @@ void RunPanel::bind_fields() {
                              // Unvalidated: a folder may not be chosen yet.
                              const DatasetKind& k =
                                  dataset_kinds()[std::max(0, dataset_kind_->currentIndex())];
-                             if (dataset_kind_->currentIndex() == kSyntheticKind)
-                               return QString::fromStdString(dataset_spec().to_string());
+                             const int index = dataset_kind_->currentIndex();
+                             if (index == kSyntheticKind || index == kTokensKind ||
+                                 index == kTextKind) {
+                               try {  // the model's shape decides the rest
+                                 return QString::fromStdString(dataset_spec().to_string());
+                               } catch (const ConfigError&) {
+                                 // No file chosen yet, or a model without token ids.
+                               }
+                             }
                              return QString::fromLatin1(k.prefix) +
                                     (k.folder ? dataset_dir_->text().trimmed() : QString());
                            },
@@ -171,13 +184,14 @@ bool RunPanel::show_dataset(const QString& spec) {
   for (int i = 0; i < static_cast<int>(dataset_kinds().size()); ++i) {
     const DatasetKind& k = dataset_kinds()[i];
     const QLatin1String prefix(k.prefix);
-    const bool matches = k.folder              ? spec.startsWith(prefix)
-                         : i == kSyntheticKind ? spec.section(':', 0, 0) == prefix
-                                               : spec == prefix;
+    const bool derived = i == kSyntheticKind || i == kTokensKind;
+    const bool matches = k.folder  ? spec.startsWith(prefix)
+                         : derived ? spec.section(':', 0, 0) == prefix
+                                   : spec == prefix;
     if (!matches) continue;
     // A synthetic set's shape and classes follow the model; its sample count is the spec's.
     std::optional<std::int64_t> samples;
-    if (i == kSyntheticKind && spec.contains(':')) {
+    if (derived && spec.contains(':')) {
       try {
         samples = parse_dataset_spec(spec.toStdString()).train_size;
       } catch (const ConfigError&) {
@@ -185,7 +199,18 @@ bool RunPanel::show_dataset(const QString& spec) {
       }
     }
     dataset_kind_->setCurrentIndex(i);
-    if (k.folder) dataset_dir_->setText(spec.mid(int(std::strlen(k.prefix))));
+    if (k.folder) {
+      QString path = spec.mid(int(std::strlen(k.prefix)));
+      // A text file's SEQ_LEN follows the model's steps: the path alone is shown.
+      if (i == kTextKind) {
+        try {
+          path = QString::fromStdString(parse_dataset_spec(spec.toStdString()).dir.string());
+        } catch (const ConfigError&) {
+          return false;
+        }
+      }
+      dataset_dir_->setText(path);
+    }
     if (samples) synthetic_samples_->setValue(int(*samples));
     return true;
   }
@@ -195,7 +220,9 @@ bool RunPanel::show_dataset(const QString& spec) {
 void RunPanel::browse_dataset_folder() {
   const QString start =
       dataset_dir_->text().isEmpty() ? settings::kLastDirectory.get() : dataset_dir_->text();
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start);
+  const QString dir = dataset_kind_->currentIndex() == kTextKind
+                          ? QFileDialog::getOpenFileName(this, tr("Text file"), start)
+                          : QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start);
   if (dir.isEmpty()) return;
   settings::kLastDirectory.set(dir);
   dataset_dir_->setText(dir);
@@ -211,12 +238,42 @@ DatasetSpec RunPanel::dataset_spec() const {
     spec.train_size = synthetic_samples_->value();
     return spec;
   }
+  if (kind == kTokensKind || kind == kTextKind) {
+    if (model_input_.size() != 1 || model_vocabulary_ < 1) {
+      throw ConfigError(
+          "token datasets need a model whose Embedding reads its [steps] input; this one "
+          "takes " +
+          format_shape(model_input_));
+    }
+  }
+  if (kind == kTokensKind) {
+    DatasetSpec spec;
+    spec.kind = DatasetSpec::Kind::tokens;
+    spec.sequence_length = static_cast<int>(model_input_[0]);
+    const bool per_step = model_label_positions_ > 1;
+    std::int64_t vocabulary = std::min<std::int64_t>(model_vocabulary_, 256);
+    if (per_step) vocabulary = std::min(vocabulary, model_classes_);
+    spec.vocabulary = static_cast<int>(std::max<std::int64_t>(2, vocabulary));
+    spec.classes = per_step ? 0 : static_cast<int>(model_classes_);
+    spec.train_size = synthetic_samples_->value();
+    return spec;
+  }
   if (kind < 0) throw ConfigError("choose a dataset");
   const DatasetKind& k = dataset_kinds()[kind];
   if (!k.folder) return parse_dataset_spec(k.prefix);
   const QString dir = dataset_dir_->text().trimmed();
-  if (dir.isEmpty())
-    throw ConfigError(std::string("choose the folder of the ") + k.label + " dataset");
+  if (dir.isEmpty()) {
+    throw ConfigError(kind == kTextKind
+                          ? std::string("choose the text file to train on")
+                          : std::string("choose the folder of the ") + k.label + " dataset");
+  }
+  if (kind == kTextKind) {
+    DatasetSpec spec;
+    spec.kind = DatasetSpec::Kind::text;
+    spec.dir = dir.toStdString();
+    spec.sequence_length = static_cast<int>(model_input_[0]);
+    return spec;
+  }
   return parse_dataset_spec(std::string(k.prefix) + dir.toStdString());
 }
 

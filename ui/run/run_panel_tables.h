@@ -14,6 +14,8 @@ struct DatasetKind {
 };
 std::span<const DatasetKind> dataset_kinds();
 inline constexpr int kSyntheticKind = 5;  // its entry: the model's input shape and outputs
+inline constexpr int kTextKind = 6;       // a text file's bytes as tokens (a file, not a folder)
+inline constexpr int kTokensKind = 7;     // seeded tokens: the model's steps, vocabulary, labels
 
 enum LossScaleMode { kAuto, kNone, kStatic, kDynamic };  // the loss-scaling combo's entries
 

@@ -210,10 +210,10 @@ app::RunRequest SweepRunner::request_for(const store::SweepMember& member) const
   }
   if (r.config.threads == 0) r.config.threads = std::max(1, QThread::idealThreadCount() - 1);
   // A synthetic set takes each model's input shape and outputs, as the run panel's does.
-  if (r.config.dataset.kind == DatasetSpec::Kind::synthetic) {
-    r.config.dataset.shape = r.spec.input_shape;
-    r.config.dataset.classes = static_cast<int>(
-        std::max<std::int64_t>(2, num_elements(infer_shapes(r.spec).output_shape)));
+  if (r.config.dataset.kind == DatasetSpec::Kind::synthetic ||
+      r.config.dataset.kind == DatasetSpec::Kind::tokens) {
+    r.config.dataset =
+        synthetic_for_model(r.spec, infer_shapes(r.spec), r.config.dataset.train_size);
   }
   r.device = spec_.device == "auto" ? "cpu" : spec_.device;
   return r;

@@ -21,6 +21,7 @@
 #include "engine/backend/cpu/merge.h"
 #include "engine/backend/cpu/optimizer_loops.h"
 #include "engine/backend/cpu/pooling.h"
+#include "engine/backend/cpu/sequence.h"
 #include "engine/ops/dropout.h"
 #include "engine/ops/initializers.h"
 #include "engine/ops/loss.h"
@@ -142,6 +143,15 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           break;
         case PlanOp::merge:
           made = std::make_unique<MergeNode>(li, node, s);
+          break;
+        case PlanOp::embedding:
+          made = std::make_unique<EmbeddingNode>(layer, li, s);
+          break;
+        case PlanOp::position_embedding:
+          made = std::make_unique<PositionEmbeddingNode>(layer, info, s);
+          break;
+        case PlanOp::layer_norm:
+          made = std::make_unique<LayerNormNode>(layer, info, batch_, s);
           break;
       }
     } catch (const BackendError& e) {
@@ -265,8 +275,8 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
                       std::vector<float>(static_cast<std::size_t>(keras_count(*slot)), 1.0f));
     }
     // Biases, beta and moving means start at zero (the arena is zeroed).
-    if (!is_kernel(slot->kind)) continue;
-    const auto values = glorot_uniform(keras_count(*slot), slot->fan_in, slot->fan_out,
+    if (!draws_initial_values(slot->kind)) continue;
+    const auto values = initial_values(slot->kind, keras_count(*slot), slot->fan_in, slot->fan_out,
                                        kernel_init_seed(seed, slot->layer, slot->kind));
     write_parameter(slot->layer, slot->kind, values);
   }
@@ -334,13 +344,14 @@ void CpuExecutor::load_batch(std::span<const float> images, std::span<const std:
     throw ConfigError("a batch of " + std::to_string(n) + " samples does not fit batch size " +
                       std::to_string(batch_));
   }
+  const std::int64_t positions = plan_.positions;
   if (static_cast<std::int64_t>(images.size()) < n * per_sample ||
-      static_cast<std::int64_t>(labels.size()) < n) {
+      static_cast<std::int64_t>(labels.size()) < n * positions) {
     throw ConfigError("batch buffers are smaller than " + std::to_string(n) + " samples");
   }
   const bool binary = plan_.loss == LossKind::binary_crossentropy;
   const std::int64_t label_limit = binary && plan_.classes == 1 ? 2 : plan_.classes;
-  for (int i = 0; i < n; ++i) {
+  for (std::int64_t i = 0; i < n * positions; ++i) {
     const std::int32_t label = labels[static_cast<std::size_t>(i)];
     if (label < 0 || label >= label_limit) {
       throw ConfigError("label " + std::to_string(label) + " is outside the model's " +
@@ -351,8 +362,10 @@ void CpuExecutor::load_batch(std::span<const float> images, std::span<const std:
   std::memcpy(dst, images.data(), static_cast<std::size_t>(n * per_sample) * sizeof(float));
   std::memset(dst + n * per_sample, 0,
               static_cast<std::size_t>((batch_ - n) * per_sample) * sizeof(float));
-  std::memcpy(labels_, labels.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  std::memset(labels_ + n, 0, static_cast<std::size_t>(batch_ - n) * sizeof(std::int32_t));
+  std::memcpy(labels_, labels.data(),
+              static_cast<std::size_t>(n * positions) * sizeof(std::int32_t));
+  std::memset(labels_ + n * positions, 0,
+              static_cast<std::size_t>((batch_ - n) * positions) * sizeof(std::int32_t));
   real_samples_ = n;
   ctx_.real_samples = n;
 }
@@ -445,21 +458,25 @@ BatchLoss CpuExecutor::compute_loss(bool compute_gradient, float loss_scale) {
   const int seed = plan_.loss_node;
   const Tensor& src = outputs_[static_cast<std::size_t>(seed)];
   const std::int64_t k = plan_.classes;
+  // A row per label: a sample's, or each of its steps' (the loss is the mean over them all).
+  const std::int64_t positions = plan_.positions;
+  const std::int64_t rows = batch_ * positions;
   // The rows in float32: in a gradient buffer the seed does not use (free until backward), the
   // loss's gradient in the loss rows.
   const int seed_grad = plan_.nodes[static_cast<std::size_t>(seed)].grad;
   float* values = static_cast<float*>(grad_buffers_[seed_grad == 0 ? 1 : 0]);
-  convert(src.data, src.storage, values, Storage::f32, batch_ * k);
+  convert(src.data, src.storage, values, Storage::f32, rows * k);
   float* grads = compute_gradient ? loss_rows_ : nullptr;
   const std::int32_t* labels = labels_;
   const int n = real_samples_;
-  const float grad_mul = loss_scale / static_cast<float>(n);
+  const std::int64_t real_rows = n * positions;
+  const float grad_mul = loss_scale / static_cast<float>(real_rows);
   const LossHead head = plan_.head;
   double loss_sum = 0.0, correct = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : loss_sum, correct)
-  for (int i = 0; i < batch_; ++i) {
+  for (std::int64_t i = 0; i < rows; ++i) {
     float* dz = grads ? grads + i * k : nullptr;
-    if (i >= n) {
+    if (i >= real_rows) {
       if (dz) std::fill(dz, dz + k, 0.0f);
       continue;
     }
@@ -476,8 +493,9 @@ BatchLoss CpuExecutor::compute_loss(bool compute_gradient, float loss_scale) {
     backward_from_ = seed;
   }
   BatchLoss result;
-  result.loss = loss_sum / n;
-  result.correct = correct;
+  result.loss = loss_sum / static_cast<double>(real_rows);
+  // Per sample: the fraction of its steps predicted right (a sample's accuracy for one label).
+  result.correct = correct / static_cast<double>(positions);
   result.samples = n;
   return result;
 }

@@ -38,6 +38,7 @@ BatchNormNode::BatchNormNode(const ExecutionPlan& plan, const PlanNode& node, co
       case ParamKind::kernel:
       case ParamKind::bias:
       case ParamKind::pointwise_kernel:
+      case ParamKind::embeddings:
         break;
     }
   }

@@ -16,9 +16,13 @@ std::size_t align_up(std::size_t n) {
 }
 }  // namespace
 
-BatchStaging::BatchStaging(int batch, std::int64_t sample_elements, std::int64_t label_limit)
-    : batch_(batch), sample_elements_(sample_elements), label_limit_(label_limit) {
-  label_bytes_ = align_up(static_cast<std::size_t>(batch) * sizeof(std::int32_t));
+BatchStaging::BatchStaging(int batch, std::int64_t sample_elements, std::int64_t label_limit,
+                           std::int64_t positions)
+    : batch_(batch),
+      sample_elements_(sample_elements),
+      label_limit_(label_limit),
+      positions_(positions) {
+  label_bytes_ = align_up(static_cast<std::size_t>(batch * positions) * sizeof(std::int32_t));
   incoming_bytes_ =
       label_bytes_ + static_cast<std::size_t>(batch) *
                          std::max<std::size_t>(static_cast<std::size_t>(sample_elements) *
@@ -110,14 +114,15 @@ void BatchStaging::load(std::span<const float> images, std::span<const std::int3
                       std::to_string(batch_));
   }
   if (static_cast<std::int64_t>(images.size()) < n * sample_elements_ ||
-      static_cast<std::int64_t>(labels.size()) < n) {
+      static_cast<std::int64_t>(labels.size()) < n * positions_) {
     throw ConfigError("batch buffers are smaller than " + std::to_string(n) + " samples");
   }
-  check_labels(labels, n);
+  check_labels(labels, n * positions_);
   std::byte* slot = next_slot();
   auto* lab = reinterpret_cast<std::int32_t*>(slot);
-  std::memcpy(lab, labels.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  std::memset(lab + n, 0, static_cast<std::size_t>(batch_ - n) * sizeof(std::int32_t));
+  std::memcpy(lab, labels.data(), static_cast<std::size_t>(n * positions_) * sizeof(std::int32_t));
+  std::memset(lab + n * positions_, 0,
+              static_cast<std::size_t>((batch_ - n) * positions_) * sizeof(std::int32_t));
   auto* img = reinterpret_cast<float*>(slot + label_bytes_);
   const auto sample_bytes = static_cast<std::size_t>(sample_elements_) * sizeof(float);
   std::memcpy(img, images.data(), static_cast<std::size_t>(n) * sample_bytes);
@@ -129,10 +134,11 @@ void BatchStaging::load(std::span<const float> images, std::span<const std::int3
 
 bool BatchStaging::upload_dataset(std::span<const std::uint8_t> images,
                                   std::span<const std::int32_t> labels) {
-  const auto size = static_cast<std::int64_t>(labels.size());
-  if (size == 0 || static_cast<std::int64_t>(images.size()) != size * sample_elements_)
+  const auto size = static_cast<std::int64_t>(labels.size()) / positions_;
+  if (size == 0 || static_cast<std::int64_t>(labels.size()) != size * positions_ ||
+      static_cast<std::int64_t>(images.size()) != size * sample_elements_)
     return false;
-  check_labels(labels, size);
+  check_labels(labels, size * positions_);
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t bytes = images.size() + labels.size_bytes();
@@ -192,7 +198,7 @@ void BatchStaging::wait_ready() {
 void BatchStaging::take(const StepParams* params, float* images, std::int32_t* labels) {
   if (pending_ == Pending::images) {
     CUDA_CHECK(cudaMemcpyAsync(labels, incoming_,
-                               static_cast<std::size_t>(batch_) * sizeof(std::int32_t),
+                               static_cast<std::size_t>(batch_ * positions_) * sizeof(std::int32_t),
                                cudaMemcpyDeviceToDevice, compute_));
     CUDA_CHECK(cudaMemcpyAsync(images, incoming_ + label_bytes_,
                                static_cast<std::size_t>(batch_ * sample_elements_) * sizeof(float),
@@ -200,7 +206,7 @@ void BatchStaging::take(const StepParams* params, float* images, std::int32_t* l
   } else if (pending_ == Pending::indices) {
     kernels::gather_batch(dataset_images_, dataset_labels_,
                           reinterpret_cast<const std::int64_t*>(incoming_ + label_bytes_), params,
-                          batch_, sample_elements_, images, labels, compute_);
+                          batch_, sample_elements_, positions_, images, labels, compute_);
   }
   CUDA_CHECK(cudaEventRecord(incoming_consumed_, compute_));
   pending_ = Pending::none;

@@ -18,7 +18,9 @@ namespace mixlab::cuda {
 class BatchStaging {
  public:
   // `label_limit`: labels must be below it (the model's classes; 2 for one binary output).
-  BatchStaging(int batch, std::int64_t sample_elements, std::int64_t label_limit);
+  // `positions`: labels per sample (1, or a (steps, classes) output's steps).
+  BatchStaging(int batch, std::int64_t sample_elements, std::int64_t label_limit,
+               std::int64_t positions = 1);
   ~BatchStaging();
   BatchStaging(const BatchStaging&) = delete;
   BatchStaging& operator=(const BatchStaging&) = delete;
@@ -41,7 +43,8 @@ class BatchStaging {
   // Makes the compute stream wait for the pending batch's copy.
   void wait_ready();
   // Enqueues, on the compute stream, the pending batch into `images` (batch, sample) float32 and
-  // `labels` (batch); a gather reads params->real_samples, so the step parameters go first.
+  // `labels` (batch, positions); a gather reads params->real_samples, so the step parameters go
+  // first.
   void take(const StepParams* params, float* images, std::int32_t* labels);
   // Device memory the dataset holds.
   std::size_t dataset_bytes() const { return dataset_bytes_; }
@@ -59,6 +62,7 @@ class BatchStaging {
   int batch_;
   std::int64_t sample_elements_;
   std::int64_t label_limit_;
+  std::int64_t positions_;      // labels per sample
   std::size_t label_bytes_;     // the labels' part of a slot, 256-byte aligned
   std::size_t incoming_bytes_;  // labels + max(images, indices)
   std::size_t slot_bytes_;      // incoming_bytes_, 256-byte aligned
@@ -74,7 +78,7 @@ class BatchStaging {
 
   // The training split on the device.
   std::uint8_t* dataset_images_ = nullptr;  // (size, sample) uint8
-  std::int32_t* dataset_labels_ = nullptr;  // (size)
+  std::int32_t* dataset_labels_ = nullptr;  // (size, positions)
   std::int64_t dataset_size_ = 0;
   std::size_t dataset_bytes_ = 0;
 };

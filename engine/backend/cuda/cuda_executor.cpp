@@ -11,6 +11,7 @@
 #include "engine/backend/cuda/layouts.h"
 #include "engine/backend/cuda/merge_node.h"
 #include "engine/backend/cuda/pool_node.h"
+#include "engine/backend/cuda/sequence_nodes.h"
 #include "engine/core/half.h"
 #include "engine/ops/initializers.h"
 
@@ -94,7 +95,8 @@ CudaExecutor::CudaExecutor(const ModelSpec& spec, const ShapeTable& table,
     ctx_.copy_dtype = plan.copy_dtype;
     const bool binary = plan.loss == LossKind::binary_crossentropy;
     staging_ = std::make_unique<BatchStaging>(plan.batch, num_elements(plan.input_shape),
-                                              binary && plan.classes == 1 ? 2 : plan.classes);
+                                              binary && plan.classes == 1 ? 2 : plan.classes,
+                                              plan.positions);
     lower(spec, table);
     allocate();
     gradient_runs_ = gradient_runs(plan);
@@ -196,6 +198,15 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           break;
         case PlanOp::merge:
           made = std::make_unique<MergeNode>(node, dtype);
+          break;
+        case PlanOp::embedding:
+          made = std::make_unique<EmbeddingNode>(plan_, node, layer);
+          break;
+        case PlanOp::position_embedding:
+          made = std::make_unique<PositionEmbeddingNode>(plan_, node);
+          break;
+        case PlanOp::layer_norm:
+          made = std::make_unique<LayerNormNode>(plan_, node, layer);
           break;
       }
     } catch (const BackendError& e) {
@@ -319,10 +330,10 @@ void CudaExecutor::initialise_parameters(std::uint64_t seed) {
                       std::vector<float>(static_cast<std::size_t>(s->count), 1.0f));
     }
     // Biases, beta and moving means start at zero (the arena is zeroed).
-    if (!is_kernel(s->kind)) continue;
-    write_parameter(
-        s->layer, s->kind,
-        glorot_uniform(s->count, s->fan_in, s->fan_out, kernel_init_seed(seed, s->layer, s->kind)));
+    if (!draws_initial_values(s->kind)) continue;
+    write_parameter(s->layer, s->kind,
+                    initial_values(s->kind, s->count, s->fan_in, s->fan_out,
+                                   kernel_init_seed(seed, s->layer, s->kind)));
   }
   if (options_.initial_weights) {
     write_model_weights(*options_.initial_weights,

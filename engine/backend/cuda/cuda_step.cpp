@@ -73,8 +73,8 @@ void CudaExecutor::run_loss(bool compute_gradient) {
   const bool seeded = compute_gradient && seed_grad >= 0;
   DTensor dsrc = seeded ? grad_view(seed_grad, src) : DTensor{};
   kernels::loss(plan_.head, src.data, src.dtype, labels_, plan_.batch,
-                static_cast<int>(plan_.classes), params_, state_, loss_rows_,
-                seeded ? dsrc.data : nullptr, ctx_.stream);
+                static_cast<int>(plan_.positions), static_cast<int>(plan_.classes), params_, state_,
+                loss_rows_, seeded ? dsrc.data : nullptr, ctx_.stream);
   if (compute_gradient) backward_from_ = seed;
 }
 
@@ -268,8 +268,11 @@ StepResult CudaExecutor::finish_step() {
   const DeviceState& s = *host_state_;
   StepResult r;
   r.batch.samples = step_samples_;
-  r.batch.loss = static_cast<double>(s.loss_sum) / step_samples_;
-  r.batch.correct = s.correct;
+  // A row per label (per step of a (steps, classes) output): the loss is their mean, and a
+  // sample's accuracy the fraction of its steps right, as the CPU executor reports them.
+  const auto positions = static_cast<double>(plan_.positions);
+  r.batch.loss = static_cast<double>(s.loss_sum) / (step_samples_ * positions);
+  r.batch.correct = s.correct / positions;
   r.device_ms = elapsed_ms(ev_start_, ev_end_);
   if (step_phase_ == Phase::eval) {
     r.loss_scale = r.next_loss_scale = s.scaler.scale;

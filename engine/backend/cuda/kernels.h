@@ -62,11 +62,11 @@ namespace kernels {
 void cast(const void* src, DType from, void* dst, DType to, std::int64_t n, cudaStream_t stream);
 
 // Batch from a dataset kept on the device: row r < params->real_samples takes sample
-// indices[r] (uint8 pixels -> float32, labels copied), rows beyond are zero.
+// indices[r] (uint8 pixels -> float32, its `positions` labels copied), rows beyond are zero.
 void gather_batch(const std::uint8_t* images, const std::int32_t* labels,
                   const std::int64_t* indices, const StepParams* params, int batch,
-                  std::int64_t sample_elements, float* out_images, std::int32_t* out_labels,
-                  cudaStream_t stream);
+                  std::int64_t sample_elements, std::int64_t positions, float* out_images,
+                  std::int32_t* out_labels, cudaStream_t stream);
 
 // Elementwise activations (not softmax), engine/ops/activation.h's math in float32.
 // `relu`: Keras's ReLU layer's arguments (fn relu).
@@ -171,14 +171,44 @@ void pool_forward(bool max, const void* x, void* y, DType dtype, const PoolShape
 void pool_backward(bool max, const void* x, const void* dy, void* dx, DType dtype,
                    const PoolShape& s, cudaStream_t stream);
 
-// The loss of a batch in float32 (engine/ops/loss.h's row functions). src: (batch, k) in
-// `dtype`; rows >= params->real_samples are padding (gradient 0, not counted). Adds the real
-// rows' loss and correct count to state->loss_sum / state->correct (zero them first). With
-// dsrc, writes the gradient of state->step_scale * mean loss w.r.t. src, in `dtype`.
-// `scratch` holds batch * k floats.
-void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int batch, int k,
-          const StepParams* params, DeviceState* state, float* scratch, void* dsrc,
-          cudaStream_t stream);
+// The loss of a batch in float32 (engine/ops/loss.h's row functions). src: (samples *
+// positions, k) in `dtype`, a row per label (positions: 1, or the steps of a per-step loss);
+// the rows of samples >= params->real_samples are padding (gradient 0, not counted). Adds the
+// real rows' loss and correct count to state->loss_sum / state->correct (zero them first). With
+// dsrc, writes the gradient of state->step_scale * mean loss (over the real rows) w.r.t. src,
+// in `dtype`. `scratch` holds samples * positions * k floats.
+void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int samples,
+          int positions, int k, const StepParams* params, DeviceState* state, float* scratch,
+          void* dsrc, cudaStream_t stream);
+
+// Embedding (engine/ops/embedding.h): y (positions, width) in `dtype` = the float32 table's
+// rows for the float32 ids. Backward: dtable (vocabulary, width) float32 = zero, then each
+// position's dy added to its id's row (atomically: repeated ids).
+void embedding_forward(const float* ids, const float* table, void* y, DType dtype,
+                       std::int64_t positions, std::int64_t vocabulary, int width,
+                       cudaStream_t stream);
+void embedding_backward(const float* ids, const void* dy, DType dtype, float* dtable,
+                        std::int64_t positions, std::int64_t vocabulary, int width,
+                        cudaStream_t stream);
+// PositionEmbedding: y (samples, per_sample) = the table's first per_sample values for every
+// sample; backward: dtable's first per_sample values = the sum over samples of dy, the rest of
+// its `table_elements` zero.
+void position_embedding_forward(const float* table, void* y, DType dtype, int samples,
+                                std::int64_t per_sample, cudaStream_t stream);
+void position_embedding_backward(const void* dy, DType dtype, float* dtable, int samples,
+                                 std::int64_t per_sample, std::int64_t table_elements,
+                                 cudaStream_t stream);
+// LayerNormalization (engine/ops/layer_norm.h) over rows of `width`: a warp per row, float32
+// statistics kept in `stats` (rows RowStats) for backward; gamma / beta may be null (1 / 0).
+// Backward writes dx (when not null) and dgamma / dbeta (float32, when not null) from per-block
+// partial sums in `partials` (layer_norm_partials_floats(width) floats), added in a fixed order.
+void layer_norm_forward(const void* x, void* y, DType dtype, std::int64_t rows, int width,
+                        float epsilon, const float* gamma, const float* beta, void* stats,
+                        cudaStream_t stream);
+void layer_norm_backward(const void* x, const void* dy, void* dx, DType dtype, std::int64_t rows,
+                         int width, const float* gamma, const void* stats, float* dgamma,
+                         float* dbeta, float* partials, cudaStream_t stream);
+std::int64_t layer_norm_partials_floats(int width);
 
 // Begins a training step's loss-scale bookkeeping: step_scale = scaler.scale (1 without
 // scaling), loss_sum = correct = 0, nonfinite = 0, applied = 0.

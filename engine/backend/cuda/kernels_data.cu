@@ -22,8 +22,8 @@ __global__ void cast_kernel(const From* src, To* dst, std::int64_t n) {
 
 __global__ void gather_batch_kernel(const std::uint8_t* images, const std::int32_t* labels,
                                     const std::int64_t* indices, const StepParams* params,
-                                    int batch, std::int64_t sample_elements, float* out_images,
-                                    std::int32_t* out_labels) {
+                                    int batch, std::int64_t sample_elements, std::int64_t positions,
+                                    float* out_images, std::int32_t* out_labels) {
   const int real = params->real_samples;
   for (int r = blockIdx.y; r < batch; r += gridDim.y) {
     float* out = out_images + r * sample_elements;
@@ -37,7 +37,11 @@ __global__ void gather_batch_kernel(const std::uint8_t* images, const std::int32
         out[j] = 0.0f;
       }
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) out_labels[r] = r < real ? labels[indices[r]] : 0;
+    if (blockIdx.x == 0) {
+      for (std::int64_t t = threadIdx.x; t < positions; t += blockDim.x) {
+        out_labels[r * positions + t] = r < real ? labels[indices[r] * positions + t] : 0;
+      }
+    }
   }
 }
 
@@ -64,14 +68,15 @@ void cast(const void* src, DType from, void* dst, DType to, std::int64_t n, cuda
 
 void gather_batch(const std::uint8_t* images, const std::int32_t* labels,
                   const std::int64_t* indices, const StepParams* params, int batch,
-                  std::int64_t sample_elements, float* out_images, std::int32_t* out_labels,
-                  cudaStream_t stream) {
+                  std::int64_t sample_elements, std::int64_t positions, float* out_images,
+                  std::int32_t* out_labels, cudaStream_t stream) {
   if (batch <= 0) return;
   const unsigned gx = static_cast<unsigned>(std::max<std::int64_t>(
       1, std::min<std::int64_t>((sample_elements + kBlock - 1) / kBlock, 64)));
   const dim3 grid(gx, static_cast<unsigned>(std::min(batch, 65535)));
   gather_batch_kernel<<<grid, kBlock, 0, stream>>>(images, labels, indices, params, batch,
-                                                   sample_elements, out_images, out_labels);
+                                                   sample_elements, positions, out_images,
+                                                   out_labels);
   MIXLAB_CHECK_LAUNCH("gather_batch_kernel");
 }
 

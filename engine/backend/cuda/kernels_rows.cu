@@ -99,9 +99,11 @@ __global__ void softmax_global_kernel(const T* a, const T* b, T* out, std::int64
 // writes the gradient back in `T`. Loss and correct count: block sums, one atomicAdd each.
 template <class T, LossHead kHead>
 __global__ void loss_kernel(const T* src, const std::int32_t* labels, int batch, int k,
-                            const StepParams* params, DeviceState* state, float* scratch, T* dsrc) {
+                            int positions, const StepParams* params, DeviceState* state,
+                            float* scratch, T* dsrc) {
   __shared__ float reduce[32];
-  const int real = params->real_samples;
+  // `batch`: the rows (batch * positions, a row per label); the real ones are the real samples'.
+  const int real = params->real_samples * positions;
   const float grad_mul = state->step_scale / static_cast<float>(real);  // as the CPU executor
   float loss = 0.0f, correct = 0.0f;
   for (int r0 = blockIdx.x * kRowBlock; r0 < batch; r0 += gridDim.x * kRowBlock) {
@@ -175,9 +177,10 @@ void softmax_backward(const void* y, const void* dy, void* dx, DType dtype, std:
                       int k, cudaStream_t stream) {
   softmax_launch<true>(y, dy, dx, dtype, rows, k, stream, "softmax_backward_kernel");
 }
-void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int batch, int k,
-          const StepParams* params, DeviceState* state, float* scratch, void* dsrc,
-          cudaStream_t stream) {
+void loss(LossHead head, const void* src, DType dtype, const std::int32_t* labels, int samples,
+          int positions, int k, const StepParams* params, DeviceState* state, float* scratch,
+          void* dsrc, cudaStream_t stream) {
+  const int batch = samples * positions;  // rows
   if (batch <= 0 || k <= 0) return;
   const unsigned grid = static_cast<unsigned>(
       std::min<std::int64_t>((batch + kRowBlock - 1) / kRowBlock, kMaxBlocks));
@@ -188,19 +191,23 @@ void loss(LossHead head, const void* src, DType dtype, const std::int32_t* label
     switch (head) {
       case LossHead::softmax_crossentropy:
         loss_kernel<T, LossHead::softmax_crossentropy>
-            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, params, state, scratch, d);
+            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, positions, params, state,
+                                              scratch, d);
         return;
       case LossHead::sigmoid_binary:
         loss_kernel<T, LossHead::sigmoid_binary>
-            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, params, state, scratch, d);
+            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, positions, params, state,
+                                              scratch, d);
         return;
       case LossHead::crossentropy_probabilities:
         loss_kernel<T, LossHead::crossentropy_probabilities>
-            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, params, state, scratch, d);
+            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, positions, params, state,
+                                              scratch, d);
         return;
       case LossHead::binary_probabilities:
         loss_kernel<T, LossHead::binary_probabilities>
-            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, params, state, scratch, d);
+            <<<grid, kRowBlock, 0, stream>>>(s, labels, batch, k, positions, params, state,
+                                              scratch, d);
         return;
     }
     throw BackendError("CUDA loss: unknown loss head");

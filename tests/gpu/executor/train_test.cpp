@@ -249,6 +249,56 @@ INSTANTIATE_TEST_SUITE_P(Runs, ProductModel,
                            return name;
                          });
 
+// --- a language model (issue 29): a label per step, token ids gathered on the device ---
+
+// Embedding + PositionEmbedding, LayerNormalization, Dense on every step and a float32 softmax
+// over 64 token ids at each of 32 steps, on seeded tokens: the loss kernel's rows are the steps'
+// (batch x steps), the labels a batch's steps, the dataset's ids gathered on the GPU with them.
+ModelSpec token_lm() {
+  return parse_model_json(R"({"name": "token-lm", "input": {"shape": [32]}, "layers": [
+      {"type": "Embedding", "name": "tokens", "input_dim": 64, "output_dim": 64},
+      {"type": "PositionEmbedding", "name": "positions", "sequence_length": 32},
+      {"type": "Add", "inputs": ["tokens", "positions"]},
+      {"type": "LayerNormalization"},
+      {"type": "Dense", "units": 128, "activation": "gelu"},
+      {"type": "Dense", "units": 64},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})",
+                          "token-lm");
+}
+
+class TokenModel : public ::testing::TestWithParam<PolicyCase> {};
+
+TEST_P(TokenModel, LanguageModelLossesTrackTheCpuWithDataOnTheDeviceOrNot) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  const PolicyCase& p = GetParam();
+  const ModelSpec spec = token_lm();
+  RunConfig c;
+  c.precision = p.policy;
+  c.tf32 = p.tf32;
+  c.loss_scale = LossScaleConfig::keras_default(p.policy);
+  c.batch_size = 32;
+  c.steps = kSteps;
+  c.epochs = 1;
+  c.optimizer = default_optimizer(OptimizerKind::adam);
+  c.seed = 42;
+  c.threads = 0;
+  c.dataset = parse_dataset_spec("tokens:synthetic:32:64:0:1600");
+  c.evaluate = false;
+  c.warmup_steps = 5;
+  const DatasetPair data = load_dataset(c.dataset);
+  const TrainRun cpu = run_on(gpu_test::cpu_backend(), spec, c, data);
+  const TrainRun gpu = run_on(gpu_test::cuda_backend(), spec, c, data);
+  expect_losses_track(gpu, cpu, loss_tolerance(p), "token-lm " + p.name);
+  c.data_on_device = true;
+  const TrainRun on_device = run_on(gpu_test::cuda_backend(), spec, c, data);
+  expect_losses_track(on_device, gpu, loss_tolerance(p), "token-lm " + p.name + " data on device");
+  // It learns: from ln 64 (4.2) towards the chain's entropy.
+  EXPECT_LT(gpu.steps.back().loss, 0.8 * gpu.steps.front().loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, TokenModel, ::testing::ValuesIn(gpu_test::all_policies()),
+                         [](const auto& info) { return info.param.name; });
+
 // --- loss scaling on the device ---
 
 // A small MLP on 28x28x1 synthetic data (the fashion-mlp built-in).
