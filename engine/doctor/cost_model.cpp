@@ -386,6 +386,34 @@ class Model {
         }
         break;
       }
+      case PlanOp::attention: {
+        // MixLab's unfused attention (a first version on both backends): the scores and the
+        // weighted values in float32 arithmetic (no tensor cores, no GEMM library), the
+        // steps x steps weights of every head written in float32 and read back by backward.
+        const double b = static_cast<double>(plan_.batch);
+        const double s = static_cast<double>(node.out_shape.front());
+        const double h = node.heads, kd = node.key_dim, vd = node.value_dim;
+        const double scores = b * h * s * s;
+        const double projections = b * s * h * (2 * kd + vd);
+        CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d,
+                          label + " (scores, float32 softmax, weighted values)");
+        f.flops = 2 * scores * (kd + vd) + 5 * scores;
+        move(f, d, projections);
+        move(f, d, out);
+        f.bytes_f32 = 4 * scores;
+        f.launches = gpu() ? 1 : 0;
+        time(f, 0);
+        if (node.backward) {
+          CostItem& g = add(n, CostPhase::backward_data, TimeKind::matmul, d, label + " backward");
+          g.flops = 4 * scores * (kd + vd) + 4 * scores;
+          move(g, d, projections + out);
+          move(g, d, projections);  // the three gradients cast into their buffers
+          g.bytes_f32 = 4 * scores + 8 * projections;
+          g.launches = gpu() ? 6 : 0;
+          time(g, 0);
+        }
+        break;
+      }
       case PlanOp::embedding:
       case PlanOp::position_embedding: {
         // A gather (or a broadcast) of float32 table rows into the output; backward zeroes the

@@ -319,8 +319,22 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
     }
     LayerWeights layer;
     layer.layer = info.index;
+    // MultiHeadAttention files its projections' variables under its EinsumDense sub-layers
+    // (query_dense/vars/0 the kernel, /1 the bias; key_dense, value_dense, output_dense).
+    const bool attention = info.type == LayerType::MultiHeadAttention;
+    const std::string base = group.substr(0, group.size() - std::string("/vars").size());
+    const auto dataset_of = [&](std::size_t i) {
+      if (!attention) return group + "/" + std::to_string(i);
+      const ParamKind kind = info.params[i].kind;
+      const char* sub =
+          kind == ParamKind::query_kernel || kind == ParamKind::query_bias   ? "query_dense"
+          : kind == ParamKind::key_kernel || kind == ParamKind::key_bias     ? "key_dense"
+          : kind == ParamKind::value_kernel || kind == ParamKind::value_bias ? "value_dense"
+                                                                             : "output_dense";
+      return base + "/" + sub + "/vars/" + (is_kernel(kind) ? "0" : "1");
+    };
     for (std::size_t i = 0; i < info.params.size(); ++i) {
-      const std::string dataset = group + "/" + std::to_string(i);
+      const std::string dataset = dataset_of(i);
       const std::string part = what + " " + std::string(to_string(info.params[i].kind));
       if (!file.exists(dataset)) {
         throw SpecError(name + " (model.weights.h5): " + part + " is missing (" + dataset + ")",
@@ -329,7 +343,7 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
       std::vector<float> values = file.read(dataset, info.params[i].shape, part);
       layer.values(info.params[i].kind) = std::move(values);
     }
-    if (file.exists(group + "/" + std::to_string(info.params.size()))) {
+    if (!attention && file.exists(group + "/" + std::to_string(info.params.size()))) {
       throw SpecError(name + " (model.weights.h5): " + what + " has more variables than its " +
                           std::to_string(info.params.size()) + " in MixLab",
                       info.index);

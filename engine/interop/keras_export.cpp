@@ -137,6 +137,19 @@ ordered_json layer_config(const LayerSpec& layer) {
     case LayerType::PositionEmbedding:
       c["sequence_length"] = layer.sequence_length;
       break;
+    case LayerType::MultiHeadAttention:
+      c["num_heads"] = layer.num_heads;
+      c["key_dim"] = layer.key_dim;
+      c["value_dim"] = layer.value_dim > 0 ? layer.value_dim : layer.key_dim;
+      c["dropout"] = layer.attention_dropout;
+      c["use_bias"] = layer.use_bias;
+      if (layer.output_dim > 0) {
+        c["output_shape"] = layer.output_dim;
+      } else {
+        c["output_shape"] = nullptr;
+      }
+      c["attention_axes"] = nullptr;
+      break;
     case LayerType::Add:
     case LayerType::Subtract:
     case LayerType::Multiply:
@@ -189,7 +202,11 @@ std::vector<std::string> keras_names(const ModelSpec& spec, std::string& input_n
 
 std::string export_keras_json(const ModelSpec& spec, Policy policy) {
   const ModelGraph graph = resolve_graph(spec);
-  const bool functional = !graph.is_chain();
+  // MultiHeadAttention takes its input twice (query and value): a functional model's call.
+  const bool functional =
+      !graph.is_chain() ||
+      std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const LayerSpec& l) { return l.type == LayerType::MultiHeadAttention; });
   const ShapeTable table = functional ? infer_shapes(spec, policy) : ShapeTable{};
   std::string input_name;
   const std::vector<std::string> names =
@@ -239,11 +256,16 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
                                     source.compute));
       }
     }
-    // A merge takes the list of its inputs as its one argument.
+    // A merge takes the list of its inputs as its one argument; self-attention its input as the
+    // query and the value, and the causal mask as a call argument.
+    ordered_json kwargs = ordered_json::object();
     if (is_merge(layer.type)) args = ordered_json::array({args});
+    if (layer.type == LayerType::MultiHeadAttention) {
+      args.push_back(args.front());
+      if (layer.causal) kwargs["use_causal_mask"] = true;
+    }
     layers.back()["name"] = names[static_cast<std::size_t>(i)];
-    layers.back()["inbound_nodes"] =
-        ordered_json::array({{{"args", args}, {"kwargs", ordered_json::object()}}});
+    layers.back()["inbound_nodes"] = ordered_json::array({{{"args", args}, {"kwargs", kwargs}}});
   }
   ordered_json model_config = ordered_json::object();
   model_config["name"] = spec.name;

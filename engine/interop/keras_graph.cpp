@@ -76,9 +76,28 @@ std::vector<std::string> inbound_layers(const KerasLayer& layer, const std::stri
   for (const json& node : nodes) {
     if (node.is_object() && node.contains("args")) {
       visit(node["args"], visit);
+      // MultiHeadAttention may be called with query=, value=, key= by keyword.
+      if (layer.class_name == "MultiHeadAttention" && node.contains("kwargs") &&
+          node["kwargs"].is_object()) {
+        for (const char* key : {"query", "value", "key"}) {
+          if (node["kwargs"].contains(key)) visit(node["kwargs"][key], visit);
+        }
+      }
     } else {
       visit(node, visit);
     }
+  }
+  if (layer.class_name == "MultiHeadAttention" && !from.empty()) {
+    // Self-attention: the query, value and key are one layer's output, MixLab's one input.
+    for (const std::string& source : from) {
+      if (source != from.front()) {
+        throw SpecError(prefix + where(-1, layer) + " attends from " + quote(from.front()) +
+                        " to " + quote(source) +
+                        ": MixLab's MultiHeadAttention is self-attention (query, value and key "
+                        "the same layer's output); cross-attention is not supported");
+      }
+    }
+    from.resize(1);
   }
   return from;
 }

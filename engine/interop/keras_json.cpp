@@ -530,6 +530,36 @@ class Importer {
       }
       checked_.insert("mask_zero");
       checked_.insert("input_length");  // tf.keras 2's, the input's steps
+    } else if (cls == "MultiHeadAttention") {
+      out["type"] = "MultiHeadAttention";
+      fields = {"num_heads", "key_dim", "value_dim", "dropout", "use_bias", "output_shape"};
+      kernel_keys = true;
+      // Over the steps: Keras writes [1] once built on (batch, steps, features).
+      expect_default(config, "attention_axes", {json(), json(1), json({1}), json({-2})}, index,
+                     layer);
+      checked_.insert("seed");
+      checked_.insert("flash_attention");
+      // A call argument, kept in the layer's inbound node.
+      const json& nodes = layer.object->value("inbound_nodes", json::array());
+      if (nodes.is_array() && !nodes.empty() && nodes[0].is_object() &&
+          nodes[0].value("kwargs", json::object()).is_object()) {
+        const json kwargs = nodes[0].value("kwargs", json::object());
+        for (const auto& [key, value] : kwargs.items()) {
+          if (key == "use_causal_mask") {
+            if (!value.is_boolean()) {
+              fail_layer(index, layer, "use_causal_mask " + value.dump() + " is not true or false");
+            }
+            out["use_causal_mask"] = value;
+          } else if (key == "query" || key == "value" || key == "key") {
+            continue;  // the input, read with the graph
+          } else if (!value.is_null() && value != false) {
+            fail_layer(index, layer,
+                       "the call argument " + quote(key) +
+                           " is not supported (MixLab takes use_causal_mask, no masks or "
+                           "returned scores)");
+          }
+        }
+      }
     } else if (cls == "PositionEmbedding") {
       // keras_hub's (registered "keras_hub>PositionEmbedding").
       out["type"] = "PositionEmbedding";
@@ -585,7 +615,8 @@ class Importer {
               " layer (it imports InputLayer, Dense, Conv2D, DepthwiseConv2D, SeparableConv2D, "
               "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, "
               "GlobalAveragePooling1D, GlobalMaxPooling1D, ZeroPadding2D, BatchNormalization, "
-              "LayerNormalization, Embedding, keras_hub's PositionEmbedding, Flatten, Reshape, "
+              "LayerNormalization, Embedding, MultiHeadAttention, keras_hub's PositionEmbedding, "
+              "Flatten, Reshape, "
               "Dropout, "
               "Activation, ReLU, LeakyReLU, Softmax, Rescaling, Normalization, Add, Subtract, "
               "Multiply, "

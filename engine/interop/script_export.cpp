@@ -304,6 +304,16 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
              ", epsilon=" + layer_float(index, layer.epsilon, "epsilon") +
              ", center=" + py_bool(layer.center) + ", scale=" + py_bool(layer.scale_gamma);
       break;
+    case LayerType::MultiHeadAttention:
+      // The template's SelfAttention: Keras's layer called on its one input twice.
+      type = "SelfAttention";
+      args =
+          py_int(layer.num_heads) + ", " + py_int(layer.key_dim) +
+          (layer.value_dim > 0 ? PyCode(", value_dim=") + py_int(layer.value_dim) : PyCode()) +
+          (layer.output_dim > 0 ? PyCode(", output_shape=") + py_int(layer.output_dim) : PyCode()) +
+          ", use_causal_mask=" + py_bool(layer.causal) + bias;
+      return PyCode("SelfAttention(") + args +
+             (layer.name.empty() ? PyCode() : PyCode(", name=") + py_str(layer.name)) + ")";
     case LayerType::PositionEmbedding:
       // The template's PositionEmbedding: keras_hub's layer, without the dependency.
       return PyCode("PositionEmbedding(") + py_int(layer.sequence_length) +
@@ -562,6 +572,14 @@ class TorchWriter {
       case LayerType::PositionEmbedding:
         add(PyCode("PositionEmbedding(") + py_int(layer.sequence_length) + ", " +
                 py_int(info.input_shape.back()) + ")",
+            true);
+        break;
+      case LayerType::MultiHeadAttention:
+        add(PyCode("SelfAttention(") + py_int(info.input_shape.back()) + ", " +
+                py_int(layer.num_heads) + ", " + py_int(layer.key_dim) + ", " +
+                py_int(layer.value_dim > 0 ? layer.value_dim : layer.key_dim) + ", " +
+                py_int(info.output_shape.back()) + ", " + py_bool(layer.causal) + ", " +
+                py_bool(layer.use_bias) + ")",
             true);
         break;
     }

@@ -100,6 +100,8 @@ std::string_view to_string(PlanOp op) {
       return "layer_norm";
     case PlanOp::position_embedding:
       return "position_embedding";
+    case PlanOp::attention:
+      return "attention";
   }
   return "?";
 }
@@ -324,6 +326,9 @@ class Lowering {
         add(PlanOp::layer_norm, li, s, out, label);
         add_slots(info, li);
         break;
+      case LayerType::MultiHeadAttention:
+        attention(layer, info, li, label);
+        break;
     }
     plan_.layer_last_node[static_cast<std::size_t>(li)] = static_cast<int>(plan_.nodes.size()) - 1;
   }
@@ -408,6 +413,37 @@ class Lowering {
       const int rank = static_cast<int>(info.input_shape.size());
       node.axis = (layer.axis < 0 ? layer.axis + rank + 1 : layer.axis) - 1;
     }
+  }
+
+  // MultiHeadAttention: the query, key and value projections, each a Dense on every step (Keras's
+  // (features, heads, dim) kernel is a (features, heads * dim) matrix in the same order), the
+  // attention core reading the three, and the output projection ((heads, value_dim, out): a
+  // (heads * value_dim, out) matrix).
+  void attention(const LayerSpec& layer, const LayerInfo& info, int li, const std::string& label) {
+    const DType s = info.compute;
+    cast_to(s, li, label);
+    const Tensor x = current_;
+    const std::int64_t steps = info.input_shape[0];
+    const int heads = layer.num_heads, kd = layer.key_dim;
+    const int vd = layer.value_dim > 0 ? layer.value_dim : layer.key_dim;
+    const std::size_t per = layer.use_bias ? 2 : 1;  // groups per projection
+    static constexpr const char* kParts[] = {" query", " key", " value"};
+    std::vector<Tensor> parts;
+    for (std::size_t p = 0; p < 3; ++p) {
+      current_ = x;
+      add(PlanOp::dense, li, s, {steps, static_cast<std::int64_t>(heads) * (p == 2 ? vd : kd)},
+          label + kParts[p]);
+      add_slots(info, li, p * per, (p + 1) * per);
+      parts.push_back(current_);
+    }
+    PlanNode& core = add(PlanOp::attention, li, s, {steps, static_cast<std::int64_t>(heads) * vd},
+                         label + " attention", parts);
+    core.heads = heads;
+    core.key_dim = kd;
+    core.value_dim = vd;
+    core.causal = layer.causal;
+    add(PlanOp::dense, li, s, info.output_shape, label + " output");
+    add_slots(info, li, 3 * per, info.params.size());
   }
 
   // The kernel's glorot_uniform fans, as Keras computes them: Dense (in, units); Conv2D the

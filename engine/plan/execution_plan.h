@@ -75,6 +75,12 @@ enum class PlanOp : std::uint8_t {
   // PositionEmbedding: the first `steps` rows of its table, the same for every sample. Its input
   // gives only the shape and gets no gradient.
   position_embedding,
+  // MultiHeadAttention's core on its three projections (inputs: queries, keys, values, each
+  // (steps, heads * dim)): per head, scores = q k^T written in the layer's dtype (Keras 3 on
+  // TensorFlow computes ops.dot_product_attention's einsum so: float16 may overflow here), then in
+  // float32 scaled by 1/sqrt(key_dim), masked (causal), softmax; the weights rounded to the
+  // layer's dtype times the values. Output (steps, heads * value_dim).
+  attention,
 };
 std::string_view to_string(PlanOp op);
 // The op reads only its input's values as ids or its shape: no gradient flows to the input.
@@ -111,6 +117,9 @@ struct PlanNode {
   MergeOp merge = MergeOp::add;  // merge: which
   int axis = 0;                  // merge concatenate: the axis of the per-sample shape (0-based)
   int groups = 1;  // conv2d: the convolution's groups (DepthwiseConv2D: the input channels)
+  // attention: heads, their query/key and value sizes, the causal mask
+  int heads = 0, key_dim = 0, value_dim = 0;
+  bool causal = false;
   std::vector<int> params;  // dense / conv2d: its kernel (then bias) in ExecutionPlan::params
   std::string label;       // "layer 3 (Dense)", "layer 3 (Dense) cast"
   // Backward: the node runs when a gradient reaches it that something needs (its own

@@ -147,6 +147,27 @@ void check_layer_values(const LayerSpec& layer, int index, const std::string& pr
     case LayerType::PositionEmbedding:
       check_count(layer.sequence_length, "sequence_length", where, index);
       break;
+    case LayerType::MultiHeadAttention:
+      check_count(layer.num_heads, "num_heads", where, index);
+      check_count(layer.key_dim, "key_dim", where, index);
+      if (layer.value_dim < 0 || layer.output_dim < 0) {
+        throw SpecError(where + (layer.value_dim < 0 ? "value_dim " : "output_shape ") +
+                            std::to_string(std::min(layer.value_dim, layer.output_dim)) +
+                            " is out of range [1, " + std::to_string(kMaxFieldValue) + "]",
+                        index);
+      }
+      if (!(layer.attention_dropout >= 0.0 && layer.attention_dropout < 1.0)) {
+        throw SpecError(
+            where + "dropout " + format_number(layer.attention_dropout) + " is out of range [0, 1)",
+            index);
+      }
+      if (layer.attention_dropout != 0.0) {
+        throw SpecError(where + "dropout " + format_number(layer.attention_dropout) +
+                            " on the attention weights is not supported yet: put a Dropout layer "
+                            "after the attention instead (keras.io's transformers do)",
+                        index);
+      }
+      break;
     case LayerType::ZeroPadding2D:
       for (const int p : {layer.zero_padding.top, layer.zero_padding.bottom,
                           layer.zero_padding.left, layer.zero_padding.right}) {

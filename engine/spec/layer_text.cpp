@@ -155,6 +155,17 @@ std::string layer_summary(const LayerSpec& layer) {
     case LayerType::PositionEmbedding:
       parts.push_back(std::to_string(layer.sequence_length) + " positions");
       break;
+    case LayerType::MultiHeadAttention: {
+      std::string heads = std::to_string(layer.num_heads);
+      heads += " heads × ";
+      heads += std::to_string(layer.key_dim);
+      parts.push_back(heads);
+      if (layer.value_dim > 0) parts.push_back("values " + std::to_string(layer.value_dim));
+      if (layer.output_dim > 0) parts.push_back("to " + std::to_string(layer.output_dim));
+      if (layer.causal) parts.emplace_back("causal");
+      if (!layer.use_bias) parts.emplace_back("no bias");
+      break;
+    }
     case LayerType::Flatten:
     case LayerType::Add:
     case LayerType::Subtract:

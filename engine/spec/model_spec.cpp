@@ -52,6 +52,7 @@ constexpr std::array kLayerTypes = {
     LayerType::Embedding,
     LayerType::LayerNormalization,
     LayerType::PositionEmbedding,
+    LayerType::MultiHeadAttention,
 };
 constexpr std::array kActivations = {
     ActivationFn::relu,      ActivationFn::sigmoid, ActivationFn::tanh,  ActivationFn::gelu,
@@ -87,6 +88,9 @@ std::span<const std::string_view> type_fields(LayerType type) {
                                                                  "scale"};
   static constexpr std::array<std::string_view, 2> embedding = {"input_dim", "output_dim"};
   static constexpr std::array<std::string_view, 1> position = {"sequence_length"};
+  static constexpr std::array<std::string_view, 7> attention = {
+      "num_heads", "key_dim",      "value_dim",      "dropout",
+      "use_bias",  "output_shape", "use_causal_mask"};
   static constexpr std::array<std::string_view, 1> zero_padding = {"padding"};
   static constexpr std::array<std::string_view, 1> reshape = {"target_shape"};
   static constexpr std::array<std::string_view, 3> normalization = {"axis", "mean", "variance"};
@@ -143,6 +147,8 @@ std::span<const std::string_view> type_fields(LayerType type) {
       return layer_norm;
     case LayerType::PositionEmbedding:
       return position;
+    case LayerType::MultiHeadAttention:
+      return attention;
   }
   return {};
 }
@@ -467,6 +473,24 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
     case LayerType::PositionEmbedding:
       layer.sequence_length = in.get_positive_int("sequence_length", in.require("sequence_length"));
       break;
+    case LayerType::MultiHeadAttention:
+      layer.num_heads = in.get_positive_int("num_heads", in.require("num_heads"));
+      layer.key_dim = in.get_positive_int("key_dim", in.require("key_dim"));
+      if (const json* v = in.find("value_dim"); v != nullptr && !v->is_null()) {
+        layer.value_dim = in.get_positive_int("value_dim", *v);
+      }
+      if (const json* v = in.find("dropout"))
+        layer.attention_dropout = in.get_number("dropout", *v);
+      if (const json* v = in.find("output_shape"); v != nullptr && !v->is_null()) {
+        // Keras takes a number or a list of one (the last axis's size).
+        const json& size = v->is_array() && v->size() == 1 ? (*v)[0] : *v;
+        layer.output_dim = in.get_positive_int("output_shape", size);
+      }
+      if (const json* v = in.find("use_causal_mask")) {
+        layer.causal = in.get_bool("use_causal_mask", *v);
+      }
+      if (const json* v = in.find("use_bias")) layer.use_bias = in.get_bool("use_bias", *v);
+      break;
     case LayerType::DepthwiseConv2D:
     case LayerType::SeparableConv2D:
       if (layer.type == LayerType::SeparableConv2D) {
@@ -708,6 +732,8 @@ std::string_view to_string(LayerType type) {
       return "LayerNormalization";
     case LayerType::PositionEmbedding:
       return "PositionEmbedding";
+    case LayerType::MultiHeadAttention:
+      return "MultiHeadAttention";
   }
   return "?";
 }

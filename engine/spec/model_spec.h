@@ -85,6 +85,11 @@ enum class LayerType : std::uint8_t {
   // (steps, features) holding the first `steps` rows of its (sequence_length, features) table
   // for every sample. It reads only its input's shape; an Add puts it on the tokens.
   PositionEmbedding,
+  // Keras's MultiHeadAttention as self-attention (query, key and value the one input):
+  // (steps, features) -> (steps, output_shape), num_heads heads of key_dim (queries and keys)
+  // and value_dim (values), with use_causal_mask (each step attends to itself and the steps
+  // before it).
+  MultiHeadAttention,
 };
 // The merge layers: they read two or more layers (Subtract exactly two).
 bool is_merge(LayerType type);
@@ -180,6 +185,14 @@ struct LayerSpec {
   int output_dim = 0;
   // PositionEmbedding (required): the positions it has vectors for, at least the input's steps
   int sequence_length = 0;
+  // MultiHeadAttention: num_heads and key_dim required; value_dim 0 is key_dim; output_dim
+  // (Keras's "output_shape") 0 is the input's features; dropout on the attention weights
+  // (Keras's "dropout"); use_bias as Dense's.
+  int num_heads = 0;
+  int key_dim = 0;
+  int value_dim = 0;
+  double attention_dropout = 0.0;
+  bool causal = false;  // "use_causal_mask"
   // Dropout (required; 0 <= rate < 1)
   double rate = 0.0;
   // Dropout: Keras's noise_shape, with the batch: -1 (None) for an axis the mask varies along,

@@ -130,6 +130,15 @@ ordered_json layer_json(const LayerSpec& layer) {
     case LayerType::PositionEmbedding:
       j["sequence_length"] = layer.sequence_length;
       break;
+    case LayerType::MultiHeadAttention:
+      j["num_heads"] = layer.num_heads;
+      j["key_dim"] = layer.key_dim;
+      if (layer.value_dim > 0) j["value_dim"] = layer.value_dim;
+      if (layer.attention_dropout != 0.0) j["dropout"] = layer.attention_dropout;
+      if (!layer.use_bias) j["use_bias"] = false;
+      if (layer.output_dim > 0) j["output_shape"] = layer.output_dim;
+      if (layer.causal) j["use_causal_mask"] = true;
+      break;
     case LayerType::Normalization:
       if (layer.axis != -1) j["axis"] = layer.axis;
       if (!layer.mean.empty()) j["mean"] = layer.mean;

@@ -28,6 +28,18 @@ const std::vector<float>& LayerWeights::values(ParamKind kind) const {
       return pointwise_kernel;
     case ParamKind::embeddings:
       return embeddings;
+    case ParamKind::query_kernel:
+      return query_kernel;
+    case ParamKind::query_bias:
+      return query_bias;
+    case ParamKind::key_kernel:
+      return key_kernel;
+    case ParamKind::key_bias:
+      return key_bias;
+    case ParamKind::value_kernel:
+      return value_kernel;
+    case ParamKind::value_bias:
+      return value_bias;
   }
   return kernel;
 }
@@ -39,7 +51,9 @@ void write_model_weights(
     for (const ParamKind kind :
          {ParamKind::kernel, ParamKind::bias, ParamKind::gamma, ParamKind::beta,
           ParamKind::moving_mean, ParamKind::moving_variance, ParamKind::pointwise_kernel,
-          ParamKind::embeddings}) {
+          ParamKind::embeddings, ParamKind::query_kernel, ParamKind::query_bias,
+          ParamKind::key_kernel, ParamKind::key_bias, ParamKind::value_kernel,
+          ParamKind::value_bias}) {
       const std::vector<float>& values = w.values(kind);
       if (values.empty()) continue;
       try {

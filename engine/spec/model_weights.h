@@ -24,6 +24,8 @@ struct LayerWeights {
   std::vector<float> gamma, beta, moving_mean, moving_variance;
   std::vector<float> pointwise_kernel;  // SeparableConv2D's second kernel
   std::vector<float> embeddings;        // Embedding's and PositionEmbedding's table
+  // MultiHeadAttention's query, key and value projections (its output's: kernel and bias)
+  std::vector<float> query_kernel, query_bias, key_kernel, key_bias, value_kernel, value_bias;
 
   std::vector<float>& values(ParamKind kind);
   const std::vector<float>& values(ParamKind kind) const;

@@ -443,6 +443,35 @@ LayerInfo infer_layer(const ModelSpec& spec, int index, const std::vector<int>& 
       info.params.push_back({ParamKind::embeddings, {layer.sequence_length, input[1]}});
       info.flops = 0;  // a broadcast copy
       break;
+    case LayerType::MultiHeadAttention: {
+      if (input.size() != 2) {
+        throw SpecError(where + "needs a (steps, features) input but gets " + format_shape(input) +
+                            " (rank " + std::to_string(input.size()) + ")",
+                        index);
+      }
+      const std::int64_t steps = input[0], d = input[1];
+      const std::int64_t h = layer.num_heads, kd = layer.key_dim;
+      const std::int64_t vd = layer.value_dim > 0 ? layer.value_dim : layer.key_dim;
+      const std::int64_t out = layer.output_dim > 0 ? layer.output_dim : d;
+      info.output_shape = {steps, out};
+      const auto projection = [&](ParamKind kernel, ParamKind bias, std::int64_t width) {
+        info.params.push_back({kernel, {d, h, width}});
+        if (layer.use_bias) info.params.push_back({bias, {h, width}});
+      };
+      projection(ParamKind::query_kernel, ParamKind::query_bias, kd);
+      projection(ParamKind::key_kernel, ParamKind::key_bias, kd);
+      projection(ParamKind::value_kernel, ParamKind::value_bias, vd);
+      info.params.push_back({ParamKind::kernel, {h, vd, out}});
+      if (layer.use_bias) info.params.push_back({ParamKind::bias, {out}});
+      // The projections, the scores, their softmax, the weighted values, the output.
+      const std::int64_t projections = c.mul(2, c.mul(steps, d, c.mul(h, c.add(2 * kd, vd))));
+      const std::int64_t scores = c.mul(2, c.mul(steps, steps, c.mul(h, kd)));
+      const std::int64_t softmax = c.mul(3, c.mul(steps, steps, h));
+      const std::int64_t weighted = c.mul(2, c.mul(steps, steps, c.mul(h, vd)));
+      const std::int64_t output = c.mul(2, c.mul(steps, c.mul(h, vd), out));
+      info.flops = c.add(c.add(projections, scores), c.add(c.add(softmax, weighted), output));
+      break;
+    }
     case LayerType::ZeroPadding2D: {
       require_image(info, spec, where);
       const Pad2D& p = layer.zero_padding;
@@ -563,6 +592,18 @@ std::string_view to_string(ParamKind kind) {
       return "pointwise_kernel";
     case ParamKind::embeddings:
       return "embeddings";
+    case ParamKind::query_kernel:
+      return "query_kernel";
+    case ParamKind::query_bias:
+      return "query_bias";
+    case ParamKind::key_kernel:
+      return "key_kernel";
+    case ParamKind::key_bias:
+      return "key_bias";
+    case ParamKind::value_kernel:
+      return "value_kernel";
+    case ParamKind::value_bias:
+      return "value_bias";
   }
   return "?";
 }

@@ -30,12 +30,23 @@ enum class ParamKind : std::uint8_t {
   moving_variance,
   pointwise_kernel,  // SeparableConv2D's second kernel (its first is `kernel`, the depthwise one)
   embeddings,  // Embedding's (input_dim, output_dim), PositionEmbedding's (positions, features)
+  // MultiHeadAttention's projections (Keras's EinsumDense layers query, key and value): kernels
+  // (features, heads, key_dim or value_dim), biases (heads, key_dim or value_dim); its output
+  // projection is its kernel (heads, value_dim, output) and bias.
+  query_kernel,
+  query_bias,
+  key_kernel,
+  key_bias,
+  value_kernel,
+  value_bias,
 };
 std::string_view to_string(ParamKind kind);
 // Kernels start from glorot_uniform, embeddings from Keras's initializer for their layer
 // (engine/ops/initializers.h); the other groups from zeros or ones.
 constexpr bool is_kernel(ParamKind kind) {
-  return kind == ParamKind::kernel || kind == ParamKind::pointwise_kernel;
+  return kind == ParamKind::kernel || kind == ParamKind::pointwise_kernel ||
+         kind == ParamKind::query_kernel || kind == ParamKind::key_kernel ||
+         kind == ParamKind::value_kernel;
 }
 constexpr bool is_trainable(ParamKind kind) {
   return kind != ParamKind::moving_mean && kind != ParamKind::moving_variance;

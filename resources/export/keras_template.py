@@ -33,6 +33,24 @@ class PositionEmbedding(keras.layers.Layer):
         return {**super().get_config(), "sequence_length": self.sequence_length}
 
 
+class SelfAttention(keras.layers.MultiHeadAttention):
+    """Keras's MultiHeadAttention as self-attention on its one input (query and value), with
+    its causal mask as MixLab's layer field."""
+
+    def __init__(self, num_heads, key_dim, use_causal_mask=False, **kwargs):
+        super().__init__(num_heads, key_dim, **kwargs)
+        self.use_causal_mask = use_causal_mask
+
+    def build(self, input_shape):
+        super().build(input_shape, input_shape)
+
+    def call(self, inputs):
+        return super().call(inputs, inputs, use_causal_mask=self.use_causal_mask)
+
+    def compute_output_shape(self, input_shape):
+        return super().compute_output_shape(input_shape, input_shape)
+
+
 def build_model():
     # Keras's default initialisers, as MixLab's: glorot_uniform kernels, zero biases (the
     # same distributions; not MixLab's draws, which a .keras export carries).

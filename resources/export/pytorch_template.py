@@ -135,6 +135,32 @@ class PositionEmbedding(nn.Module):
         return self.table[: x.shape[1]].to(x.dtype).expand(x.shape[0], -1, -1)
 
 
+class SelfAttention(nn.Module):
+    """Keras's MultiHeadAttention as self-attention: query, key and value projections of heads x
+    key_dim (value_dim), scaled dot-product attention (causal when asked) in float32 softmax,
+    and the output projection."""
+
+    def __init__(self, features, heads, key_dim, value_dim, out, causal, bias):
+        super().__init__()
+        self.heads, self.key_dim, self.value_dim, self.causal = heads, key_dim, value_dim, causal
+        self.query = nn.Linear(features, heads * key_dim, bias=bias)
+        self.key = nn.Linear(features, heads * key_dim, bias=bias)
+        self.value = nn.Linear(features, heads * value_dim, bias=bias)
+        self.output = nn.Linear(heads * value_dim, out, bias=bias)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+
+        def split(t, dim):
+            return t.reshape(b, s, self.heads, dim).transpose(1, 2)
+        q, k, v = split(self.query(x), self.key_dim), split(self.key(x), self.key_dim), split(self.value(x), self.value_dim)
+        scores = (q @ k.transpose(-1, -2)).float() / self.key_dim ** 0.5
+        if self.causal:
+            scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1), -1e9)
+        weights = torch.softmax(scores, dim=-1).to(v.dtype)
+        return self.output((weights @ v).transpose(1, 2).reshape(b, s, self.heads * self.value_dim))
+
+
 class NoiseDropout(nn.Module):
     """Keras's Dropout with a noise_shape (in Keras's order, the batch first): one mask value
     per element of the noise shape (None: the input's size), repeated along its axes of 1."""

@@ -118,6 +118,18 @@ inline LayerSpec position_embedding(int positions) {
   return l;
 }
 
+inline LayerSpec attention(int heads, int key_dim, bool causal = false, int value_dim = 0,
+                           int output = 0) {
+  LayerSpec l;
+  l.type = LayerType::MultiHeadAttention;
+  l.num_heads = heads;
+  l.key_dim = key_dim;
+  l.causal = causal;
+  l.value_dim = value_dim;
+  l.output_dim = output;
+  return l;
+}
+
 inline LayerSpec zero_padding(Pad2D p) {
   LayerSpec l;
   l.type = LayerType::ZeroPadding2D;

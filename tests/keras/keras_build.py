@@ -104,6 +104,10 @@ def keras_layer(l, **kw):
                                                **kw)
     if t == "PositionEmbedding":
         return PositionEmbedding(l["sequence_length"], **kw)
+    if t == "MultiHeadAttention":
+        return keras.layers.MultiHeadAttention(l["num_heads"], l["key_dim"], value_dim=l.get("value_dim"),
+                                               use_bias=l.get("use_bias", True),
+                                               output_shape=l.get("output_shape"), **kw)
     raise ValueError(f"layer type {t} unknown to the harness")
 
 
@@ -113,7 +117,7 @@ def build_keras(spec, policy="float32"):
     previous = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(policy)
     try:
-        graph = any("inputs" in l for l in spec["layers"])
+        graph = any("inputs" in l or l["type"] == "MultiHeadAttention" for l in spec["layers"])
         # Token ids for an Embedding (Keras models give it int32), float32 otherwise.
         ids = spec["layers"][0]["type"] == "Embedding"
         inputs = keras.Input(shape=tuple(spec["input"]["shape"]), dtype="int32" if ids else "float32")
@@ -129,7 +133,10 @@ def build_keras(spec, policy="float32"):
                 layers.append(layer)
                 continue
             sources = [tensors[name] for name in l.get("inputs", [])] or [last]
-            last = layer(sources if l["type"] in MERGES else sources[0])
+            if l["type"] == "MultiHeadAttention":  # self-attention: query and value
+                last = layer(sources[0], sources[0], use_causal_mask=l.get("use_causal_mask", False))
+            else:
+                last = layer(sources if l["type"] in MERGES else sources[0])
             if "name" in l:
                 tensors[l["name"]] = last
         if graph:

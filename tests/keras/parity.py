@@ -220,7 +220,11 @@ def make_dataset(work, spec, n_train, n_test, seed=1234):
     classes = spec_outputs(spec)
     rng = np.random.default_rng(seed)
     if spec["layers"][0]["type"] == "Embedding":
-        return text_dataset(work, spec, n_train, rng)
+        per_step = not any(l["type"] in ("GlobalAveragePooling1D", "GlobalMaxPooling1D", "Flatten")
+                           for l in spec["layers"])
+        if per_step:
+            return text_dataset(work, spec, n_train, rng)
+        return synthetic_tokens(spec, n_train, seed)
     # Pixels 0..255, except for a model that does not rescale them (cifar10-mlp): its first
     # Dense then sums 3072 products of size ~255, pre-activations reach ~10^3, the final sigmoid
     # saturates, and float32's rounding of such sums (6e-8 x 10^3, in a summation order that
@@ -276,6 +280,50 @@ def text_dataset(work, spec, n_train, rng):
     (x, y), (x_test, y_test) = windows(data[:split]), windows(data[split:])
     return f"text:{path}:{steps}", (x.astype(np.int32), y.astype(np.int64)), \
         (x_test.astype(np.int32), y_test.astype(np.int64))
+
+
+class SplitMix64:
+    """engine/data/rng.h's generator, bit for bit."""
+    MASK = (1 << 64) - 1
+
+    def __init__(self, seed, stream=None):
+        self.state = seed & self.MASK
+        if stream is not None:
+            self.state = SplitMix64(seed ^ ((stream * 0xD1B54A32D192ED03) & self.MASK)).next()
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & self.MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self.MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.MASK
+        return z ^ (z >> 31)
+
+    def below(self, n):
+        return (self.next() * n) >> 64
+
+
+def synthetic_tokens(spec, n_train, seed):
+    """A token classifier's data as MixLab's tokens:synthetic:SEQ_LEN:VOCAB:CLASSES:N makes it
+    (engine/data/tokens.cpp, replayed here): each sample draws 3 tokens in 10 from its class's 8
+    favoured ones."""
+    steps, vocab, classes = spec["input"]["shape"][0], spec["layers"][0]["input_dim"], spec_outputs(spec)
+    vocab = min(vocab, 256)
+    table = SplitMix64(1, 1)
+    for _ in range(vocab * 4):
+        table.below(vocab)  # the chain's successors (a language model's), drawn first
+    favoured = [table.below(vocab) for _ in range(classes * 8)]
+
+    def split(size, streams):
+        x, y = np.zeros((size, steps), np.int32), np.zeros(size, np.int64)
+        for i in range(size):
+            rng = SplitMix64(1, streams + i)
+            label = rng.below(classes)
+            for t in range(steps):
+                x[i, t] = favoured[label * 8 + rng.below(8)] if rng.below(10) < 3 else rng.below(vocab)
+            y[i] = label
+        return x, y
+    return (f"tokens:synthetic:{steps}:{vocab}:{classes}:{n_train}", split(n_train, 1 << 40),
+            split(max(1, n_train // 5), 2 << 40))
 
 
 def spec_outputs(spec):
@@ -801,6 +849,84 @@ BYTE_LM_SPEC = {
 }
 
 
+# keras.io's "Text classification with Transformer" (its TokenAndPositionEmbedding and
+# TransformerBlock written out as layers; embed_dim 32, 2 heads, ff_dim 32, LayerNormalization
+# epsilon 1e-6) on 16 token ids of 64, 4 classes; its Dropout layers kept (MixLab's masks are
+# its own, so the training checks run the same model without them).
+TRANSFORMER_SPEC = {
+    "name": "text-transformer", "input": {"shape": [16]},
+    "layers": [
+        {"type": "Embedding", "input_dim": 64, "output_dim": 32, "name": "token_emb"},
+        {"type": "PositionEmbedding", "sequence_length": 16, "name": "pos_emb"},
+        {"type": "Add", "name": "embedded", "inputs": ["token_emb", "pos_emb"]},
+        {"type": "MultiHeadAttention", "num_heads": 2, "key_dim": 32, "name": "att", "inputs": ["embedded"]},
+        {"type": "Dropout", "rate": 0.1, "name": "dropout1"},
+        {"type": "Add", "name": "residual1", "inputs": ["embedded", "dropout1"]},
+        {"type": "LayerNormalization", "epsilon": 1e-6, "name": "layernorm1"},
+        {"type": "Dense", "units": 32, "activation": "relu", "name": "ffn_1"},
+        {"type": "Dense", "units": 32, "name": "ffn_2"},
+        {"type": "Dropout", "rate": 0.1, "name": "dropout2"},
+        {"type": "Add", "name": "residual2", "inputs": ["layernorm1", "dropout2"]},
+        {"type": "LayerNormalization", "epsilon": 1e-6, "name": "layernorm2"},
+        {"type": "GlobalAveragePooling1D", "name": "pool"},
+        {"type": "Dropout", "rate": 0.1, "name": "dropout3"},
+        {"type": "Dense", "units": 20, "activation": "relu", "name": "head"},
+        {"type": "Dropout", "rate": 0.1, "name": "dropout4"},
+        {"type": "Dense", "units": 4, "activation": "softmax", "dtype": "float32", "name": "classes"},
+    ],
+}
+
+
+def without_dropout(spec, name):
+    """The spec with its Dropout layers left out (their readers read what the Dropout read)."""
+    layers, renamed = [], {}
+    for l in spec["layers"]:
+        if l["type"] == "Dropout":
+            renamed[l["name"]] = renamed.get(layers[-1]["name"], layers[-1]["name"])
+            continue
+        l = dict(l)
+        if "inputs" in l:
+            l["inputs"] = [renamed.get(i, i) for i in l["inputs"]]
+        layers.append(l)
+    return {**spec, "name": name, "layers": layers}
+
+
+# A one-block GPT-style decoder of bytes: token and position embeddings, pre-LayerNormalization
+# causal self-attention (4 heads of 8) and a GELU feed-forward with residuals, a final
+# LayerNormalization and a float32 softmax over 256 bytes at each of 16 steps.
+GPT_SPEC = {
+    "name": "gpt-block", "input": {"shape": [16]},
+    "layers": [
+        {"type": "Embedding", "input_dim": 256, "output_dim": 32, "name": "tokens"},
+        {"type": "PositionEmbedding", "sequence_length": 16, "name": "positions"},
+        {"type": "Add", "name": "x0", "inputs": ["tokens", "positions"]},
+        {"type": "LayerNormalization", "epsilon": 1e-5, "name": "ln1"},
+        {"type": "MultiHeadAttention", "num_heads": 4, "key_dim": 8, "use_causal_mask": True, "name": "attention"},
+        {"type": "Add", "name": "x1", "inputs": ["x0", "attention"]},
+        {"type": "LayerNormalization", "epsilon": 1e-5, "name": "ln2"},
+        {"type": "Dense", "units": 128, "activation": "gelu", "name": "up"},
+        {"type": "Dense", "units": 32, "name": "down"},
+        {"type": "Add", "name": "x2", "inputs": ["x1", "down"]},
+        {"type": "LayerNormalization", "epsilon": 1e-5, "name": "ln_f"},
+        {"type": "Dense", "units": 256, "activation": "softmax", "dtype": "float32", "name": "next"},
+    ],
+}
+
+
+def part_attention(cli, work, batch, policies):
+    # Keras 3 on JAX's CPU cannot train MultiHeadAttention under mixed_float16: XLA's CPU
+    # dot_general refuses the F16_F16_F32 precision that jax.nn.dot_product_attention asks for
+    # ("The precision 'F16_F16_F32' is not supported by dot_general on CPU"). MixLab's
+    # mixed_float16 attention is checked against its own float32 (cpu.attention) instead.
+    if "mixed_float16" in policies:
+        log("  mixed_float16 left out: Keras 3 on JAX's CPU cannot run MultiHeadAttention under it "
+            "(XLA: F16_F16_F32 not supported by dot_general on CPU)")
+        policies = [p for p in policies if p != "mixed_float16"]
+    graph_checks(cli, work, TRANSFORMER_SPEC, without_dropout(TRANSFORMER_SPEC, "text-transformer-nodrop"),
+                 batch, policies)
+    graph_checks(cli, work, GPT_SPEC, GPT_SPEC, batch, policies)
+
+
 def part_sequences(cli, work, batch, policies):
     for spec in (SEQUENCE_SPEC, SEQUENCE_MAX_SPEC, BYTE_LM_SPEC):
         graph_checks(cli, work, spec, spec, batch, policies)
@@ -1069,7 +1195,7 @@ def main():
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="scripts: Python with torch")
     parser.add_argument("parts", nargs="+",
                         choices=["structure", "forward", "names", "train", "graphs", "sequences",
-                                 "applications", "tfkeras", "torch", "scripts"])
+                                 "attention", "applications", "tfkeras", "torch", "scripts"])
     args = parser.parse_args()
     cli = Cli(os.path.abspath(args.cli))
     source = pathlib.Path(args.source)
@@ -1083,6 +1209,7 @@ def main():
         "train": lambda: part_train(cli, source, work, args.batch, args.policies.split(",")),
         "graphs": lambda: part_graphs(cli, work, args.batch, args.policies.split(",")),
         "sequences": lambda: part_sequences(cli, work, args.batch, args.policies.split(",")),
+        "attention": lambda: part_attention(cli, work, args.batch, args.policies.split(",")),
         "applications": lambda: part_applications(cli, work, args.batch),
         "tfkeras": lambda: part_tfkeras(cli, source, work),
         "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),

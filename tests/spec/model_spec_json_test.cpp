@@ -260,7 +260,8 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
                                            LayerType::Normalization,
                                            LayerType::Embedding,
                                            LayerType::LayerNormalization,
-                                           LayerType::PositionEmbedding};
+                                           LayerType::PositionEmbedding,
+                                           LayerType::MultiHeadAttention};
       l.type = kStackTypes[pick(0, static_cast<int>(std::size(kStackTypes)) - 1)];
       switch (l.type) {
         case LayerType::Dense:
@@ -326,6 +327,14 @@ TEST(ModelJson, RandomSpecsRoundTrip) {
           break;
         case LayerType::PositionEmbedding:
           l.sequence_length = pick(1, 4096);
+          break;
+        case LayerType::MultiHeadAttention:
+          l.num_heads = pick(1, 16);
+          l.key_dim = pick(1, 256);
+          l.value_dim = pick(0, 1) == 0 ? 0 : pick(1, 256);
+          l.output_dim = pick(0, 1) == 0 ? 0 : pick(1, 512);
+          l.use_bias = pick(0, 1) == 1;
+          l.causal = pick(0, 1) == 1;
           break;
         case LayerType::Normalization:
           if (pick(0, 1) == 1) {

@@ -571,6 +571,37 @@ TEST(ShapeInference, SequencesOfFeatures) {
   EXPECT_CONTAINS(shape_error(spec), "needs a (classes) output or a (steps, classes) one");
 }
 
+TEST(ShapeInference, MultiHeadAttentionHasKerasParametersAndShapes) {
+  ModelSpec spec;
+  spec.input_shape = Shape{10, 16};
+  LayerSpec mha;
+  mha.type = LayerType::MultiHeadAttention;
+  mha.num_heads = 4;
+  mha.key_dim = 8;
+  spec.layers = {mha, dense(3)};
+  ShapeTable t = infer_shapes(spec);
+  EXPECT_EQ(t.layers[0].output_shape, (Shape{10, 16}));
+  // Keras: 3 x (16*4*8 + 4*8) + (4*8*16 + 16) = 1584 + 528
+  EXPECT_EQ(t.layers[0].param_count, 3 * (16 * 32 + 32) + (32 * 16 + 16));
+  ASSERT_EQ(t.layers[0].params.size(), 8u);
+  EXPECT_EQ(t.layers[0].params[0].kind, ParamKind::query_kernel);
+  EXPECT_EQ(t.layers[0].params[0].shape, (Shape{16, 4, 8}));
+  EXPECT_EQ(t.layers[0].params[6].kind, ParamKind::kernel);
+  EXPECT_EQ(t.layers[0].params[6].shape, (Shape{4, 8, 16}));
+  mha.value_dim = 5;
+  mha.output_dim = 7;
+  mha.use_bias = false;
+  spec.layers = {mha, dense(3)};
+  t = infer_shapes(spec);
+  EXPECT_EQ(t.layers[0].output_shape, (Shape{10, 7}));
+  EXPECT_EQ(t.layers[0].param_count, 2 * 16 * 32 + 16 * 20 + 20 * 7);
+  spec.input_shape = Shape{16};
+  EXPECT_CONTAINS(shape_error(spec), "needs a (steps, features) input but gets 16 (rank 1)");
+  spec.input_shape = Shape{10, 16};
+  spec.layers[0].attention_dropout = 0.1;
+  EXPECT_CONTAINS(shape_error(spec), "dropout 0.1 on the attention weights is not supported yet");
+}
+
 TEST(ShapeInference, TokensPositionsAndLayerNormalization) {
   ModelSpec spec;
   spec.input_shape = Shape{10};

@@ -51,6 +51,8 @@ QColor type_colour(const BlockContent& content) {
     case LayerType::Embedding:
     case LayerType::PositionEmbedding:
       return {40, 110, 140};
+    case LayerType::MultiHeadAttention:
+      return {204, 85, 51};
     case LayerType::ZeroPadding2D:
     case LayerType::Reshape:
       return {138, 143, 152};

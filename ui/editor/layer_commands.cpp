@@ -96,6 +96,16 @@ QString field_name(LayerField field) {
       return QStringLiteral("output_dim");
     case LayerField::sequence_length:
       return QStringLiteral("sequence_length");
+    case LayerField::num_heads:
+      return QStringLiteral("num_heads");
+    case LayerField::key_dim:
+      return QStringLiteral("key_dim");
+    case LayerField::value_dim:
+      return QStringLiteral("value_dim");
+    case LayerField::attention_output:
+      return QStringLiteral("output_shape");
+    case LayerField::causal:
+      return QStringLiteral("use_causal_mask");
   }
   return {};
 }

@@ -46,6 +46,11 @@ enum class LayerField : std::uint8_t {
   input_dim,  // Embedding's
   output_dim,
   sequence_length,  // PositionEmbedding's
+  num_heads,        // MultiHeadAttention's
+  key_dim,
+  value_dim,
+  attention_output,  // its "output_shape"
+  causal,            // its "use_causal_mask"
 };
 enum class ModelField : std::uint8_t { name, input_shape, loss };
 

@@ -90,6 +90,11 @@ QString layer_description(LayerType type) {
       return tr(
           "Normalizes each position's features by their own mean and variance, then scales "
           "and shifts; computed in float32 under a mixed policy.");
+    case LayerType::MultiHeadAttention:
+      return tr(
+          "Self-attention: each step's query against every step's key (only earlier ones with "
+          "the causal mask), the softmax weighting the values, over several heads; scores "
+          "and softmax in float32 under a mixed policy.");
     case LayerType::PositionEmbedding:
       return tr(
           "A learned vector per position (keras_hub's PositionEmbedding); add it to the "
@@ -186,6 +191,10 @@ LayerSpec default_layer(LayerType type) {
       break;
     case LayerType::PositionEmbedding:
       layer.sequence_length = 128;
+      break;
+    case LayerType::MultiHeadAttention:
+      layer.num_heads = 4;
+      layer.key_dim = 32;
       break;
     case LayerType::BatchNormalization:
     case LayerType::LayerNormalization:

@@ -79,7 +79,7 @@ bool has_field(LayerType type, LayerField field) {
     case LayerField::activation:
       return type == LayerType::Dense || conv || type == LayerType::Activation;
     case LayerField::use_bias:
-      return type == LayerType::Dense || conv;
+      return type == LayerType::Dense || conv || type == LayerType::MultiHeadAttention;
     case LayerField::rate:
       return type == LayerType::Dropout;
     case LayerField::scale:
@@ -100,6 +100,12 @@ bool has_field(LayerType type, LayerField field) {
       return type == LayerType::Embedding;
     case LayerField::sequence_length:
       return type == LayerType::PositionEmbedding;
+    case LayerField::num_heads:
+    case LayerField::key_dim:
+    case LayerField::value_dim:
+    case LayerField::attention_output:
+    case LayerField::causal:
+      return type == LayerType::MultiHeadAttention;
     case LayerField::max_value:
     case LayerField::negative_slope:
     case LayerField::threshold:
@@ -443,6 +449,48 @@ void PropertyPanel::build_layer_group() {
   });
   add_layer_row(LayerField::sequence_length, tr("Positions"), sequence_length_);
 
+  num_heads_ = count_spin(QStringLiteral("num_heads"), tr("Attention heads"));
+  connect(num_heads_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::num_heads, [&](LayerSpec& l) { l.num_heads = v; }, true);
+  });
+  add_layer_row(LayerField::num_heads, tr("Heads"), num_heads_);
+  key_dim_ = count_spin(QStringLiteral("key_dim"), tr("Size of each head's queries and keys"));
+  connect(key_dim_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::key_dim, [&](LayerSpec& l) { l.key_dim = v; }, true);
+  });
+  add_layer_row(LayerField::key_dim, tr("Key size"), key_dim_);
+  // 0 shows as Keras's None: the key size, the input's features.
+  const auto optional_count = [this](const QString& name, const QString& tooltip) {
+    QSpinBox* spin = count_spin(name, tooltip);
+    spin->setMinimum(0);
+    spin->setSpecialValueText(tr("default"));
+    return spin;
+  };
+  value_dim_ = optional_count(QStringLiteral("value_dim"),
+                              tr("Size of each head's values (default: the key size)"));
+  connect(value_dim_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::value_dim, [&](LayerSpec& l) { l.value_dim = v; }, true);
+  });
+  add_layer_row(LayerField::value_dim, tr("Value size"), value_dim_);
+  attention_output_ =
+      optional_count(QStringLiteral("output_shape"), tr("Output features (default: the input's)"));
+  connect(attention_output_, &QSpinBox::valueChanged, this, [this](int v) {
+    edit_layer(
+        LayerField::attention_output, [&](LayerSpec& l) { l.output_dim = v; }, true);
+  });
+  add_layer_row(LayerField::attention_output, tr("Output features"), attention_output_);
+  causal_ = new QCheckBox(tr("Causal mask"));
+  causal_->setObjectName(QStringLiteral("use_causal_mask"));
+  causal_->setToolTip(tr("Each step attends to itself and the steps before it (a decoder)"));
+  connect(causal_, &QCheckBox::toggled, this, [this](bool on) {
+    edit_layer(
+        LayerField::causal, [&](LayerSpec& l) { l.causal = on; }, false);
+  });
+  add_layer_row(LayerField::causal, QString(), causal_);
+
   // A number >= 0 with Keras's bounds; `none` shows at the minimum of an optional one.
   const auto bounded_spin = [this](const QString& name, const QString& tooltip, LayerField field,
                                    double low, double high, double step,
@@ -688,6 +736,11 @@ void PropertyPanel::refresh_layer() {
   show_int(input_dim_, layer.input_dim);
   show_int(output_dim_, layer.output_dim);
   show_int(sequence_length_, layer.sequence_length);
+  show_int(num_heads_, layer.num_heads);
+  show_int(key_dim_, layer.key_dim);
+  show_int(value_dim_, layer.value_dim);
+  show_int(attention_output_, layer.output_dim);
+  causal_->setChecked(layer.causal);
   show_double(momentum_, layer.momentum);
   show_double(epsilon_, layer.epsilon);
   center_->setChecked(layer.center);

@@ -94,6 +94,11 @@ class PropertyPanel : public QWidget {
   QSpinBox* input_dim_ = nullptr;
   QSpinBox* output_dim_ = nullptr;
   QSpinBox* sequence_length_ = nullptr;
+  QSpinBox* num_heads_ = nullptr;
+  QSpinBox* key_dim_ = nullptr;
+  QSpinBox* value_dim_ = nullptr;         // 0: key_dim
+  QSpinBox* attention_output_ = nullptr;  // 0: the input's features
+  QCheckBox* causal_ = nullptr;
   QDoubleSpinBox* momentum_ = nullptr;
   QDoubleSpinBox* epsilon_ = nullptr;
   QCheckBox* center_ = nullptr;

@@ -84,6 +84,14 @@ std::string describe_layers(const RunRecord& r) {
       case LayerType::PositionEmbedding:
         args.push_back(std::to_string(l.sequence_length));
         break;
+      case LayerType::MultiHeadAttention: {
+        std::string heads = std::to_string(l.num_heads);
+        heads += "x";  // appended: GCC 12 warns on "x" + std::string here
+        heads += std::to_string(l.key_dim);
+        args.push_back(heads);
+        if (l.causal) args.emplace_back("causal");
+        break;
+      }
       case LayerType::BatchNormalization:
       case LayerType::LayerNormalization:
       case LayerType::Normalization:

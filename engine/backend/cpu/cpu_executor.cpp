@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/backend/cpu/attention.h"
 #include "engine/backend/cpu/batch_norm.h"
 #include "engine/backend/cpu/conv2d.h"
 #include "engine/backend/cpu/cpu_isa.h"
@@ -101,7 +102,15 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
         case PlanOp::dense: {
           const std::int64_t in = node.in_shape.back();
           const std::int64_t rows = batch_ * num_elements(node.in_shape) / in;
-          made = std::make_unique<DenseNode>(ctx_, layer, li, rows, in, node.out_shape.back(), s);
+          auto dense =
+              std::make_unique<DenseNode>(ctx_, layer, li, rows, in, node.out_shape.back(), s);
+          if (layer.type == LayerType::MultiHeadAttention) {  // one of its projections
+            const auto& p = node.params;
+            dense->set_params(
+                plan_.params.at(static_cast<std::size_t>(p.front())),
+                p.size() > 1 ? &plan_.params.at(static_cast<std::size_t>(p[1])) : nullptr);
+          }
+          made = std::move(dense);
           break;
         }
         case PlanOp::conv2d: {
@@ -152,6 +161,9 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           break;
         case PlanOp::layer_norm:
           made = std::make_unique<LayerNormNode>(layer, info, batch_, s);
+          break;
+        case PlanOp::attention:
+          made = std::make_unique<AttentionNode>(li, node, batch_, s);
           break;
       }
     } catch (const BackendError& e) {
@@ -446,6 +458,10 @@ void CpuExecutor::run_forward(Phase phase, std::uint64_t step, bool timed) {
       xs.clear();
       for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
       static_cast<const MergeNode&>(*nodes_[k]).forward_inputs(xs, outputs_[k]);
+    } else if (node.op == PlanOp::attention) {
+      xs.clear();
+      for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
+      static_cast<AttentionNode&>(*nodes_[k]).forward_inputs(xs, outputs_[k]);
     } else {
       nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k], phase, step);
     }
@@ -528,7 +544,7 @@ void CpuExecutor::run_backward(bool timed) {
           convert(src.data, src.storage, dst.data, dst.storage, dst.elements());
         }
       }
-    } else if (node.op == PlanOp::merge) {
+    } else if (node.op == PlanOp::merge || node.op == PlanOp::attention) {
       for (std::size_t i = 0; i < node.inputs.size(); ++i) {
         if (node.inputs[i].grad)
           input_gradient(k, static_cast<int>(i), dy, xs.data(), static_cast<int>(xs.size()));
@@ -561,6 +577,15 @@ void CpuExecutor::input_gradient(int k, int i, const Tensor& dy, const Tensor* c
     static_cast<const MergeNode&>(*nodes_[static_cast<std::size_t>(k)])
         .backward_input(std::span<const Tensor* const>(xs, static_cast<std::size_t>(count)), y, dy,
                         i, dx);
+  } else if (node.op == PlanOp::attention) {
+    // Input 0's call computes all three gradients: the plan gives each its own buffer (the
+    // projections have no other reader).
+    if (!in.grad || in.accumulate) {
+      throw BackendError(node.label + ": its projections' gradients must have their own buffers");
+    }
+    static_cast<AttentionNode&>(*nodes_[static_cast<std::size_t>(k)])
+        .backward_input(std::span<const Tensor* const>(xs, static_cast<std::size_t>(count)), dy, i,
+                        dx);
   } else {
     nodes_[static_cast<std::size_t>(k)]->backward(ctx_, x, y, dy, in.grad ? &dx : nullptr);
   }

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/backend/cpu/cpu_node.h"
+#include "engine/plan/execution_plan.h"
 
 namespace mixlab::cpu {
 
@@ -20,6 +21,13 @@ class WeightedNode : public CpuNode {
   std::vector<ParamSlot*> params() override;
   // The kernel's kind when it is not the layer's first (SeparableConv2D's pointwise part).
   void set_kernel_kind(ParamKind kind) { kernel_.kind = kind; }
+  // Another layer's kinds and fans for its groups (MultiHeadAttention's projections).
+  void set_params(const PlanSlot& kernel, const PlanSlot* bias) {
+    kernel_.kind = kernel.kind;
+    kernel_.fan_in = kernel.fan_in;
+    kernel_.fan_out = kernel.fan_out;
+    if (bias) bias_.kind = bias->kind;
+  }
 
  protected:
   WeightedNode(int layer_index, const char* name, Storage storage, bool use_bias);

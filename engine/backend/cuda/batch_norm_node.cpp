@@ -35,10 +35,7 @@ BatchNormNode::BatchNormNode(const ExecutionPlan& plan, const PlanNode& node, co
       case ParamKind::moving_variance:
         moving_variance_ = &s;
         break;
-      case ParamKind::kernel:
-      case ParamKind::bias:
-      case ParamKind::pointwise_kernel:
-      case ParamKind::embeddings:
+      default:  // no other group belongs to a BatchNormalization
         break;
     }
   }

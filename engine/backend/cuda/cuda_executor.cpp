@@ -208,6 +208,9 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
         case PlanOp::layer_norm:
           made = std::make_unique<LayerNormNode>(plan_, node, layer);
           break;
+        case PlanOp::attention:
+          made = std::make_unique<AttentionNode>(plan_, node);
+          break;
       }
     } catch (const BackendError& e) {
       const std::string what = e.what();

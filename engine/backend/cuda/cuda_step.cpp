@@ -10,6 +10,7 @@
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_executor.h"
 #include "engine/backend/cuda/merge_node.h"
+#include "engine/backend/cuda/sequence_nodes.h"
 
 namespace mixlab::cuda {
 
@@ -57,6 +58,10 @@ void CudaExecutor::run_forward(bool timed) {
       xs.clear();
       for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
       static_cast<const MergeNode&>(*nodes_[k]).forward_inputs(ctx_, xs, outputs_[k]);
+    } else if (node.op == PlanOp::attention) {
+      xs.clear();
+      for (const PlanInput& in : node.inputs) xs.push_back(&tensor(in.node));
+      static_cast<AttentionNode&>(*nodes_[k]).forward_inputs(ctx_, xs, outputs_[k]);
     } else {
       nodes_[k]->forward(ctx_, node_input(static_cast<int>(k)), outputs_[k]);
     }
@@ -109,9 +114,10 @@ void CudaExecutor::run_backward(bool timed) {
         }
       }
     } else {
-      const std::size_t count = node.op == PlanOp::merge ? node.inputs.size() : 1;
+      const bool several = node.op == PlanOp::merge || node.op == PlanOp::attention;
+      const std::size_t count = several ? node.inputs.size() : 1;
       for (std::size_t i = 0; i < count; ++i) {
-        if (node.inputs[i].grad || node.op != PlanOp::merge) {
+        if (node.inputs[i].grad || !several) {
           input_gradient(k, static_cast<int>(i), dy, xs);
         }
       }
@@ -140,6 +146,13 @@ void CudaExecutor::input_gradient(int k, int i, const DTensor& dy,
   if (node.op == PlanOp::merge) {
     static_cast<const MergeNode&>(*nodes_[static_cast<std::size_t>(k)])
         .backward_input(ctx_, xs, y, dy, i, dx);
+  } else if (node.op == PlanOp::attention) {
+    // Input 0's call computes all three gradients: the plan gives each its own buffer.
+    if (!in.grad || in.accumulate) {
+      throw BackendError(node.label + ": its projections' gradients must have their own buffers");
+    }
+    static_cast<AttentionNode&>(*nodes_[static_cast<std::size_t>(k)])
+        .backward_input(ctx_, xs, dy, i, dx);
   } else {
     nodes_[static_cast<std::size_t>(k)]->backward(ctx_, x, y, dy, in.grad ? &dx : nullptr);
   }

@@ -96,4 +96,67 @@ void LayerNormNode::backward(CudaContext& ctx, const DTensor& x, const DTensor&,
                                beta_ ? ctx.gradient(*beta_) : nullptr, partials_, ctx.stream);
 }
 
+AttentionNode::AttentionNode(const ExecutionPlan& plan, const PlanNode& node)
+    : CudaNode(node.layer, node.out_dtype, node.label) {
+  shape_.batch = plan.batch;
+  shape_.steps = static_cast<int>(node.out_shape.front());
+  shape_.heads = node.heads;
+  shape_.key_dim = node.key_dim;
+  shape_.value_dim = node.value_dim;
+  shape_.causal = node.causal;
+  // The block's shared row: the query (or output gradient) and a score per step.
+  const std::size_t shared =
+      static_cast<std::size_t>(node.key_dim + node.value_dim + shape_.steps) * sizeof(float);
+  if (shared > 48 * 1024) {
+    throw BackendError(label + ": " + std::to_string(shape_.steps) +
+                       " steps are too many for the unfused attention kernels (48 KiB of shared "
+                       "memory a row)");
+  }
+}
+
+void AttentionNode::reserve(DeviceArena& arena) {
+  const auto units =
+      static_cast<std::size_t>(shape_.batch) * static_cast<std::size_t>(shape_.heads);
+  const auto steps = static_cast<std::size_t>(shape_.steps);
+  probs_id_ = arena.reserve(units * steps * steps * sizeof(float), Purpose::activations);
+  grads_id_ = arena.reserve(units * steps *
+                                static_cast<std::size_t>(2 * shape_.key_dim + shape_.value_dim) *
+                                sizeof(float),
+                            Purpose::workspace);
+}
+
+void AttentionNode::bind(const DeviceArena& arena) {
+  probs_ = arena.as<float>(probs_id_);
+  grads_ = arena.as<float>(grads_id_);
+}
+
+void AttentionNode::forward(CudaContext&, const DTensor&, const DTensor&) {
+  throw BackendError(label + ": forward() of one input; the executor calls forward_inputs()");
+}
+
+void AttentionNode::backward(CudaContext&, const DTensor&, const DTensor&, const DTensor&,
+                             const DTensor*) {
+  throw BackendError(label + ": backward() of one input; the executor calls backward_input()");
+}
+
+void AttentionNode::forward_inputs(CudaContext& ctx, std::span<const DTensor* const> xs,
+                                   const DTensor& y) {
+  kernels::attention_forward(xs[0]->data, xs[1]->data, xs[2]->data, y.data, y.dtype, shape_, probs_,
+                             ctx.stream);
+}
+
+void AttentionNode::backward_input(CudaContext& ctx, std::span<const DTensor* const> xs,
+                                   const DTensor& dy, int i, const DTensor& dx) {
+  const std::int64_t q_elements = xs[0]->elements();
+  float* dq = grads_;
+  float* dk = dq + q_elements;
+  float* dv = dk + q_elements;
+  if (i == 0) {
+    kernels::attention_backward(xs[0]->data, xs[1]->data, xs[2]->data, dy.data, dy.dtype, shape_,
+                                probs_, dq, dk, dv, ctx.stream);
+  }
+  const float* src = i == 0 ? dq : i == 1 ? dk : dv;
+  kernels::cast(src, DType::f32, dx.data, dx.dtype, dx.elements(), ctx.stream);
+}
+
 }  // namespace mixlab::cuda

@@ -4,6 +4,8 @@
 // normalization computes in float32), their outputs written in the layer's dtype.
 #pragma once
 
+#include <span>
+
 #include "engine/backend/cuda/cuda_context.h"
 
 namespace mixlab::cuda {
@@ -54,6 +56,29 @@ class LayerNormNode final : public CudaNode {
   DeviceArena::Id stats_id_ = 0, partials_id_ = 0;
   void* stats_ = nullptr;      // (rows) RowStats of the last forward
   float* partials_ = nullptr;  // dgamma / dbeta partial sums
+};
+
+// MultiHeadAttention's core (kernels::attention_*): the executor calls forward_inputs and
+// backward_input; input 0's backward computes all three gradients (float32, in the node's
+// buffers), each then cast into its input's gradient buffer.
+class AttentionNode final : public CudaNode {
+ public:
+  AttentionNode(const ExecutionPlan& plan, const PlanNode& node);
+  void reserve(DeviceArena& arena) override;
+  void bind(const DeviceArena& arena) override;
+  void forward(CudaContext& ctx, const DTensor& x, const DTensor& y) override;
+  void backward(CudaContext& ctx, const DTensor& x, const DTensor& y, const DTensor& dy,
+                const DTensor* dx) override;
+
+  void forward_inputs(CudaContext& ctx, std::span<const DTensor* const> xs, const DTensor& y);
+  void backward_input(CudaContext& ctx, std::span<const DTensor* const> xs, const DTensor& dy,
+                      int i, const DTensor& dx);
+
+ private:
+  kernels::AttentionShape shape_;
+  DeviceArena::Id probs_id_ = 0, grads_id_ = 0;
+  float* probs_ = nullptr;
+  float* grads_ = nullptr;  // dq, dk, dv
 };
 
 }  // namespace mixlab::cuda

@@ -200,6 +200,17 @@ std::vector<OpCase> cases() {
        {8},
        {named(embedding(13, 16), "tokens"), named(position_embedding(8), "positions"),
         merge(LT::Add, {"tokens", "positions"}), layer_norm(), dense(32, A::gelu), dense(13)}},
+      // MultiHeadAttention: its projections (Dense nodes of the plan) and the attention core
+      // (a block per query row; dk and dv added atomically), and a pre-norm decoder block.
+      {"SelfAttention", {6, 8}, {attention(2, 4)}},
+      {"CausalAttentionValueDimOutput", {9, 12}, {attention(3, 4, true, 6, 10)}},
+      {"DecoderBlock",
+       {12},
+       {named(embedding(40, 16), "tokens"), named(position_embedding(12), "positions"),
+        named(merge(LT::Add, {"tokens", "positions"}), "x0"), layer_norm(),
+        named(attention(4, 4, true), "attn"), named(merge(LT::Add, {"x0", "attn"}), "x1"),
+        layer_norm(), dense(32, A::gelu), named(dense(16), "down"), merge(LT::Add, {"x1", "down"}),
+        dense(40)}},
       // The PRODUCT.md convnet's layer kinds in one small model, every activation compared.
       {"SmallConvnet",
        {8, 8, 3},
