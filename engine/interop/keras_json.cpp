@@ -532,8 +532,14 @@ class Importer {
       checked_.insert("input_length");  // tf.keras 2's, the input's steps
     } else if (cls == "MultiHeadAttention") {
       out["type"] = "MultiHeadAttention";
-      fields = {"num_heads", "key_dim", "value_dim", "dropout", "use_bias", "output_shape"};
+      fields = {"num_heads", "key_dim", "dropout", "use_bias", "output_shape"};
       kernel_keys = true;
+      // Keras writes value_dim as key_dim when it was not given: the default, left out.
+      checked_.insert("value_dim");
+      if (config.contains("value_dim") && !config["value_dim"].is_null() &&
+          config["value_dim"] != config.value("key_dim", json())) {
+        out["value_dim"] = config["value_dim"];
+      }
       // Over the steps: Keras writes [1] once built on (batch, steps, features).
       expect_default(config, "attention_axes", {json(), json(1), json({1}), json({-2})}, index,
                      layer);

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/data/dataset.h"
@@ -87,6 +89,64 @@ TEST_F(FashionMnist, Float16TooLargeStaticScaleSkipsStepsDynamicRecovers) {
   EXPECT_LE(dynamic.skipped_steps, 20);
   EXPECT_LT(dynamic.final_loss_scale, 16777216.0);
   EXPECT_GE(dynamic.test_accuracy, 0.80);
+}
+
+// The built-in tiny-gpt (issue 29: 4 blocks of causal self-attention, 4 heads, width 128, 128
+// steps, bytes) on a text file: its loss falls from ln 256 in every policy, and the policies end
+// close. 20 Adam steps at batch 4 measured 5.96 -> 2.2666 (the last 5 steps' mean) in float32,
+// 2.2672 in mixed_bfloat16 and 2.2666 in mixed_float16 (2-core AVX-512 VM): the 16-bit roundings
+// of the activations and weight copies move the loss by 3e-4 relative; 2% leaves room for the other
+// kernel paths (bfloat16 emulated below AVX-512) and for another CPU's summation orders.
+TEST(TinyGpt, LearnsATextInEveryPolicyAndThePoliciesEndClose) {
+  const auto path = std::filesystem::temp_directory_path() / "mixlab-e2e-tiny-gpt.txt";
+  {
+    const char* words[] = {"the",  "quick", "brown",  "fox",   "jumps", "over",
+                           "a",    "lazy",  "dog",    "and",   "then",  "runs",
+                           "into", "the",   "forest", "where", "it",    "sleeps"};
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    unsigned state = 7;
+    for (int i = 0; i < 12000; ++i) {
+      state = state * 1103515245u + 12345u;
+      std::fprintf(f, "%s ", words[(state >> 16) % (sizeof words / sizeof *words)]);
+    }
+    std::fclose(f);
+  }
+  const ModelSpec spec = parse_model_json(*builtin_model_json("tiny-gpt"));
+  const DatasetPair data = load_dataset(parse_dataset_spec("text:" + path.string() + ":128"));
+  std::vector<double> finals;
+  for (const Policy policy : {Policy::float32, Policy::mixed_bfloat16, Policy::mixed_float16}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    RunConfig config;
+    config.precision = policy;
+    config.loss_scale = LossScaleConfig::keras_default(policy);
+    config.steps = 20;
+    config.epochs = 5;
+    config.batch_size = 4;
+    config.threads = 2;
+    config.seed = 3;
+    config.evaluate = false;
+    auto backend = make_cpu_backend(config.threads);
+    struct Losses : RunSink {
+      std::vector<double> loss;
+      void on_step(const StepMetrics& s) override { loss.push_back(s.loss); }
+    } sink;
+    std::atomic<bool> cancel{false};
+    const RunSummary s = train(spec, config, data, *backend, sink, cancel);
+    ASSERT_EQ(s.status, RunStatus::finished) << s.message;
+    ASSERT_EQ(sink.loss.size(), 20u);
+    double last = 0;
+    for (std::size_t i = 15; i < 20; ++i) last += sink.loss[i] / 5;
+    std::printf(
+        "[ figures  ] tiny-gpt %s: loss %.4f -> %.4f (last 5 steps' mean), median step %.1f ms\n",
+        std::string(to_string(policy)).c_str(), sink.loss.front(), last, s.median_step_ms);
+    EXPECT_GT(sink.loss.front(), 5.0);  // ln 256 = 5.55 at first
+    EXPECT_LT(last, 3.6);
+    finals.push_back(last);
+  }
+  EXPECT_NEAR(finals[1], finals[0], 0.02 * finals[0]) << "mixed_bfloat16 against float32";
+  EXPECT_NEAR(finals[2], finals[0], 0.02 * finals[0]) << "mixed_float16 against float32";
+  std::filesystem::remove(path);
 }
 
 }  // namespace

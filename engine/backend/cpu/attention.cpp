@@ -39,6 +39,29 @@ void load_head(const Tensor& t, std::int64_t sample, int head, int heads, int di
   });
 }
 
+// The same rows transposed: (dim, steps), so that a row's dot products with every step run as
+// one vectorised loop over the steps (each still summed over the dimension in order).
+void load_head_transposed(const Tensor& t, std::int64_t sample, int head, int heads, int dim,
+                          std::int64_t steps, float* out) {
+  const std::int64_t row = static_cast<std::int64_t>(heads) * dim;
+  const std::int64_t base = sample * steps * row + static_cast<std::int64_t>(head) * dim;
+  with_storage(t.storage, [&](auto s) {
+    constexpr Storage S = decltype(s)::value;
+    for (std::int64_t i = 0; i < steps; ++i)
+      for (int c = 0; c < dim; ++c) out[c * steps + i] = load<S>(t.data, base + i * row + c);
+  });
+}
+
+// row[j] = sum over c of a[c] * t[c][j] for (dim, steps) t.
+void dots(const float* a, const float* t, int dim, std::int64_t steps, float* row) {
+  std::fill(row, row + steps, 0.0f);
+  for (int c = 0; c < dim; ++c) {
+    const float x = a[c];
+    const float* tc = t + c * steps;
+    for (std::int64_t j = 0; j < steps; ++j) row[j] += x * tc[j];
+  }
+}
+
 }  // namespace
 
 AttentionNode::AttentionNode(int layer_index, const PlanNode& node, std::int64_t batch,
@@ -93,18 +116,14 @@ void AttentionNode::forward_inputs(std::span<const Tensor* const> xs, const Tens
       const std::int64_t b = u / heads;
       const int h = static_cast<int>(u % heads);
       load_head(q, b, h, heads, kd, s, qh.data());
-      load_head(k, b, h, heads, kd, s, kh.data());
+      load_head_transposed(k, b, h, heads, kd, s, kh.data());
       load_head(v, b, h, heads, vd, s, vh.data());
       float* probs = probs_ + u * s * s;
       for (std::int64_t i = 0; i < s; ++i) {
         float* row = probs + i * s;
-        const float* qi = qh.data() + i * kd;
-        for (std::int64_t j = 0; j < s; ++j) {
-          const float* kj = kh.data() + j * kd;
-          float dot = 0.0f;
-          for (int c = 0; c < kd; ++c) dot += qi[c] * kj[c];
-          row[j] = rounded(storage, dot);  // the scores einsum's output, in the layer's dtype
-        }
+        dots(qh.data() + i * kd, kh.data(), kd, s, row);
+        // The scores einsum's output, in the layer's dtype.
+        for (std::int64_t j = 0; j < s; ++j) row[j] = rounded(storage, row[j]);
         attention_softmax_row(row, static_cast<int>(s), static_cast<int>(i), scale_, causal_);
         for (std::int64_t j = 0; j < s; ++j) row[j] = rounded(storage, row[j]);
         std::fill(out.begin(), out.end(), 0.0f);
@@ -139,7 +158,7 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
     {
       std::vector<float> qh(static_cast<std::size_t>(s * kd)), kh(qh.size()),
           vh(static_cast<std::size_t>(s * vd)), doh(vh.size()), dqh(qh.size()), dkh(qh.size()),
-          dvh(vh.size()), dp(static_cast<std::size_t>(s));
+          dvh(vh.size()), dp(static_cast<std::size_t>(s)), vt(vh.size());
 #pragma omp for schedule(static)
       for (std::int64_t u = 0; u < units; ++u) {
         const std::int64_t b = u / heads;
@@ -147,6 +166,7 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
         load_head(q, b, h, heads, kd, s, qh.data());
         load_head(k, b, h, heads, kd, s, kh.data());
         load_head(v, b, h, heads, vd, s, vh.data());
+        load_head_transposed(v, b, h, heads, vd, s, vt.data());
         load_head(dy, b, h, heads, vd, s, doh.data());
         std::fill(dqh.begin(), dqh.end(), 0.0f);
         std::fill(dkh.begin(), dkh.end(), 0.0f);
@@ -156,19 +176,13 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
           const float* p = probs + r * s;
           const float* dor = doh.data() + r * vd;
           // dP = dO v^T; dV += P^T dO; softmax backward; the scale into the unscaled scores.
+          dots(dor, vt.data(), vd, s, dp.data());
           float dot_pd = 0.0f;
           for (std::int64_t j = 0; j < s; ++j) {
-            float acc = 0.0f;
-            if (p[j] != 0.0f) {
-              const float* vj = vh.data() + j * vd;
-              float* dvj = dvh.data() + j * vd;
-              for (int c = 0; c < vd; ++c) {
-                acc += dor[c] * vj[c];
-                dvj[c] += p[j] * dor[c];
-              }
-            }
-            dp[static_cast<std::size_t>(j)] = acc;
-            dot_pd += p[j] * acc;
+            if (p[j] == 0.0f) continue;
+            float* dvj = dvh.data() + j * vd;
+            for (int c = 0; c < vd; ++c) dvj[c] += p[j] * dor[c];
+            dot_pd += p[j] * dp[static_cast<std::size_t>(j)];
           }
           const float* qr = qh.data() + r * kd;
           float* dqr = dqh.data() + r * kd;
