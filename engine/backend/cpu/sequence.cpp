@@ -167,28 +167,73 @@ void LayerNormNode::bind(const Arena& arena, const dnnl::memory&) {
   partials_ = reinterpret_cast<float*>(stats_ + rows_);
 }
 
+// The loops as plain function templates per storage: no lambda inside an OpenMP region (clang
+// 14 fails to compile one that captures from an enclosing generic lambda).
+template <Storage S>
+struct RowReader {
+  const void* data;
+  std::int64_t base;
+  float operator()(int j) const { return load<S>(data, base + j); }
+};
+
+template <Storage SX, Storage SY>
+void layer_norm_rows(const void* x, void* y, std::int64_t rows, std::int64_t d, float eps,
+                     const float* gamma, const float* beta, RowStats* stats) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const RowReader<SX> at{x, r * d};
+    const RowStats st = layer_norm_stats(at, static_cast<int>(d), eps);
+    stats[r] = st;
+    for (std::int64_t j = 0; j < d; ++j) {
+      const float g = gamma ? gamma[j] : 1.0f;
+      const float b = beta ? beta[j] : 0.0f;
+      store<SY>(y, r * d + j, layer_norm_value(at(static_cast<int>(j)), st, g, b));
+    }
+  }
+}
+
+// dx (when given) per row; each thread's dgamma and dbeta sums into its part of `partials`.
+template <Storage SX, Storage SD, Storage SO>
+void layer_norm_backward_rows(const void* x, const void* dy, void* dx, std::int64_t rows,
+                              std::int64_t d, const float* gamma, const RowStats* stats,
+                              float* partials, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    float* dgamma = partials + omp_get_thread_num() * 2 * d;
+    float* dbeta = dgamma + d;
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t base = r * d;
+      const RowStats st = stats[r];
+      float mean_g = 0.0f, mean_gx = 0.0f;
+      for (std::int64_t j = 0; j < d; ++j) {
+        const float g = load<SD>(dy, base + j);
+        const float xhat = (load<SX>(x, base + j) - st.mean) * st.inv_std;
+        dgamma[j] += g * xhat;
+        dbeta[j] += g;
+        const float gg = g * (gamma ? gamma[j] : 1.0f);
+        mean_g += gg;
+        mean_gx += gg * xhat;
+      }
+      if (dx == nullptr) continue;
+      mean_g /= static_cast<float>(d);
+      mean_gx /= static_cast<float>(d);
+      for (std::int64_t j = 0; j < d; ++j) {
+        const float g = load<SD>(dy, base + j) * (gamma ? gamma[j] : 1.0f);
+        const float xhat = (load<SX>(x, base + j) - st.mean) * st.inv_std;
+        store<SO>(dx, base + j, st.inv_std * (g - mean_g - xhat * mean_gx));
+      }
+    }
+  }
+}
+
 void LayerNormNode::forward(CpuContext&, const Tensor& x, const Tensor& y, Phase, std::uint64_t) {
   const float* gamma = args_.has_gamma ? data_of(gamma_.master) : nullptr;
   const float* beta = args_.has_beta ? data_of(beta_.master) : nullptr;
-  const std::int64_t d = width_;
-  const float eps = args_.epsilon;
-  RowStats* stats = stats_;
   with_storage(x.storage, [&](auto sx) {
-    constexpr Storage SX = decltype(sx)::value;
     with_storage(y.storage, [&](auto sy) {
-      constexpr Storage SY = decltype(sy)::value;
-#pragma omp parallel for schedule(static)
-      for (std::int64_t r = 0; r < rows_; ++r) {
-        const std::int64_t base = r * d;
-        const auto at = [&](int j) { return load<SX>(x.data, base + j); };
-        const RowStats st = layer_norm_stats(at, static_cast<int>(d), eps);
-        stats[r] = st;
-        for (std::int64_t j = 0; j < d; ++j) {
-          const float g = gamma ? gamma[j] : 1.0f;
-          const float b = beta ? beta[j] : 0.0f;
-          store<SY>(y.data, base + j, layer_norm_value(at(static_cast<int>(j)), st, g, b));
-        }
-      }
+      layer_norm_rows<decltype(sx)::value, decltype(sy)::value>(
+          x.data, y.data, rows_, width_, args_.epsilon, gamma, beta, stats_);
     });
   });
 }
@@ -197,45 +242,16 @@ void LayerNormNode::backward(CpuContext&, const Tensor& x, const Tensor&, const 
                              const Tensor* dx) {
   const float* gamma = args_.has_gamma ? data_of(gamma_.master) : nullptr;
   const std::int64_t d = width_;
-  const RowStats* stats = stats_;
-  float* partials = partials_;
-  const int threads = threads_;
-  std::fill(partials, partials + threads * 2 * d, 0.0f);
+  std::fill(partials_, partials_ + threads_ * 2 * d, 0.0f);
+  // Without dx the output storage is unused: the input's stands in.
+  const Storage out = dx ? dx->storage : x.storage;
   with_storage(x.storage, [&](auto sx) {
-    constexpr Storage SX = decltype(sx)::value;
     with_storage(dy.storage, [&](auto sd) {
-      constexpr Storage SD = decltype(sd)::value;
-#pragma omp parallel num_threads(threads)
-      {
-        float* dgamma = partials + omp_get_thread_num() * 2 * d;
-        float* dbeta = dgamma + d;
-#pragma omp for schedule(static)
-        for (std::int64_t r = 0; r < rows_; ++r) {
-          const std::int64_t base = r * d;
-          const RowStats st = stats[r];
-          float mean_g = 0.0f, mean_gx = 0.0f;
-          for (std::int64_t j = 0; j < d; ++j) {
-            const float g = load<SD>(dy.data, base + j);
-            const float xhat = (load<SX>(x.data, base + j) - st.mean) * st.inv_std;
-            dgamma[j] += g * xhat;
-            dbeta[j] += g;
-            const float gg = g * (gamma ? gamma[j] : 1.0f);
-            mean_g += gg;
-            mean_gx += gg * xhat;
-          }
-          if (!dx) continue;
-          mean_g /= static_cast<float>(d);
-          mean_gx /= static_cast<float>(d);
-          with_storage(dx->storage, [&](auto so) {
-            constexpr Storage SO = decltype(so)::value;
-            for (std::int64_t j = 0; j < d; ++j) {
-              const float g = load<SD>(dy.data, base + j) * (gamma ? gamma[j] : 1.0f);
-              const float xhat = (load<SX>(x.data, base + j) - st.mean) * st.inv_std;
-              store<SO>(dx->data, base + j, st.inv_std * (g - mean_g - xhat * mean_gx));
-            }
-          });
-        }
-      }
+      with_storage(out, [&](auto so) {
+        layer_norm_backward_rows<decltype(sx)::value, decltype(sd)::value, decltype(so)::value>(
+            x.data, dy.data, dx ? dx->data : nullptr, rows_, d, gamma, stats_, partials_,
+            threads_);
+      });
     });
   });
   // The threads' sums, in thread order (the same every run for a fixed thread count).
@@ -243,9 +259,9 @@ void LayerNormNode::backward(CpuContext&, const Tensor& x, const Tensor&, const 
   float* dbeta = args_.has_beta ? data_of(beta_.grad) : nullptr;
   for (std::int64_t j = 0; j < d; ++j) {
     float sg = 0.0f, sb = 0.0f;
-    for (int t = 0; t < threads; ++t) {
-      sg += partials[t * 2 * d + j];
-      sb += partials[t * 2 * d + d + j];
+    for (int t = 0; t < threads_; ++t) {
+      sg += partials_[t * 2 * d + j];
+      sb += partials_[t * 2 * d + d + j];
     }
     if (dgamma) dgamma[j] = sg;
     if (dbeta) dbeta[j] = sb;
