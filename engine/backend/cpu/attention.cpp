@@ -52,13 +52,14 @@ void load_head_transposed(const Tensor& t, std::int64_t sample, int head, int he
   });
 }
 
-// row[j] = sum over c of a[c] * t[c][j] for (dim, steps) t.
-void dots(const float* a, const float* t, int dim, std::int64_t steps, float* row) {
-  std::fill(row, row + steps, 0.0f);
+// row[j] = sum over c of a[c] * t[c][j] for j < n, of (dim, steps) t (n < steps: a causal row's
+// keys, the later ones masked anyway).
+void dots(const float* a, const float* t, int dim, std::int64_t steps, std::int64_t n, float* row) {
+  std::fill(row, row + n, 0.0f);
   for (int c = 0; c < dim; ++c) {
     const float x = a[c];
     const float* tc = t + c * steps;
-    for (std::int64_t j = 0; j < steps; ++j) row[j] += x * tc[j];
+    for (std::int64_t j = 0; j < n; ++j) row[j] += x * tc[j];
   }
 }
 
@@ -121,13 +122,14 @@ void AttentionNode::forward_inputs(std::span<const Tensor* const> xs, const Tens
       float* probs = probs_ + u * s * s;
       for (std::int64_t i = 0; i < s; ++i) {
         float* row = probs + i * s;
-        dots(qh.data() + i * kd, kh.data(), kd, s, row);
-        // The scores einsum's output, in the layer's dtype.
-        for (std::int64_t j = 0; j < s; ++j) row[j] = rounded(storage, row[j]);
+        const std::int64_t n = causal_ ? i + 1 : s;  // the keys it attends to
+        dots(qh.data() + i * kd, kh.data(), kd, s, n, row);
+        // The scores einsum's output, in the layer's dtype (the masked ones are set below).
+        for (std::int64_t j = 0; j < n; ++j) row[j] = rounded(storage, row[j]);
         attention_softmax_row(row, static_cast<int>(s), static_cast<int>(i), scale_, causal_);
         for (std::int64_t j = 0; j < s; ++j) row[j] = rounded(storage, row[j]);
         std::fill(out.begin(), out.end(), 0.0f);
-        for (std::int64_t j = 0; j < s; ++j) {
+        for (std::int64_t j = 0; j < n; ++j) {
           const float p = row[j];
           if (p == 0.0f) continue;
           const float* vj = vh.data() + j * vd;
@@ -176,9 +178,10 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
           const float* p = probs + r * s;
           const float* dor = doh.data() + r * vd;
           // dP = dO v^T; dV += P^T dO; softmax backward; the scale into the unscaled scores.
-          dots(dor, vt.data(), vd, s, dp.data());
+          const std::int64_t n = causal_ ? r + 1 : s;  // the weights that are not 0
+          dots(dor, vt.data(), vd, s, n, dp.data());
           float dot_pd = 0.0f;
-          for (std::int64_t j = 0; j < s; ++j) {
+          for (std::int64_t j = 0; j < n; ++j) {
             if (p[j] == 0.0f) continue;
             float* dvj = dvh.data() + j * vd;
             for (int c = 0; c < vd; ++c) dvj[c] += p[j] * dor[c];
@@ -186,7 +189,7 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
           }
           const float* qr = qh.data() + r * kd;
           float* dqr = dqh.data() + r * kd;
-          for (std::int64_t j = 0; j < s; ++j) {
+          for (std::int64_t j = 0; j < n; ++j) {
             if (p[j] == 0.0f) continue;
             const float ds = p[j] * (dp[static_cast<std::size_t>(j)] - dot_pd) * scale_;
             const float* kj = kh.data() + j * kd;
