@@ -55,6 +55,11 @@ void print_diagnosis(const Diagnosis& d) {
               std::string(to_string(d.input.run.optimizer.kind)).c_str());
   if (dev.is_gpu() && !dev.libraries.cublas.empty()) {
     const auto source = dev.sources.find("libraries");
+    if (dev.fused_attention) {
+      std::printf(
+          "attention: cuDNN 9's fused scaled dot-product attention where it applies "
+          "(--attention fused: a what-if, MixLab's CUDA backend runs its unfused kernels)\n");
+    }
     std::printf("libraries: %s (%s)\n", doctor::describe_gpu_libraries(dev.libraries).c_str(),
                 source == dev.sources.end() ? "" : source->second.c_str());
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 
 #include "engine/core/error.h"
 #include "engine/doctor/library_rules.h"
@@ -387,14 +388,39 @@ class Model {
         break;
       }
       case PlanOp::attention: {
-        // MixLab's unfused attention (a first version on both backends): the scores and the
-        // weighted values in float32 arithmetic (no tensor cores, no GEMM library), the
-        // steps x steps weights of every head written in float32 and read back by backward.
         const double b = static_cast<double>(plan_.batch);
         const double s = static_cast<double>(node.out_shape.front());
         const double h = node.heads, kd = node.key_dim, vd = node.value_dim;
         const double scores = b * h * s * s;
         const double projections = b * s * h * (2 * kd + vd);
+        if (device_.fused_attention && fused_attention_applies(device_, node)) {
+          // cuDNN's fused attention (flash-style): the scores never leave the chip; the four
+          // GEMMs of forward (scores, weighted values) and backward (recomputed scores, dP, dV,
+          // dQ, dK) on tensor cores; memory: the projections, the output, its gradient and the
+          // row statistics.
+          CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d,
+                            label + " (fused: cuDNN scaled dot-product attention)");
+          f.gemm = true;
+          f.flops = 2 * scores * (kd + vd) + 5 * scores;
+          move(f, d, projections + out);
+          f.bytes_f32 = 4 * b * h * s;
+          f.launches = 1;
+          time(f, gemm_peak(f, d));
+          if (node.backward) {
+            CostItem& g =
+                add(n, CostPhase::backward_data, TimeKind::matmul, d, label + " backward (fused)");
+            g.gemm = true;
+            g.flops = 2 * scores * (3 * kd + 2 * vd) + 5 * scores;
+            move(g, d, 2 * projections + 2 * out);
+            g.bytes_f32 = 8 * b * h * s;
+            g.launches = 2;
+            time(g, gemm_peak(g, d));
+          }
+          break;
+        }
+        // MixLab's unfused attention (a first version on both backends): the scores and the
+        // weighted values in float32 arithmetic (no tensor cores, no GEMM library), the
+        // steps x steps weights of every head written in float32 and read back by backward.
         CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d,
                           label + " (scores, float32 softmax, weighted values)");
         f.flops = 2 * scores * (kd + vd) + 5 * scores;
@@ -938,6 +964,25 @@ double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& r
   bare.bf16_normalization_efficiency = 0.0;
   bare.launch_overhead_s = 0.0;
   return predict_step(spec, policy, run, bare).step_s();
+}
+
+bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node) {
+  return fused_attention_blocker(device, node).empty();
+}
+
+std::string fused_attention_blocker(const DeviceProfile& device, const PlanNode& node) {
+  if (!device.is_gpu()) return "the CPU has no cuDNN";
+  if (node.out_dtype == DType::f32)
+    return "cuDNN fuses 16-bit attention only (float32 runs unfused)";
+  const double cc = std::atof(device.compute_capability.c_str());
+  if (cc < 8.0) return "cuDNN 9's fused attention needs compute capability 8.0 (Ampere) or later";
+  for (const int dim : {node.key_dim, node.value_dim}) {
+    if (dim > 128 || dim % 8 != 0) {
+      return "a head size of " + std::to_string(dim) +
+             ": cuDNN fuses heads of at most 128 in multiples of 8";
+    }
+  }
+  return {};
 }
 
 }  // namespace mixlab::doctor

@@ -168,6 +168,12 @@ void apply_layer_times(StepCost& cost, const std::vector<double>& forward_ms,
 // graphs replaying the launches, the training split kept on the GPU) under `policy`, with
 // loss scaling under mixed_float16 as Keras runs it. Throws ConfigError for a batch size below 1
 // and SpecError for an invalid model.
+// Whether cuDNN 9's fused attention runs an attention node on this device (a GPU of compute
+// capability 8.0 or later, 16-bit tensors, heads of at most 128 in multiples of 8), and if not,
+// why ("" when it does). DeviceProfile::fused_attention asks the model to predict it there.
+bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node);
+std::string fused_attention_blocker(const DeviceProfile& device, const PlanNode& node);
+
 StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run,
                       const DeviceProfile& device);
 

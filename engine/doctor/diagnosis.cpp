@@ -181,9 +181,9 @@ Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>
   using Rule = std::vector<Finding> (*)(const Diagnosis&);
   for (const Rule rule :
        {rules::memory_fit, rules::capability, rules::weight_bound, rules::input_bound,
-        rules::overhead_bound, rules::memory_bound, rules::normalization_bound, rules::alignment,
-        rules::quantization, rules::loss_scaling, rules::mixed_no_gain,
-        rules::measured_vs_predicted}) {
+        rules::overhead_bound, rules::memory_bound, rules::normalization_bound,
+        rules::attention_bound, rules::alignment, rules::quantization, rules::loss_scaling,
+        rules::mixed_no_gain, rules::measured_vs_predicted}) {
     for (Finding& f : rule(d)) d.findings.push_back(std::move(f));
   }
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {

@@ -144,6 +144,9 @@ std::vector<Finding> alignment(const Diagnosis& d);
 std::vector<Finding> quantization(const Diagnosis& d);
 std::vector<Finding> memory_bound(const Diagnosis& d);
 std::vector<Finding> normalization_bound(const Diagnosis& d);
+// MultiHeadAttention's cores taking a large share of the mixed step: their steps x steps
+// weights per head through memory, and what cuDNN's fused attention would gain (a what-if).
+std::vector<Finding> attention_bound(const Diagnosis& d);
 std::vector<Finding> weight_bound(const Diagnosis& d);
 std::vector<Finding> overhead_bound(const Diagnosis& d);
 std::vector<Finding> input_bound(const Diagnosis& d);

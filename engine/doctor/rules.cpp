@@ -352,6 +352,79 @@ std::vector<Finding> normalization_bound(const Diagnosis& d) {
   return {f};
 }
 
+std::vector<Finding> attention_bound(const Diagnosis& d) {
+  if (d.input.mixed == Policy::float32) return {};
+  const std::vector<int> layers = [&] {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < d.input.spec.layers.size(); ++i) {
+      if (d.input.spec.layers[i].type == LayerType::MultiHeadAttention) {
+        out.push_back(static_cast<int>(i));
+      }
+    }
+    return out;
+  }();
+  if (layers.empty()) return {};
+  // The cores' own items, by their plan nodes (their projections are Dense GEMMs the other
+  // rules see).
+  const ShapeTable table = infer_shapes(d.input.spec, d.input.mixed);
+  const ExecutionPlan plan =
+      build_plan(d.input.spec, table, d.input.run.batch_size, d.input.run.optimizer,
+                 d.input.device.is_gpu() ? kCudaLowering : kCpuLowering);
+  double core_s = 0.0;
+  for (const CostItem& item : d.mixed.items) {
+    if (item.node >= 0 && item.node < static_cast<int>(plan.nodes.size()) &&
+        plan.nodes[static_cast<std::size_t>(item.node)].op == PlanOp::attention) {
+      core_s += item.time_s();
+    }
+  }
+  const double share = core_s / d.mixed.step_s();
+  if (share < 0.25) return {};
+  // Whether cuDNN's fused attention runs these cores, predicted or as it would.
+  std::string blocker;
+  for (const PlanNode& node : plan.nodes) {
+    if (node.op == PlanOp::attention) blocker = fused_attention_blocker(d.input.device, node);
+    if (!blocker.empty()) break;
+  }
+  const bool fused = d.input.device.fused_attention && blocker.empty();
+  const std::int64_t steps = table.layers[static_cast<std::size_t>(layers.front())].input_shape[0];
+  // The weights' float32 bytes per sample, every attention layer's heads.
+  double weight_bytes = 0.0;
+  for (const int l : layers) {
+    const LayerSpec& layer = d.input.spec.layers[static_cast<std::size_t>(l)];
+    const std::int64_t s = table.layers[static_cast<std::size_t>(l)].input_shape[0];
+    weight_bytes += 4.0 * static_cast<double>(s * s) * layer.num_heads;
+  }
+  Finding f;
+  f.id = "attention-bound";
+  f.severity = share >= 0.5 ? Severity::medium : Severity::low;
+  f.layers = layers;
+  f.figures["share_of_step"] = share;
+  f.figures["weights_bytes_per_sample"] = weight_bytes;
+  f.message =
+      std::to_string(layers.size()) + " MultiHeadAttention core" +
+      (layers.size() > 1 ? "s take " : " takes ") + percent(share) + " of the " + policy_name(d) +
+      " step" +
+      (fused ? " with cuDNN's fused attention (predicted, a what-if)"
+             : ": MixLab's unfused kernels compute in float32 and write each head's " +
+                   std::to_string(steps) + " x " + std::to_string(steps) + " weights (" +
+                   megabytes(weight_bytes * d.input.run.batch_size) + " at batch " +
+                   std::to_string(d.input.run.batch_size) + ") to memory and read them back");
+  if (fused) return {f};
+  if (!blocker.empty()) {
+    f.message += "; cuDNN's fused attention does not apply: " + blocker;
+    return {f};
+  }
+  // What cuDNN's fused attention would do here.
+  DiagnosisInput what_if = d.input;
+  what_if.device.fused_attention = true;
+  const StepCost after = predict_step(what_if.spec, what_if.mixed, what_if.run, what_if.device);
+  f.predicted_gain = d.mixed.step_s() / after.step_s();
+  f.suggestion =
+      "fused attention (cuDNN 9's scaled dot-product attention: doctor --attention "
+      "fused predicts it; MixLab's CUDA backend does not run it yet)";
+  return {f};
+}
+
 // The threshold: when the optimizer's master-weight traffic, loss scaling and the casts
 // move more than half of a mixed step's bytes, 16-bit math cannot pay for them. Where the
 // 16-bit math is fast enough that mixed is still predicted clearly faster (native bf16 on a

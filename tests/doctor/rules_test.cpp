@@ -2,6 +2,9 @@
 // the verdict's first words.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include <algorithm>
 
 #include "engine/doctor/diagnosis.h"
@@ -160,6 +163,63 @@ TEST(Rules, NormalizationBoundNamesBatchNormAndDepthwiseLayersAndTheirCap) {
             std::string::npos)
       << f[0].message;
   EXPECT_TRUE(run(rules::normalization_bound,
+                  diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16)))
+                  .empty());
+}
+
+// Attention over 1024 steps (issue 29): the unfused cores' 1024 x 1024 weights per head dominate
+// the mixed step; the finding predicts cuDNN's fused attention where it applies (Ampere and
+// later, 16-bit, heads of at most 128 in multiples of 8) and says why where it does not.
+const ModelSpec& long_attention(int key_dim = 16) {
+  static std::map<int, ModelSpec> specs;
+  if (!specs.contains(key_dim)) {
+    const std::string json = R"({"name": "long-attention", "input": {"shape": [1024]}, "layers": [
+      {"type": "Embedding", "input_dim": 256, "output_dim": 64},
+      {"type": "MultiHeadAttention", "num_heads": 8, "key_dim": )" +
+                             std::to_string(key_dim) + R"(, "use_causal_mask": true},
+      {"type": "Dense", "units": 256},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})";
+    specs[key_dim] = model(json.c_str());
+  }
+  return specs[key_dim];
+}
+
+TEST(Rules, AttentionBoundSaysWhatFusedAttentionGainsWhereItApplies) {
+  const Diagnosis d =
+      diagnosis(input(long_attention(), gpu("RTX 4090"), 16, Policy::mixed_bfloat16));
+  const auto f = run(rules::attention_bound, d);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].layers, (std::vector<int>{1}));
+  EXPECT_GE(f[0].figures.at("share_of_step"), 0.5);
+  // 8 heads of 1024 x 1024 float32 weights a sample.
+  EXPECT_EQ(f[0].figures.at("weights_bytes_per_sample"), 4.0 * 1024 * 1024 * 8);
+  EXPECT_GT(f[0].predicted_gain, 1.5);
+  EXPECT_NE(f[0].suggestion.find("fused attention"), std::string::npos) << f[0].suggestion;
+  // The what-if itself: the same diagnosis with the fused kernels predicts that step.
+  DiagnosisInput fused = d.input;
+  fused.device.fused_attention = true;
+  const Diagnosis df = diagnosis(fused);
+  EXPECT_NEAR(d.mixed.step_s() / df.mixed.step_s(), f[0].predicted_gain, 1e-9);
+  EXPECT_LT(df.mixed.step_s(), d.mixed.step_s());
+  // float32 runs unfused either way (cuDNN fuses 16-bit attention only).
+  EXPECT_EQ(df.float32.step_s(), d.float32.step_s());
+
+  // Turing: no fused attention, and the finding says why.
+  const auto turing =
+      run(rules::attention_bound,
+          diagnosis(input(long_attention(), gpu("RTX 2060 SUPER"), 16, Policy::mixed_float16)));
+  ASSERT_EQ(turing.size(), 1u);
+  EXPECT_EQ(turing[0].predicted_gain, 0.0);
+  EXPECT_NE(turing[0].message.find("needs compute capability 8.0"), std::string::npos)
+      << turing[0].message;
+  // A head size off a multiple of 8.
+  const auto odd =
+      run(rules::attention_bound,
+          diagnosis(input(long_attention(12), gpu("H100 SXM"), 16, Policy::mixed_bfloat16)));
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_NE(odd[0].message.find("a head size of 12"), std::string::npos) << odd[0].message;
+  // A model without attention: nothing.
+  EXPECT_TRUE(run(rules::attention_bound,
                   diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16)))
                   .empty());
 }
