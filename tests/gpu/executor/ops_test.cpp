@@ -312,7 +312,9 @@ TEST_P(CudaOp, ForwardAndBackwardMatchTheCpu) {
           << "layer " << i << " " << to_string(g.kind) << ": written and read back differ";
     }
   }
-  const std::vector<std::int32_t> labels(kBatch, 0);
+  // A label per sample, or per step of a (steps, classes) output (a language model's).
+  const std::vector<std::int32_t> labels(
+      static_cast<std::size_t>(kBatch * table.label_positions()), 0);
   cpu->load_batch(x, labels, kBatch);
   gpu->load_batch(x, labels, kBatch);
   cpu->ops().forward(Phase::train, kStep);
