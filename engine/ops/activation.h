@@ -8,17 +8,33 @@
 #include <type_traits>
 
 #include "engine/core/hd.h"
+#include "engine/ops/fast_math.h"
 #include "engine/spec/model_spec.h"
 
 namespace mixlab {
 
-MIXLAB_HD float gelu_forward(float x) {  // Keras's default gelu (approximate=False)
-  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+// Keras's default gelu (approximate=False). On the CPU erf and exp are engine/ops/fast_math.h's,
+// whose loops vectorise (TensorFlow's and JAX's CPU erf is the same rational approximation).
+MIXLAB_HD float gelu_erf(float x) {
+#ifdef __CUDA_ARCH__
+  return erff(x);
+#else
+  return erf_rational(x);
+#endif
+}
+
+MIXLAB_HD float gelu_forward(float x) {
+  return 0.5f * x * (1.0f + gelu_erf(x * 0.70710678118654752f));
 }
 
 MIXLAB_HD float gelu_backward(float x, float dy) {
-  const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-  const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+  const float cdf = 0.5f * (1.0f + gelu_erf(x * 0.70710678118654752f));
+#ifdef __CUDA_ARCH__
+  const float density = expf(-0.5f * x * x);
+#else
+  const float density = exp_nonpositive(-0.5f * x * x);
+#endif
+  const float pdf = 0.39894228040143268f * density;
   return dy * (cdf + x * pdf);
 }
 

@@ -2,12 +2,16 @@
 
 #include <omp.h>
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "engine/core/error.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/fast_math.h"
 
 namespace mixlab::cpu {
 
@@ -39,29 +43,21 @@ void load_head(const Tensor& t, std::int64_t sample, int head, int heads, int di
   });
 }
 
-// The same rows transposed: (dim, steps), so that a row's dot products with every step run as
-// one vectorised loop over the steps (each still summed over the dimension in order).
-void load_head_transposed(const Tensor& t, std::int64_t sample, int head, int heads, int dim,
-                          std::int64_t steps, float* out) {
-  const std::int64_t row = static_cast<std::int64_t>(heads) * dim;
-  const std::int64_t base = sample * steps * row + static_cast<std::int64_t>(head) * dim;
-  with_storage(t.storage, [&](auto s) {
-    constexpr Storage S = decltype(s)::value;
-    for (std::int64_t i = 0; i < steps; ++i)
-      for (int c = 0; c < dim; ++c) out[c * steps + i] = load<S>(t.data, base + i * row + c);
-  });
-}
-
-// row[j] = sum over c of a[c] * t[c][j] for j < n, of (dim, steps) t (n < steps: a causal row's
-// keys, the later ones masked anyway).
-void dots(const float* a, const float* t, int dim, std::int64_t steps, std::int64_t n, float* row) {
-  std::fill(row, row + n, 0.0f);
-  for (int c = 0; c < dim; ++c) {
-    const float x = a[c];
-    const float* tc = t + c * steps;
-    for (std::int64_t j = 0; j < n; ++j) row[j] += x * tc[j];
+// Row-major C (m x n, ldc) = op(A) op(B), float32, by oneDNN's sgemm (single-threaded inside
+// the node's OpenMP region: oneDNN runs sequentially when called from a parallel region). A
+// failure clears `ok` (nothing may be thrown out of an OpenMP region); the caller throws.
+void gemm(char ta, char tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+          std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
+          bool& ok) {
+  if (m <= 0 || n <= 0) return;
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) != dnnl_success) {
+    ok = false;
   }
 }
+
+// The score GEMMs run on blocks of query rows: a causal block of rows [r0, r1) needs the keys
+// before r1 only, so the zero upper triangle is mostly skipped while each GEMM stays large.
+constexpr std::int64_t kRowBlock = 32;
 
 }  // namespace
 
@@ -108,41 +104,60 @@ void AttentionNode::forward_inputs(std::span<const Tensor* const> xs, const Tens
   const int kd = key_dim_, vd = value_dim_, heads = heads_;
   const Storage storage = y.storage;
   const std::int64_t units = batch_ * heads;
-#pragma omp parallel
+  const bool causal = causal_;
+  const float scale = scale_;
+  bool ok = true;
+#pragma omp parallel reduction(&& : ok)
   {
     std::vector<float> qh(static_cast<std::size_t>(s * kd)), kh(qh.size()),
-        vh(static_cast<std::size_t>(s * vd)), out(static_cast<std::size_t>(vd));
+        vh(static_cast<std::size_t>(s * vd)), out(vh.size());
 #pragma omp for schedule(static)
     for (std::int64_t u = 0; u < units; ++u) {
       const std::int64_t b = u / heads;
       const int h = static_cast<int>(u % heads);
       load_head(q, b, h, heads, kd, s, qh.data());
-      load_head_transposed(k, b, h, heads, kd, s, kh.data());
+      load_head(k, b, h, heads, kd, s, kh.data());
       load_head(v, b, h, heads, vd, s, vh.data());
       float* probs = probs_ + u * s * s;
-      for (std::int64_t i = 0; i < s; ++i) {
-        float* row = probs + i * s;
-        const std::int64_t n = causal_ ? i + 1 : s;  // the keys it attends to
-        dots(qh.data() + i * kd, kh.data(), kd, s, n, row);
-        // The scores einsum's output, in the layer's dtype (the masked ones are set below).
-        for (std::int64_t j = 0; j < n; ++j) row[j] = rounded(storage, row[j]);
-        attention_softmax_row(row, static_cast<int>(s), static_cast<int>(i), scale_, causal_);
-        for (std::int64_t j = 0; j < s; ++j) row[j] = rounded(storage, row[j]);
-        std::fill(out.begin(), out.end(), 0.0f);
-        for (std::int64_t j = 0; j < n; ++j) {
-          const float p = row[j];
-          if (p == 0.0f) continue;
-          const float* vj = vh.data() + j * vd;
-          for (int c = 0; c < vd; ++c) out[c] += p * vj[c];
+      for (std::int64_t r0 = 0; r0 < s; r0 += kRowBlock) {
+        const std::int64_t r1 = std::min(s, r0 + kRowBlock);
+        const std::int64_t keys = causal ? r1 : s;
+        // The scores einsum's output (Q K^T), rounded to the layer's dtype row by row below.
+        gemm('N', 'T', r1 - r0, keys, kd, qh.data() + r0 * kd, kd, kh.data(), kd, probs + r0 * s, s,
+             ok);
+        for (std::int64_t i = r0; i < r1; ++i) {
+          float* row = probs + i * s;
+          const std::int64_t n = causal ? i + 1 : s;  // the keys it attends to
+          // engine/ops/attention.h's attention_softmax_row, over the attended keys only (the
+          // masked ones' exp() is 0 there), with a vectorised exp.
+          float m = kMaskedScore;
+          for (std::int64_t j = 0; j < n; ++j) {
+            row[j] = rounded(storage, row[j]) * scale;
+            m = std::max(m, row[j]);
+          }
+          float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+          for (std::int64_t j = 0; j < n; ++j) {
+            row[j] = exp_nonpositive(row[j] - m);
+            sum += row[j];
+          }
+          for (std::int64_t j = 0; j < n; ++j) row[j] = rounded(storage, row[j] / sum);
+          std::fill(row + n, row + s, 0.0f);
         }
-        const std::int64_t base = (b * s + i) * heads * vd + static_cast<std::int64_t>(h) * vd;
-        with_storage(storage, [&](auto st) {
-          constexpr Storage S = decltype(st)::value;
-          for (int c = 0; c < vd; ++c) store<S>(y.data, base + c, out[c]);
-        });
+        // The weighted values: rows [r0, r1) of P V, over the keys they attend to.
+        gemm('N', 'N', r1 - r0, vd, keys, probs + r0 * s, s, vh.data(), vd, out.data() + r0 * vd,
+             vd, ok);
       }
+      with_storage(storage, [&](auto st) {
+        constexpr Storage S = decltype(st)::value;
+        for (std::int64_t i = 0; i < s; ++i) {
+          const std::int64_t base = (b * s + i) * heads * vd + static_cast<std::int64_t>(h) * vd;
+          for (int c = 0; c < vd; ++c) store<S>(y.data, base + c, out[i * vd + c]);
+        }
+      });
     }
   }
+  if (!ok) throw BackendError("attention: oneDNN's sgemm failed (forward)");
 }
 
 void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tensor& dy, int i,
@@ -156,11 +171,14 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
   if (i == 0) {
     const Tensor &q = *xs[0], &k = *xs[1], &v = *xs[2];
     const std::int64_t units = batch_ * heads;
-#pragma omp parallel
+    const bool causal = causal_;
+    const float scale = scale_;
+    bool ok = true;
+#pragma omp parallel reduction(&& : ok)
     {
       std::vector<float> qh(static_cast<std::size_t>(s * kd)), kh(qh.size()),
           vh(static_cast<std::size_t>(s * vd)), doh(vh.size()), dqh(qh.size()), dkh(qh.size()),
-          dvh(vh.size()), dp(static_cast<std::size_t>(s)), vt(vh.size());
+          dvh(vh.size()), ds(static_cast<std::size_t>(s * s));
 #pragma omp for schedule(static)
       for (std::int64_t u = 0; u < units; ++u) {
         const std::int64_t b = u / heads;
@@ -168,37 +186,37 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
         load_head(q, b, h, heads, kd, s, qh.data());
         load_head(k, b, h, heads, kd, s, kh.data());
         load_head(v, b, h, heads, vd, s, vh.data());
-        load_head_transposed(v, b, h, heads, vd, s, vt.data());
         load_head(dy, b, h, heads, vd, s, doh.data());
-        std::fill(dqh.begin(), dqh.end(), 0.0f);
-        std::fill(dkh.begin(), dkh.end(), 0.0f);
-        std::fill(dvh.begin(), dvh.end(), 0.0f);
         const float* probs = probs_ + u * s * s;
-        for (std::int64_t r = 0; r < s; ++r) {
-          const float* p = probs + r * s;
-          const float* dor = doh.data() + r * vd;
-          // dP = dO v^T; dV += P^T dO; softmax backward; the scale into the unscaled scores.
-          const std::int64_t n = causal_ ? r + 1 : s;  // the weights that are not 0
-          dots(dor, vt.data(), vd, s, n, dp.data());
-          float dot_pd = 0.0f;
-          for (std::int64_t j = 0; j < n; ++j) {
-            if (p[j] == 0.0f) continue;
-            float* dvj = dvh.data() + j * vd;
-            for (int c = 0; c < vd; ++c) dvj[c] += p[j] * dor[c];
-            dot_pd += p[j] * dp[static_cast<std::size_t>(j)];
+        // dP = dO V^T, then the softmax's backward and the scale in place: dS, the gradient of
+        // the unscaled scores (0 where masked).
+        for (std::int64_t r0 = 0; r0 < s; r0 += kRowBlock) {
+          const std::int64_t r1 = std::min(s, r0 + kRowBlock);
+          gemm('N', 'T', r1 - r0, causal ? r1 : s, vd, doh.data() + r0 * vd, vd, vh.data(), vd,
+               ds.data() + r0 * s, s, ok);
+          for (std::int64_t r = r0; r < r1; ++r) {
+            const float* p = probs + r * s;
+            float* d = ds.data() + r * s;
+            const std::int64_t n = causal ? r + 1 : s;
+            float dot_pd = 0.0f;
+#pragma omp simd reduction(+ : dot_pd)
+            for (std::int64_t j = 0; j < n; ++j) dot_pd += p[j] * d[j];
+            for (std::int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot_pd) * scale;
+            std::fill(d + n, d + s, 0.0f);
           }
-          const float* qr = qh.data() + r * kd;
-          float* dqr = dqh.data() + r * kd;
-          for (std::int64_t j = 0; j < n; ++j) {
-            if (p[j] == 0.0f) continue;
-            const float ds = p[j] * (dp[static_cast<std::size_t>(j)] - dot_pd) * scale_;
-            const float* kj = kh.data() + j * kd;
-            float* dkj = dkh.data() + j * kd;
-            for (int c = 0; c < kd; ++c) {
-              dqr[c] += ds * kj[c];
-              dkj[c] += ds * qr[c];
-            }
-          }
+          // dQ's rows [r0, r1) = dS K over the keys they attend to.
+          gemm('N', 'N', r1 - r0, kd, causal ? r1 : s, ds.data() + r0 * s, s, kh.data(), kd,
+               dqh.data() + r0 * kd, kd, ok);
+        }
+        // dV = P^T dO and dK = dS^T Q, by blocks of key rows [c0, c1): causal, only the queries
+        // from c0 on attend to them.
+        for (std::int64_t c0 = 0; c0 < s; c0 += kRowBlock) {
+          const std::int64_t c1 = std::min(s, c0 + kRowBlock);
+          const std::int64_t first = causal ? c0 : 0;
+          gemm('T', 'N', c1 - c0, vd, s - first, probs + first * s + c0, s, doh.data() + first * vd,
+               vd, dvh.data() + c0 * vd, vd, ok);
+          gemm('T', 'N', c1 - c0, kd, s - first, ds.data() + first * s + c0, s,
+               qh.data() + first * kd, kd, dkh.data() + c0 * kd, kd, ok);
         }
         // Into the (batch, steps, heads * dim) float32 gradients.
         for (std::int64_t r = 0; r < s; ++r) {
@@ -210,6 +228,7 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
         }
       }
     }
+    if (!ok) throw BackendError("attention: oneDNN's sgemm failed (backward)");
   }
   const float* src = i == 0 ? dq : i == 1 ? dk : dv;
   convert(src, Storage::f32, dx.data, dx.storage, dx.elements());

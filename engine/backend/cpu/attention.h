@@ -1,8 +1,8 @@
 // MultiHeadAttention's core on the CPU (PlanOp::attention): per sample and head, the scores of
 // every query step against every key step, their float32 softmax (engine/ops/attention.h), the
 // weights times the values; backward the gradients of all three projections at once. MixLab's
-// own OpenMP loops over (sample, head), each head's rows staged in float32 (a first version:
-// oneDNN's batched matmul would be faster).
+// OpenMP loop over (sample, head), each head's rows staged in float32 and its GEMMs run by
+// oneDNN's sgemm on blocks of query rows (a causal block skips the keys after it).
 #pragma once
 
 #include <span>
