@@ -20,6 +20,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/core/error.h"
+#include "engine/train/run_fields.h"
 #include "resources/builtin_models.h"
 #include "ui/doctor/doctor_runs.h"
 #include "ui/doctor/doctor_view.h"
@@ -237,6 +238,14 @@ void MainWindow::build_menus() {
   run->addAction(run_panel_->stop_action());
   run->addAction(run_panel_->compare_action());
   run->addAction(run_panel_->sweep_action());
+  run->addSeparator();
+  loss_scaling_demo_ = run->addAction(tr("&Loss-scaling demo (tiny-gpt, float16)"), this,
+                                      [this] { start_loss_scaling_demo(); });
+  loss_scaling_demo_->setObjectName(QStringLiteral("loss_scaling_demo"));
+  loss_scaling_demo_->setToolTip(
+      tr("Train tiny-gpt under mixed_float16 from a loss scale of 2^30: static, its float16 "
+         "gradients overflow on every step (see the skipped steps and the per-layer overflow "
+         "table); dynamic, the scale backs off until they fit and training recovers"));
   // The run panel's shortcuts work wherever the focus is.
   for (QAction* a :
        {run_panel_->start_action(), run_panel_->stop_action(), run_panel_->sweep_action()})
@@ -391,6 +400,46 @@ bool MainWindow::start_precision_comparison() {
         request_for(run_panel_->config_with(run_panel_->mixed_policy()))};
     compare_when_done_ = launch(std::move(runs));
     return compare_when_done_;
+  } catch (const Error& e) {
+    live_->show_error(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+bool MainWindow::start_loss_scaling_demo() {
+  if (controller_->busy()) {
+    statusBar()->showMessage(tr("A run is in progress: stop it first (Ctrl+.)"), 5000);
+    return false;
+  }
+  if (!document_actions_->maybe_save() || !document_actions_->open_template("tiny-gpt"))
+    return false;
+  constexpr int kDemoSteps = 120;
+  constexpr double kOverflowingScale = 1073741824.0;  // 2^30: tiny-gpt's gradients exceed 65504
+  run_panel_->set_precision(Policy::mixed_float16);
+  if (const QString problem = run_panel_->set_dataset(QStringLiteral("tokens:synthetic:128:256"));
+      !problem.isEmpty()) {
+    statusBar()->showMessage(tr("Cannot start the demo: %1").arg(problem), 10000);
+    return false;
+  }
+  run_panel_->set_steps(kDemoSteps);
+  run_panel_->set_field_text(run_field("loss_scale"), QStringLiteral("dynamic:1073741824"));
+  update_validity();
+  if (!document_->validation().ok) {
+    statusBar()->showMessage(tr("Cannot start: %1").arg(document_->validation().message), 10000);
+    return false;
+  }
+  try {
+    RunConfig fixed = run_panel_->config();
+    fixed.loss_scale = LossScaleConfig::fixed(kOverflowingScale);
+    RunConfig dynamic = run_panel_->config();
+    dynamic.loss_scale = LossScaleConfig::dynamic();
+    dynamic.loss_scale.initial_scale = kOverflowingScale;
+    if (!launch({request_for(fixed), request_for(dynamic)})) return false;
+    statusBar()->showMessage(
+        tr("Loss-scaling demo: a static scale of 2^30 first (float16 overflows; the run ends "
+           "diverged), then a dynamic one from 2^30 (it backs off and recovers)"),
+        15000);
+    return true;
   } catch (const Error& e) {
     live_->show_error(QString::fromStdString(e.what()));
     return false;

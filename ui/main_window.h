@@ -65,6 +65,13 @@ class MainWindow : public QMainWindow {
   // Queues float32 and the mixed policy with otherwise identical settings; opens their
   // comparison when both have finished.
   bool start_precision_comparison();
+  // Run ▸ Loss-scaling demo (issue 29): tiny-gpt under mixed_float16 from a loss scale of 2^30,
+  // where its float16 gradients overflow, as two runs: that scale static (every step skipped,
+  // the overflow table filling; the run ends diverged), then dynamic from it (it backs off until
+  // the gradients fit, and training goes on). Asks to save an edited model first; false when it
+  // does not start.
+  bool start_loss_scaling_demo();
+  QAction* loss_scaling_demo_action() const { return loss_scaling_demo_; }
   // The editor's model as a sweep names it: its file when saved, else its name.
   std::string sweep_model_name() const;
   // Asks for a sweep (the Sweep dialog) and starts it.
@@ -95,6 +102,7 @@ class MainWindow : public QMainWindow {
   ModelDocument* document_ = nullptr;
   EditorWidget* editor_ = nullptr;
   DocumentActions* document_actions_ = nullptr;
+  QAction* loss_scaling_demo_ = nullptr;
   ModelExport* model_export_ = nullptr;
   RunPanel* run_panel_ = nullptr;
   LiveView* live_ = nullptr;

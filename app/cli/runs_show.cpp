@@ -1,5 +1,5 @@
-// mixlab-cli runs show ID [--json]: one run, its configuration, environment, figures, epochs
-// and per-layer times.
+// mixlab-cli runs show ID [--json]: one run, its configuration, environment, figures, epochs,
+// per-layer times and per-layer overflow counts.
 #include <cstring>
 #include <iostream>
 
@@ -77,8 +77,23 @@ Json layer_times_json(const std::vector<store::LayerTimeSummary>& layers) {
   return out;
 }
 
+Json layer_overflows_json(const std::vector<store::LayerOverflowSummary>& layers) {
+  Json out = Json::array();
+  for (const store::LayerOverflowSummary& l : layers) {
+    out.push_back({{"layer", l.layer},
+                   {"title", l.title},
+                   {"steps", l.steps},
+                   {"nonfinite", l.nonfinite},
+                   {"values", l.values},
+                   {"first_step", l.first_step},
+                   {"last_step", l.last_step}});
+  }
+  return out;
+}
+
 Json run_json(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
-              const std::vector<store::LayerTimeSummary>& layers) {
+              const std::vector<store::LayerTimeSummary>& layers,
+              const std::vector<store::LayerOverflowSummary>& overflows) {
   // The model as JSON when it parses (it always should), else as the stored text.
   Json model = Json::parse(r.model_json, nullptr, false);
   if (model.is_discarded()) model = r.model_json;
@@ -101,6 +116,7 @@ Json run_json(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
           {"summary", summary_json(r.summary)},
           {"epochs", epochs_json(epochs)},
           {"layer_times", layer_times_json(layers)},
+          {"layer_overflows", layer_overflows_json(overflows)},
           {"tags", r.tags},
           {"note", r.note}};
 }
@@ -139,8 +155,26 @@ void print_layer_times(const std::vector<store::LayerTimeSummary>& layers) {
   table.print(std::cout, "  ");
 }
 
+void print_layer_overflows(const std::vector<store::LayerOverflowSummary>& layers) {
+  if (layers.empty()) return;
+  std::cout << "overflow (inf/NaN gradients on the skipped steps, by layer):\n";
+  Table table({{"layer", false},
+               {"steps", true},
+               {"inf/NaN values", true},
+               {"of values", true},
+               {"first step", true},
+               {"last step", true}});
+  for (const store::LayerOverflowSummary& l : layers) {
+    table.add({one_line(l.title, 60), group_digits(l.steps), group_digits(l.nonfinite),
+               group_digits(l.values), group_digits(l.first_step + 1),
+               group_digits(l.last_step + 1)});
+  }
+  table.print(std::cout, "  ");
+}
+
 void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
-               const std::vector<store::LayerTimeSummary>& layers) {
+               const std::vector<store::LayerTimeSummary>& layers,
+               const std::vector<store::LayerOverflowSummary>& overflows) {
   const RunConfig& c = r.config;
   const store::Environment& env = r.environment;
   const RunSummary& s = r.summary;
@@ -203,6 +237,7 @@ void print_run(const RunRecord& r, const std::vector<EpochMetrics>& epochs,
   print_field("tags:", join(r.tags, ", "));
   print_field("note:", r.note);
   print_layer_times(layers);
+  print_layer_overflows(overflows);
   if (epochs.empty()) return;
   std::cout << "epochs:\n";
   Table table({{"epoch", true},
@@ -230,10 +265,11 @@ int show_run(const RunsArgs& args) {
   OpenRuns open = open_runs(store_path(args), {&id, 1}, Access::read);
   const std::vector<EpochMetrics> epochs = open.store.epochs(id);
   const std::vector<store::LayerTimeSummary> layers = open.store.layer_times(id);
+  const std::vector<store::LayerOverflowSummary> overflows = open.store.layer_overflows(id);
   // The doctor's reports this run measured (mixlab-cli doctor --measure).
   const std::vector<store::DoctorReportRecord> reports = open.store.doctor_reports(id);
   if (args.json) {
-    Json j = run_json(open.records[0], epochs, layers);
+    Json j = run_json(open.records[0], epochs, layers, overflows);
     Json& kept = j["doctor_reports"] = Json::array();
     for (const store::DoctorReportRecord& r : reports) {
       kept.push_back({{"id", r.id},
@@ -243,7 +279,7 @@ int show_run(const RunsArgs& args) {
     }
     print_json(j);
   } else {
-    print_run(open.records[0], epochs, layers);
+    print_run(open.records[0], epochs, layers, overflows);
     for (const store::DoctorReportRecord& r : reports) {
       std::string runs;
       for (const std::int64_t run : r.run_ids) runs += (runs.empty() ? "" : ", ") + std::to_string(run);

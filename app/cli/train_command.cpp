@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,6 +114,27 @@ class LayerTimingSink final : public RunSink {
  private:
   std::int64_t warmup_steps_;
   Sums measured_, all_;
+};
+
+// Per layer, the steps whose overflow check failed with inf/NaN gradients in it (issue 29).
+class OverflowSink final : public RunSink {
+ public:
+  struct Layer {
+    std::int64_t steps = 0, nonfinite = 0, values = 0, last_step = -1;
+  };
+  void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) override {
+    for (const LayerOverflow& o : layers) {
+      Layer& l = layers_[o.layer];
+      ++l.steps;
+      l.nonfinite += o.nonfinite;
+      l.values = o.values;
+      l.last_step = step;
+    }
+  }
+  const std::map<int, Layer>& layers() const { return layers_; }
+
+ private:
+  std::map<int, Layer> layers_;
 };
 
 std::string layer_label(const ModelSpec& spec, std::size_t layer) {
@@ -245,8 +267,9 @@ int run_train(const std::vector<std::string>& argv) {
   RunSink& display = quiet ? quiet_sink : progress;
   RunSink no_recorder;
   LayerTimingSink layer_timing(config.warmup_steps);
+  OverflowSink overflows;
   store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
-                         &layer_timing};
+                         &layer_timing, &overflows};
 
   RunSummary s;
   try {
@@ -329,6 +352,16 @@ int run_train(const std::vector<std::string>& argv) {
       }
       out["layer_timings"] = layers;
     }
+    nlohmann::ordered_json overflow_rows = nlohmann::ordered_json::array();
+    for (const auto& [layer, l] : overflows.layers()) {
+      overflow_rows.push_back({{"layer", layer},
+                               {"label", layer_label(spec, static_cast<std::size_t>(layer))},
+                               {"steps", l.steps},
+                               {"nonfinite", l.nonfinite},
+                               {"values", l.values},
+                               {"last_step", l.last_step}});
+    }
+    out["layer_overflows"] = overflow_rows;
     std::cout << out.dump(2) << std::endl;
   } else {
     std::printf("status:      %s%s%s\n", std::string(to_string(s.status)).c_str(),
@@ -350,6 +383,17 @@ int run_train(const std::vector<std::string>& argv) {
     std::printf("memory:      %s, wall time %.1f s\n", format_bytes(s.peak_memory_bytes).c_str(),
                 s.wall_s);
     if (config.layer_timing) print_layer_timings(spec, layer_timing.sums(), choice.device);
+    if (!overflows.layers().empty()) {
+      std::printf("overflow:    inf/NaN gradients by layer on the skipped steps\n");
+      std::printf("  %5s  %-28s %7s %14s %14s %10s\n", "layer", "", "steps", "inf/NaN values",
+                  "of values", "last step");
+      for (const auto& [layer, l] : overflows.layers()) {
+        std::printf("  %5d  %-28s %7s %14s %14s %10s\n", layer,
+                    layer_label(spec, static_cast<std::size_t>(layer)).c_str(),
+                    group_digits(l.steps).c_str(), group_digits(l.nonfinite).c_str(),
+                    group_digits(l.values).c_str(), group_digits(l.last_step + 1).c_str());
+      }
+    }
     if (recorder) {
       std::printf("run id:      %lld (in %s)\n", static_cast<long long>(recorder->run_id()),
                   writer->path().c_str());

@@ -40,6 +40,9 @@ class RunController::BufferSink final : public RunSink {
   void on_epoch(const EpochMetrics& epoch) override {
     owner_.push(MetricsBatch{run_id_, {}, {epoch}});
   }
+  void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) override {
+    owner_.push(LayerOverflows{run_id_, step, layers});
+  }
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
     owner_.push(LayerTimes{run_id_, step, layers});
   }

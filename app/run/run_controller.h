@@ -66,10 +66,17 @@ struct LayerTimes {
   std::int64_t step = 0;
   std::vector<LayerTiming> layers;
 };
+// A training step whose overflow check failed: its layers with non-finite gradients.
+struct LayerOverflows {
+  std::int64_t run_id = 0;
+  std::int64_t step = 0;
+  std::vector<LayerOverflow> layers;
+};
 struct QueueFinished {
   QList<qint64> run_ids;  // in order; a run that could not even be recorded has none
 };
-using RunEvent = std::variant<StartedRun, MetricsBatch, LayerTimes, RunFinished, QueueFinished>;
+using RunEvent =
+    std::variant<StartedRun, MetricsBatch, LayerTimes, LayerOverflows, RunFinished, QueueFinished>;
 
 class RunController : public QObject {
   Q_OBJECT

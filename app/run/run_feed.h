@@ -30,6 +30,7 @@ class RunFeed : public QObject {
   void run_started(const mixlab::app::StartedRun& run);
   void metrics(const mixlab::app::MetricsBatch& batch);
   void layer_times(const mixlab::app::LayerTimes& times);
+  void layer_overflows(const mixlab::app::LayerOverflows& overflows);
   void run_finished(qint64 run_id, const mixlab::RunSummary& summary);
   void queue_finished(const QList<qint64>& run_ids);
 

@@ -1,5 +1,6 @@
 // The run store's per-layer times (schema version 3): rows per step and layer as the trainer
-// reports them, summarised per layer when read.
+// reports them, summarised per layer when read; and the per-layer overflow counts of the steps
+// whose overflow check failed (version 8).
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -23,6 +24,47 @@ void RunStore::insert_layer_times(std::int64_t run_id, std::int64_t step,
     st.run();
   }
   if (own) own->commit();
+}
+
+void RunStore::insert_layer_overflows(std::int64_t run_id, std::int64_t step,
+                                      std::span<const LayerOverflow> layers) {
+  Statement st = db_.prepare(
+      "INSERT OR REPLACE INTO layer_overflows (run_id, step, layer, nonfinite, n_values) "
+      "VALUES (?, ?, ?, ?, ?)");
+  std::optional<Transaction> own;
+  if (sqlite3_get_autocommit(db_.get()) != 0) own.emplace(db_);
+  for (const LayerOverflow& o : layers) {
+    st.bind(1, run_id).bind(2, step).bind(3, o.layer).bind(4, o.nonfinite).bind(5, o.values);
+    st.run();
+  }
+  if (own) own->commit();
+}
+
+std::vector<LayerOverflowSummary> RunStore::layer_overflows(std::int64_t run_id) {
+  const RunRecord record = run(run_id);
+  std::optional<ModelSpec> spec;
+  try {
+    spec = parse_model_json(record.model_json);
+  } catch (const std::exception&) {
+    // A model the engine no longer reads: layers keep their numbers.
+  }
+  Statement st = db_.prepare(
+      "SELECT layer, COUNT(*), SUM(nonfinite), MAX(n_values), MIN(step), MAX(step) "
+      "FROM layer_overflows WHERE run_id = ? GROUP BY layer ORDER BY layer");
+  st.bind(1, run_id);
+  std::vector<LayerOverflowSummary> out;
+  while (st.step()) {
+    LayerOverflowSummary s;
+    s.layer = static_cast<int>(st.column_int(0));
+    s.title = spec ? layer_title(*spec, s.layer) : "layer " + std::to_string(s.layer);
+    s.steps = st.column_int(1);
+    s.nonfinite = st.column_int(2);
+    s.values = st.column_int(3);
+    s.first_step = st.column_int(4);
+    s.last_step = st.column_int(5);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 std::vector<LayerTimeSummary> RunStore::layer_times(std::int64_t run_id) {

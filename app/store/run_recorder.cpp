@@ -28,6 +28,10 @@ void RunRecorder::on_layer_timings(std::int64_t step, const std::vector<LayerTim
   writer_.layer_times(run_id_, step, layers);
 }
 
+void RunRecorder::on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) {
+  writer_.layer_overflows(run_id_, step, layers);
+}
+
 void RunRecorder::on_finish(const RunSummary& summary) {
   finished_ = true;
   writer_.finished(run_id_, summary, now_utc_ms());
@@ -56,6 +60,10 @@ void FanoutSink::on_epoch(const EpochMetrics& epoch) {
 
 void FanoutSink::on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) {
   for (RunSink* s : sinks_) s->on_layer_timings(step, layers);
+}
+
+void FanoutSink::on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) {
+  for (RunSink* s : sinks_) s->on_layer_overflows(step, layers);
 }
 
 void FanoutSink::on_finish(const RunSummary& summary) {

@@ -21,7 +21,7 @@ namespace mixlab::store {
 
 // The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
 // a file as a MixLab run database (PRAGMA application_id, "MXLB").
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
 
 // A doctor's report as kept (mixlab-cli doctor --measure): the diagnosis's JSON
@@ -48,6 +48,18 @@ struct LayerTimeSummary {
   double backward_ms = 0.0;
   double forward_p95_ms = 0.0;
   double backward_p95_ms = 0.0;
+};
+
+// A layer's non-finite gradients over a run's skipped steps (schema version 8): on how many steps
+// it had any, how many values in all, and the step where it had the most.
+struct LayerOverflowSummary {
+  int layer = 0;
+  std::string title;  // as the editor names it
+  std::int64_t steps = 0;
+  std::int64_t nonfinite = 0;
+  std::int64_t values = 0;  // the layer's gradient values (a step's)
+  std::int64_t first_step = 0;
+  std::int64_t last_step = 0;
 };
 
 struct StoreOptions {
@@ -84,6 +96,8 @@ class RunStore {
   void insert_epoch(std::int64_t run_id, const EpochMetrics& epoch);
   void insert_layer_times(std::int64_t run_id, std::int64_t step,
                           std::span<const LayerTiming> layers);
+  void insert_layer_overflows(std::int64_t run_id, std::int64_t step,
+                              std::span<const LayerOverflow> layers);
   void finish_run(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
   // Writes this moment as the heartbeat of those of `run_ids` still `running`.
   void beat(std::span<const std::int64_t> run_ids, std::int64_t now_ms);
@@ -104,6 +118,8 @@ class RunStore {
   std::int64_t step_count(std::int64_t run_id);
   // Per-layer times, in layer order; empty for a run recorded without layer timing.
   std::vector<LayerTimeSummary> layer_times(std::int64_t run_id);
+  // Per-layer overflow counts, in layer order; empty for a run without a failed overflow check.
+  std::vector<LayerOverflowSummary> layer_overflows(std::int64_t run_id);
 
   // --- the doctor's reports (app/store/doctor_reports.cpp) ---
   // Keeps a report with its runs (which must exist); returns its id.

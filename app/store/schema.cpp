@@ -267,9 +267,22 @@ DROP TABLE sweep_members_kept;
 CREATE INDEX sweep_members_by_run ON sweep_members (run_id);
 )sql";
 
+// Version 8: per-layer overflow counts of the training steps whose overflow check failed (issue
+// 29's loss-scaling demo): how many of a layer's gradient values were NaN or inf, of how many.
+constexpr std::string_view kVersion8 = R"sql(
+CREATE TABLE IF NOT EXISTS layer_overflows (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  layer INTEGER NOT NULL,
+  nonfinite INTEGER NOT NULL,
+  n_values INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step, layer)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
                                      {4, kVersion4}, {5, kVersion5}, {6, kVersion6},
-                                     {7, kVersion7}};
+                                     {7, kVersion7}, {8, kVersion8}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

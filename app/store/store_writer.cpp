@@ -95,6 +95,11 @@ void StoreWriter::layer_times(std::int64_t run_id, std::int64_t step,
   push_other(LayerRows{run_id, step, layers});
 }
 
+void StoreWriter::layer_overflows(std::int64_t run_id, std::int64_t step,
+                                  const std::vector<LayerOverflow>& layers) {
+  push_other(OverflowRows{run_id, step, layers});
+}
+
 void StoreWriter::finished(std::int64_t run_id, const RunSummary& summary,
                            std::int64_t finished_at_ms) {
   push_other(FinishRow{run_id, summary, finished_at_ms});
@@ -146,6 +151,8 @@ void StoreWriter::commit(RunStore& store, const Batch& batch, bool beat) {
       store.insert_epoch(e->run_id, e->epoch);
     } else if (const auto* l = std::get_if<LayerRows>(&m)) {
       store.insert_layer_times(l->run_id, l->step, l->layers);
+    } else if (const auto* o = std::get_if<OverflowRows>(&m)) {
+      store.insert_layer_overflows(o->run_id, o->step, o->layers);
     } else if (const auto* f = std::get_if<FinishRow>(&m)) {
       store.finish_run(f->run_id, f->summary, f->finished_at_ms);
     }

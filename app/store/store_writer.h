@@ -60,6 +60,8 @@ class StoreWriter {
   void step(std::int64_t run_id, const StepMetrics& step);
   void epoch(std::int64_t run_id, const EpochMetrics& epoch);
   void layer_times(std::int64_t run_id, std::int64_t step, const std::vector<LayerTiming>& layers);
+  void layer_overflows(std::int64_t run_id, std::int64_t step,
+                       const std::vector<LayerOverflow>& layers);
   void finished(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
 
   // Waits until everything queued before it is committed. Throws the StoreError of a batch that
@@ -93,12 +95,17 @@ class StoreWriter {
     std::int64_t step;
     std::vector<LayerTiming> layers;
   };
+  struct OverflowRows {
+    std::int64_t run_id;
+    std::int64_t step;
+    std::vector<LayerOverflow> layers;
+  };
   struct FinishRow {
     std::int64_t run_id;
     RunSummary summary;
     std::int64_t finished_at_ms;
   };
-  using Message = std::variant<StartRow, EpochRow, LayerRows, FinishRow>;
+  using Message = std::variant<StartRow, EpochRow, LayerRows, OverflowRows, FinishRow>;
   // Steps keep their own vector (the hot path). A batch commits in one transaction, so the
   // order of steps and other rows inside it does not matter; batches commit in queue order.
   struct Batch {

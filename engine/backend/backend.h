@@ -6,6 +6,7 @@
 // reference the CUDA backend is checked against).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -51,6 +52,33 @@ struct BatchLoss {
 
 enum class Phase : std::uint8_t { train, eval };
 
+// A layer's gradients on a training step whose overflow check failed: how many of its values
+// were NaN or inf (after the rounding to its weights' 16-bit type that the check applies), of
+// how many. Where loss scaling overflows, or attention's scores do.
+struct LayerOverflow {
+  int layer = 0;
+  std::int64_t nonfinite = 0;
+  std::int64_t values = 0;
+};
+
+// Sorts by layer, merges a layer's entries and drops the layers without non-finite values.
+inline std::vector<LayerOverflow> merge_layer_overflows(std::vector<LayerOverflow> entries) {
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const LayerOverflow& a, const LayerOverflow& b) { return a.layer < b.layer; });
+  std::vector<LayerOverflow> out;
+  for (const LayerOverflow& e : entries) {
+    if (!out.empty() && out.back().layer == e.layer) {
+      out.back().nonfinite += e.nonfinite;
+      out.back().values += e.values;
+    } else {
+      out.push_back(e);
+    }
+  }
+  std::erase_if(out, [](const LayerOverflow& e) { return e.nonfinite == 0; });
+  return out;
+}
+
 // What one step reports. Times are the device's (CUDA events) on a GPU and the host's clock on
 // the CPU, where the step runs on the calling thread.
 struct StepResult {
@@ -63,6 +91,9 @@ struct StepResult {
   double backward_ms = 0.0;
   double optimizer_ms = 0.0;
   double device_ms = std::numeric_limits<double>::quiet_NaN();  // the whole step on a device
+  // train, gradients_finite false: the layers with non-finite gradients, in layer order (empty
+  // otherwise).
+  std::vector<LayerOverflow> overflows;
 };
 
 // Time of one layer in the last training step (ExecutorOptions::layer_timing), every node that

@@ -121,6 +121,12 @@ class RunSink {
     (void)step;
     (void)layers;
   }
+  // The layers with non-finite gradients on a training step whose overflow check failed
+  // (StepResult::overflows), before that step's on_step.
+  virtual void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) {
+    (void)step;
+    (void)layers;
+  }
   virtual void on_finish(const RunSummary& summary) { (void)summary; }
 };
 

@@ -304,6 +304,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         m.optimizer_ms = r.optimizer_ms;
         m.device_ms = r.device_ms;
         if (config.layer_timing) sink.on_layer_timings(step, executor->layer_timings());
+        if (!r.overflows.empty()) sink.on_layer_overflows(step, r.overflows);
         const auto t_end = Clock::now();
         m.step = step;
         m.epoch = epoch;

@@ -21,6 +21,7 @@ struct RecordingSink : RunSink {
   std::vector<StepMetrics> steps;
   std::vector<EpochMetrics> epochs;
   std::optional<RunSummary> summary;
+  std::vector<std::pair<std::int64_t, std::vector<LayerOverflow>>> overflows;
   std::atomic<bool>* cancel = nullptr;
   std::int64_t cancel_at_step = -1;
 
@@ -30,6 +31,11 @@ struct RecordingSink : RunSink {
     if (cancel && s.step == cancel_at_step) cancel->store(true);
   }
   void on_epoch(const EpochMetrics& e) override { epochs.push_back(e); }
+  void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) override {
+    // Reported before the step itself.
+    EXPECT_EQ(static_cast<std::int64_t>(steps.size()), step);
+    overflows.emplace_back(step, layers);
+  }
   void on_finish(const RunSummary& s) override { summary = s; }
 };
 
@@ -244,6 +250,27 @@ TEST(Trainer, MixedFloat16TooLargeStaticScaleSkipsEveryStepDynamicRecovers) {
   EXPECT_TRUE(steps[0].skipped);
   EXPECT_EQ(steps[1].loss_scale, steps[0].loss_scale / 2);
   EXPECT_FALSE(steps.back().skipped);
+
+  // Issue 29: every skipped step names the layers whose gradients overflowed, with counts: the
+  // two Dense layers (2 and 3; Rescaling, Flatten and the softmax have no weights), of their
+  // 64 * 32 + 32 and 32 * 4 + 4 gradient values.
+  for (const RunResult* r : {&fixed, &dynamic}) {
+    ASSERT_EQ(static_cast<std::int64_t>(r->sink.overflows.size()), r->summary.skipped_steps);
+    for (const auto& [step, layers] : r->sink.overflows) {
+      EXPECT_TRUE(r->sink.steps[static_cast<std::size_t>(step)].skipped) << step;
+      ASSERT_FALSE(layers.empty()) << step;
+      for (const LayerOverflow& o : layers) {
+        EXPECT_TRUE(o.layer == 2 || o.layer == 3) << o.layer;
+        EXPECT_EQ(o.values, o.layer == 2 ? 64 * 32 + 32 : 32 * 4 + 4);
+        EXPECT_GE(o.nonfinite, 1);
+        EXPECT_LE(o.nonfinite, o.values);
+      }
+    }
+  }
+  // The output layer's gradients are the largest (the loss's gradient times 2^24 reaches them
+  // first): it overflows on the first step.
+  ASSERT_FALSE(fixed.sink.overflows.empty());
+  EXPECT_EQ(fixed.sink.overflows.front().second.back().layer, 3);
 }
 
 TEST(Trainer, RejectsAModelThatDoesNotFitTheDataset) {

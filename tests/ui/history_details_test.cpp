@@ -12,6 +12,7 @@
 #include "ui/history/history_model.h"
 #include "ui/history/history_view.h"
 #include "ui/history/run_details.h"
+#include "ui/run/overflow_table.h"
 
 namespace mixlab::ui {
 
@@ -35,6 +36,10 @@ class HistoryDetailsTest : public QObject {
         const std::vector<LayerTiming> layers = {{0, 0.5, 0.0}, {1, 2.0 + step, 4.0 + step}};
         store.insert_layer_times(timed, step, layers);
       }
+      // Two skipped steps whose Dense gradients overflowed (issue 29).
+      const std::vector<LayerOverflow> step0 = {{1, 36, 36}}, step5 = {{1, 4, 36}};
+      store.insert_layer_overflows(timed, 0, step0);
+      store.insert_layer_overflows(timed, 5, step5);
       plain = store.insert_run(store::testing::sample_run("plain"));
     }
     HistoryView view(db);
@@ -64,10 +69,19 @@ class HistoryDetailsTest : public QObject {
     QCOMPARE(rows[1].backward_ms, 5.0);
     QVERIFY2(details->summary_text().contains(QStringLiteral("timed")),
              qPrintable(details->summary_text()));
+    OverflowTable* overflows = details->overflow_table();
+    QVERIFY(overflows->isVisible());
+    QCOMPARE(overflows->rowCount(), 1);
+    QCOMPARE(overflows->item(0, OverflowTable::kLayer)->text(),
+             QStringLiteral("1 Dense 4, softmax"));
+    QCOMPARE(overflows->item(0, OverflowTable::kSteps)->data(Qt::UserRole).toLongLong(), 2);
+    QCOMPARE(overflows->item(0, OverflowTable::kNonfinite)->data(Qt::UserRole).toLongLong(), 40);
+    QCOMPARE(overflows->item(0, OverflowTable::kLastStep)->text(), QStringLiteral("6"));
 
     QVERIFY(make_current(plain));
     QCOMPARE(details->run_id(), plain);
     QCOMPARE(details->layer_chart()->row_count(), std::size_t(0));
+    QVERIFY(details->overflow_table()->isHidden());
 
     // The history's export is the store's CSV, byte for byte.
     const auto file = dir.path() / "layers.csv";

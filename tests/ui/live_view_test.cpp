@@ -11,6 +11,7 @@
 
 #include "ui/charts/chart.h"
 #include "ui/run/live_view.h"
+#include "ui/run/overflow_table.h"
 
 namespace mixlab::ui {
 
@@ -72,6 +73,33 @@ class LiveViewTest : public QObject {
     // A new run starts empty.
     view.begin_run(run);
     QCOMPARE(chart->row_count(), std::size_t(0));
+  }
+
+  // Issue 29: the layers whose gradients overflowed on skipped steps, summed per layer, shown
+  // from the first such step; another run's ignored; a new run starts without them.
+  void overflowTableSumsEachLayersInfAndNanGradients() {
+    LiveView view;
+    view.resize(1200, 900);
+    view.show();
+    app::StartedRun run;
+    run.run_id = 4;
+    run.layer_titles = {QStringLiteral("0 Flatten"), QStringLiteral("1 Dense 4, softmax")};
+    view.begin_run(run);
+    OverflowTable* table = view.overflow_table();
+    QVERIFY(table->isHidden());
+    view.add_layer_overflows({4, 0, {{1, 5, 100}}});
+    view.add_layer_overflows({99, 0, {{0, 7, 10}}});  // another run's
+    view.add_layer_overflows({4, 3, {{1, 3, 100}}});
+    QVERIFY(table->isVisible());
+    QCOMPARE(table->rowCount(), 1);
+    QCOMPARE(table->item(0, OverflowTable::kLayer)->text(), QStringLiteral("1 Dense 4, softmax"));
+    QCOMPARE(table->item(0, OverflowTable::kSteps)->data(Qt::UserRole).toLongLong(), 2);
+    QCOMPARE(table->item(0, OverflowTable::kNonfinite)->data(Qt::UserRole).toLongLong(), 8);
+    QCOMPARE(table->item(0, OverflowTable::kValues)->data(Qt::UserRole).toLongLong(), 100);
+    QCOMPARE(table->item(0, OverflowTable::kLastStep)->text(), QStringLiteral("4"));  // 1-based
+    view.begin_run(run);
+    QCOMPARE(table->rowCount(), 0);
+    QVERIFY(table->isHidden());
   }
 
   void cpuRunsPlotNoDeviceTime() {

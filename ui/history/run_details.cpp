@@ -8,6 +8,7 @@
 
 #include "app/store/run_store.h"
 #include "ui/charts/chart.h"
+#include "ui/run/overflow_table.h"
 
 namespace mixlab::ui {
 
@@ -29,6 +30,9 @@ RunDetails::RunDetails(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(summary_);
   layout->addWidget(layers_, 1);
+  overflows_ = new OverflowTable;
+  overflows_->setMaximumHeight(140);
+  layout->addWidget(overflows_);
   clear();
 }
 
@@ -37,19 +41,24 @@ void RunDetails::clear() {
   summary_->setText(tr("Select a run to see its details."));
   layers_->set_title(tr("Per-layer time"));
   layers_->set_rows({});
+  overflows_->clear_rows();
+  overflows_->hide();
 }
 
 void RunDetails::show_run(store::RunStore& store, qint64 run_id) {
   run_id_ = 0;
   std::optional<store::RunRecord> record;
   std::vector<store::LayerTimeSummary> layers;
+  std::vector<store::LayerOverflowSummary> overflows;
   if (run_id != 0) {
     try {
       record = store.find_run(run_id);
       if (record) layers = store.layer_times(run_id);
+      if (record) overflows = store.layer_overflows(run_id);
     } catch (const std::exception& e) {
       summary_->setText(tr("Run %1 cannot be read: %2").arg(run_id).arg(e.what()));
       layers_->set_rows({});
+      overflows_->hide();
       return;
     }
   }
@@ -77,6 +86,13 @@ void RunDetails::show_run(store::RunStore& store, qint64 run_id) {
                                .arg(run_id)
                                .arg(layers.front().steps));
   layers_->set_rows(std::move(rows));
+  std::map<int, OverflowTable::Row> overflow_rows;
+  for (const store::LayerOverflowSummary& o : overflows) {
+    overflow_rows[o.layer] = {QString::fromStdString(o.title), o.steps, o.nonfinite, o.values,
+                              o.last_step};
+  }
+  overflows_->set_rows(overflow_rows);
+  overflows_->setVisible(!overflow_rows.empty());
 }
 
 QString RunDetails::summary_text() const {

@@ -1,5 +1,6 @@
-// A recorded run's details under the history table: its figures in a line, and its per-layer
-// times as a chart (layers named as in the editor) when it was recorded with per-layer timing.
+// A recorded run's details under the history table: its figures in a line, its per-layer times
+// as a chart (layers named as in the editor) when it was recorded with per-layer timing, and its
+// per-layer overflow counts when steps were skipped for inf/NaN gradients.
 #pragma once
 
 #include <QWidget>
@@ -13,6 +14,7 @@ class RunStore;
 namespace mixlab::ui {
 
 class LayerTimeChart;
+class OverflowTable;
 
 class RunDetails : public QWidget {
   Q_OBJECT
@@ -26,11 +28,13 @@ class RunDetails : public QWidget {
   qint64 run_id() const { return run_id_; }
   QString summary_text() const;
   LayerTimeChart* layer_chart() const { return layers_; }
+  OverflowTable* overflow_table() const { return overflows_; }
 
  private:
   qint64 run_id_ = 0;
   QLabel* summary_ = nullptr;
   LayerTimeChart* layers_ = nullptr;
+  OverflowTable* overflows_ = nullptr;
 };
 
 }  // namespace mixlab::ui

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "ui/charts/chart.h"
+#include "ui/run/overflow_table.h"
 #include "ui/settings.h"
 
 namespace mixlab::ui {
@@ -82,6 +83,10 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
     chart->setToolTip(tr("Hover a line for exact values; right-click to export the chart"));
   }
 
+  overflows_ = new OverflowTable;
+  overflows_->setMaximumHeight(160);
+  overflows_->hide();
+
   auto* grid = new QGridLayout;
   grid->addWidget(step_time_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
@@ -89,6 +94,7 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   grid->addWidget(accuracy_, 1, 1);
   grid->addWidget(loss_scale_, 2, 0);
   grid->addWidget(layers_, 2, 1);
+  grid->addWidget(overflows_, 3, 0, 1, 2);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
   layout->addWidget(progress_);
@@ -116,12 +122,15 @@ void LiveView::begin_run(const app::StartedRun& run) {
   layer_forward_ms_.assign(static_cast<std::size_t>(run.layer_titles.size()), {});
   layer_backward_ms_.assign(static_cast<std::size_t>(run.layer_titles.size()), {});
   layers_->set_rows({});
+  overflows_->clear_rows();
+  overflows_->hide();
 }
 
 void LiveView::follow(app::RunFeed* feed) {
   connect(feed, &app::RunFeed::run_started, this, &LiveView::begin_run);
   connect(feed, &app::RunFeed::metrics, this, &LiveView::add_metrics);
   connect(feed, &app::RunFeed::layer_times, this, &LiveView::add_layer_times);
+  connect(feed, &app::RunFeed::layer_overflows, this, &LiveView::add_layer_overflows);
   connect(feed, &app::RunFeed::run_finished, this, &LiveView::end_run);
 }
 
@@ -138,6 +147,14 @@ void LiveView::add_layer_times(const app::LayerTimes& times) {
     keep(layer_backward_ms_[i], t.backward_ms);
   }
   if (!layer_refresh_->isActive()) layer_refresh_->start();
+}
+
+void LiveView::add_layer_overflows(const app::LayerOverflows& overflows) {
+  if (overflows.run_id != run_id_) return;
+  for (const LayerOverflow& o : overflows.layers) {
+    overflows_->add(o.layer, layer_titles_.value(o.layer), overflows.step, o.nonfinite, o.values);
+  }
+  overflows_->setVisible(!overflows_->rows().empty());
 }
 
 void LiveView::refresh_layer_chart() {

@@ -19,6 +19,7 @@ namespace mixlab::ui {
 
 class LayerTimeChart;
 class LineChart;
+class OverflowTable;
 
 class LiveView : public QWidget {
   Q_OBJECT
@@ -37,6 +38,9 @@ class LiveView : public QWidget {
   // One step's per-layer times: the layer chart shows each layer's median over the last steps
   // (redrawn at most ten times a second).
   void add_layer_times(const app::LayerTimes& times);
+  // A step whose overflow check failed: its layers' inf/NaN gradient counts join the overflow
+  // table, shown from the run's first such step.
+  void add_layer_overflows(const app::LayerOverflows& overflows);
   // Shows how the run ended (its message when it failed).
   void end_run(qint64 run_id, const RunSummary& summary);
   // A run that could not start at all (no store): its message.
@@ -51,6 +55,7 @@ class LiveView : public QWidget {
   LineChart* accuracy_chart() const { return accuracy_; }
   LineChart* loss_scale_chart() const { return loss_scale_; }
   LayerTimeChart* layer_chart() const { return layers_; }
+  OverflowTable* overflow_table() const { return overflows_; }
 
  private:
   void export_chart(LineChart* chart);
@@ -73,6 +78,7 @@ class LiveView : public QWidget {
   LineChart* accuracy_ = nullptr;
   LineChart* loss_scale_ = nullptr;
   LayerTimeChart* layers_ = nullptr;
+  OverflowTable* overflows_ = nullptr;
   QTimer* layer_refresh_ = nullptr;
   QStringList layer_titles_;
   // The last steps' times per layer, for the rolling medians.

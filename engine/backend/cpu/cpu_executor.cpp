@@ -422,6 +422,7 @@ void CpuExecutor::launch_step(Phase phase, std::uint64_t step) {
       if (r.applied) apply_gradients(static_cast<float>(1.0 / r.loss_scale), iteration_ + 1);
     }
     if (r.applied) ++iteration_;
+    if (!r.gradients_finite) r.overflows = layer_overflows();
     r.next_loss_scale = scale_state_.scale;
     r.optimizer_ms = ms_since(t2);
     if (timed) {
@@ -598,6 +599,22 @@ bool CpuExecutor::gradients_finite() const {
     if (!all_finite(slot->grad.get_data_handle(), slot->grad_storage, slot->count)) return false;
   }
   return true;
+}
+
+std::vector<LayerOverflow> CpuExecutor::layer_overflows() const {
+  std::vector<LayerOverflow> out;
+  for (const ParamSlot* slot : slots_) {
+    if (!is_trainable(slot->kind)) continue;
+    if (out.empty() || out.back().layer != slot->layer) {
+      // Slots come in layer order, a layer's together; a layer seen again merges below.
+      out.push_back({slot->layer, 0, 0});
+    }
+    out.back().nonfinite +=
+        count_nonfinite(slot->grad.get_data_handle(), slot->grad_storage, slot->count);
+    // Keras's count (master_desc's may include a blocked layout's padding, which stays zero).
+    out.back().values += static_cast<std::int64_t>(slot->keras_desc.get_size() / sizeof(float));
+  }
+  return merge_layer_overflows(std::move(out));
 }
 
 bool CpuExecutor::apply_gradients(float grad_scale, std::int64_t iteration) {

@@ -77,6 +77,8 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   // The gradient of node k's input i: written, or added to an earlier reader's.
   void input_gradient(int k, int i, const Tensor& dy, const Tensor* const* xs, int count);
   bool gradients_finite() const;
+  // Per layer, its gradients' non-finite values (StepResult::overflows).
+  std::vector<LayerOverflow> layer_overflows() const;
   // One optimizer update with gradients times grad_scale; returns whether every gradient was
   // finite (checked in the same pass).
   bool apply_gradients(float grad_scale, std::int64_t iteration);

@@ -40,4 +40,18 @@ bool all_finite(const void* data, Storage storage, std::int64_t n) {
   return bad == 0;
 }
 
+std::int64_t count_nonfinite(const void* data, Storage storage, std::int64_t n) {
+  std::int64_t bad = 0;
+  if (storage == Storage::bf16) {
+    const auto* h = static_cast<const std::uint16_t*>(data);
+#pragma omp parallel for simd schedule(static) reduction(+ : bad)
+    for (std::int64_t i = 0; i < n; ++i) bad += (h[i] & 0x7f80u) == 0x7f80u;
+    return bad;
+  }
+  const auto* f = static_cast<const float*>(data);
+#pragma omp parallel for simd schedule(static) reduction(+ : bad)
+  for (std::int64_t i = 0; i < n; ++i) bad += (float_bits(f[i]) & 0x7f800000u) == 0x7f800000u;
+  return bad;
+}
+
 }  // namespace mixlab::cpu

@@ -109,5 +109,7 @@ void convert(const void* src, Storage src_storage, void* dst, Storage dst_storag
 void round_inplace(Storage storage, float* data, std::int64_t n);
 // Whether all n values (float32 or bfloat16) are finite.
 bool all_finite(const void* data, Storage storage, std::int64_t n);
+// How many of them are NaN or inf.
+std::int64_t count_nonfinite(const void* data, Storage storage, std::int64_t n);
 
 }  // namespace mixlab::cpu

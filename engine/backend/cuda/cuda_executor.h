@@ -102,6 +102,7 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   void edit_state(Edit edit);
   void read_state();
   void collect_layer_timings();
+  std::vector<LayerOverflow> layer_overflows();
 
   ExecutorOptions options_;
   ExecutionPlan plan_;

@@ -293,6 +293,7 @@ StepResult CudaExecutor::finish_step() {
     return r;
   }
   r.gradients_finite = s.nonfinite == 0;
+  if (!r.gradients_finite) r.overflows = layer_overflows();
   r.applied = s.applied != 0;
   r.loss_scale = s.step_scale;
   r.next_loss_scale = s.scaler.scale;
@@ -305,6 +306,28 @@ StepResult CudaExecutor::finish_step() {
   }
   if (options_.layer_timing) collect_layer_timings();
   return r;
+}
+
+// On a step whose overflow check failed (rare: the copy is not worth a kernel): the float32
+// gradient array as the check left it, rounded and unscaled (a value that overflowed its layer's
+// 16-bit type is inf there), counted per layer.
+std::vector<LayerOverflow> CudaExecutor::layer_overflows() {
+  std::int64_t end = 0;
+  for (const ParamSlot* s : slots_) end = std::max(end, s->offset + s->count);
+  std::vector<float> grads(static_cast<std::size_t>(end));
+  CUDA_CHECK(cudaMemcpyAsync(grads.data(), ctx_.grads, grads.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost, ctx_.stream));
+  CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  std::vector<LayerOverflow> out;
+  for (const ParamSlot* s : slots_) {
+    if (!is_trainable(s->kind)) continue;
+    LayerOverflow o{s->layer, 0, s->count};
+    for (std::int64_t i = s->offset; i < s->offset + s->count; ++i) {
+      o.nonfinite += !std::isfinite(grads[static_cast<std::size_t>(i)]);
+    }
+    out.push_back(o);
+  }
+  return merge_layer_overflows(std::move(out));
 }
 
 void CudaExecutor::collect_layer_timings() {

@@ -30,9 +30,13 @@ using gpu_test::PolicyCase;
 struct CollectingSink : RunSink {
   std::vector<StepMetrics> steps;
   std::vector<std::pair<std::int64_t, std::vector<LayerTiming>>> layer_timings;
+  std::map<std::int64_t, std::vector<LayerOverflow>> overflows;
   void on_step(const StepMetrics& s) override { steps.push_back(s); }
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
     layer_timings.emplace_back(step, layers);
+  }
+  void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) override {
+    overflows[step] = layers;
   }
 };
 
@@ -40,6 +44,7 @@ struct TrainRun {
   RunSummary summary;
   std::vector<StepMetrics> steps;
   std::vector<std::pair<std::int64_t, std::vector<LayerTiming>>> layer_timings;
+  std::map<std::int64_t, std::vector<LayerOverflow>> overflows;
 };
 
 TrainRun run_on(Backend& backend, const ModelSpec& spec, const RunConfig& config,
@@ -50,6 +55,7 @@ TrainRun run_on(Backend& backend, const ModelSpec& spec, const RunConfig& config
   r.summary = train(spec, config, data, backend, sink, cancel);
   r.steps = std::move(sink.steps);
   r.layer_timings = std::move(sink.layer_timings);
+  r.overflows = std::move(sink.overflows);
   return r;
 }
 
@@ -354,6 +360,23 @@ TEST(CudaLossScaling, OverflowsAndScalesLikeTheCpuStepForStep) {
     }
     EXPECT_EQ(gpu.summary.skipped_steps, skipped);
     EXPECT_EQ(gpu.summary.final_loss_scale, cpu.summary.final_loss_scale);
+    // Issue 29: each skipped step's per-layer overflow counts, as the CPU counts them: the same
+    // layers and gradient sizes; the inf/NaN counts within rounding (cuBLAS and oneDNN sum in
+    // other orders, so a value at float16's limit may land on either side).
+    ASSERT_EQ(gpu.overflows.size(), static_cast<std::size_t>(skipped));
+    for (const auto& [step, layers] : gpu.overflows) {
+      ASSERT_TRUE(cpu.overflows.contains(step)) << "step " << step;
+      const std::vector<LayerOverflow>& want = cpu.overflows.at(step);
+      ASSERT_EQ(layers.size(), want.size()) << "step " << step;
+      for (std::size_t l = 0; l < layers.size(); ++l) {
+        EXPECT_EQ(layers[l].layer, want[l].layer) << "step " << step;
+        EXPECT_EQ(layers[l].values, want[l].values) << "step " << step;
+        EXPECT_NEAR(static_cast<double>(layers[l].nonfinite),
+                    static_cast<double>(want[l].nonfinite),
+                    2.0 + 0.05 * static_cast<double>(want[l].nonfinite))
+            << "step " << step << ", layer " << layers[l].layer;
+      }
+    }
     // Not vacuous: the first ~25 steps overflow, and later ones both apply and overflow.
     EXPECT_GE(skipped, 20);
     EXPECT_LE(skipped, static_cast<std::int64_t>(gpu.steps.size()) - 10);
