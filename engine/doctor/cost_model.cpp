@@ -405,6 +405,8 @@ class Model {
           move(f, d, projections + out);
           f.bytes_f32 = 4 * b * h * s;
           f.launches = 1;
+          // The score GEMMs are S x S: a sequence length off a multiple of 8 pads its tiles.
+          check_alignment(f, d, {{"sequence length", node.out_shape.front()}});
           time(f, gemm_peak(f, d));
           if (node.backward) {
             CostItem& g =
@@ -414,6 +416,7 @@ class Model {
             move(g, d, 2 * projections + 2 * out);
             g.bytes_f32 = 8 * b * h * s;
             g.launches = 2;
+            check_alignment(g, d, {{"sequence length", node.out_shape.front()}});
             time(g, gemm_peak(g, d));
           }
           break;

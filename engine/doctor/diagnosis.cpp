@@ -43,6 +43,10 @@ std::string_view to_string(SuggestedChange::Field field) {
     case F::data_on_device: return "data_on_device";
     case F::layer_float32:
       return "layer_float32";
+    case F::key_dim:
+      return "key_dim";
+    case F::sequence_length:
+      return "sequence_length";
   }
   return "?";
 }
@@ -76,6 +80,16 @@ DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& 
       }
       out.spec.layers[static_cast<std::size_t>(change.layer)].force_float32 = change.value != 0;
       break;
+    case F::key_dim: {
+      LayerSpec& l = layer(LayerType::MultiHeadAttention);
+      // value_dim 0 follows key_dim, as in Keras; an explicit one keeps its size.
+      l.key_dim = static_cast<int>(change.value);
+      break;
+    }
+    case F::sequence_length:
+      if (out.spec.input_shape.empty()) throw ConfigError("the model has no input shape");
+      out.spec.input_shape.front() = change.value;
+      break;
   }
   return out;
 }
@@ -94,6 +108,10 @@ std::string describe(const SuggestedChange& change) {
     case F::layer_float32:
       return "layer " + std::to_string(change.layer) +
              (change.value != 0 ? " in float32" : " in the policy");
+    case F::key_dim:
+      return "layer " + std::to_string(change.layer) + " key_dim " + v;
+    case F::sequence_length:
+      return "sequence length " + v;
   }
   return "?";
 }

@@ -30,7 +30,9 @@ struct SuggestedChange {
     input_channels,  // the model input's last dimension
     cuda_graphs,
     data_on_device,
-    layer_float32,  // `layer` kept in float32 under the mixed policy ("dtype": "float32")
+    layer_float32,    // `layer` kept in float32 under the mixed policy ("dtype": "float32")
+    key_dim,          // of `layer` (MultiHeadAttention): its queries' and keys' head size
+    sequence_length,  // the model input's first dimension (its steps), for sequence models
   };
   Field field = Field::none;
   int layer = -1;
@@ -141,6 +143,8 @@ std::string speedup_words(double speedup);
 namespace rules {
 std::vector<Finding> capability(const Diagnosis& d);
 std::vector<Finding> alignment(const Diagnosis& d);
+// Part of `alignment`: a MultiHeadAttention's key_dim (value_dim) and the sequence length.
+std::vector<Finding> attention_alignment(const Diagnosis& d);
 std::vector<Finding> quantization(const Diagnosis& d);
 std::vector<Finding> memory_bound(const Diagnosis& d);
 std::vector<Finding> normalization_bound(const Diagnosis& d);

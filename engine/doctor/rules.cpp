@@ -113,7 +113,8 @@ std::vector<Finding> alignment(const Diagnosis& d) {
   };
   std::map<Key, std::set<int>> misses;
   for (const CostItem& item : d.mixed.items) {
-    if (item.misaligned.empty()) continue;
+    // Attention's sequence length: attention_alignment below says it with the head size.
+    if (item.misaligned.empty() || item.misaligned == "sequence length") continue;
     const int layer = item.misaligned == "batch" ? -1 : item.layer;
     misses[{item.misaligned, item.misaligned_value, layer}].insert(item.layer);
   }
@@ -188,6 +189,99 @@ std::vector<Finding> alignment(const Diagnosis& d) {
     }
     if (f.predicted_gain >= 1.05) f.severity = Severity::medium;
     out.push_back(std::move(f));
+  }
+  for (Finding& f : attention_alignment(d)) out.push_back(std::move(f));
+  return out;
+}
+
+// Issue 29: attention's head size and sequence length, on a GPU in 16 bits. cuDNN 9 fuses
+// scaled dot-product attention only for head sizes that are multiples of 8 up to 128
+// (fused_attention_blocker), so a key_dim off a multiple of 8 keeps the S x S scores in memory;
+// the sequence length is both dimensions of the score GEMMs, which the tensor cores tile by 8
+// (NVIDIA's Matrix Multiplication Background guide). The head size's gain is predicted with the
+// fused kernels (doctor --attention fused: MixLab's CUDA backend runs attention unfused today);
+// the sequence length's as the profile runs attention.
+std::vector<Finding> attention_alignment(const Diagnosis& d) {
+  const DeviceProfile& dev = d.input.device;
+  if (!dev.is_gpu() || d.input.mixed == Policy::float32) return {};
+  const ShapeTable table = infer_shapes(d.input.spec, d.input.mixed);
+  const std::string tc = "for " + policy_name(d) + "'s tensor cores";
+  std::vector<Finding> out;
+  bool sequence_said = false;
+  for (std::size_t i = 0; i < d.input.spec.layers.size(); ++i) {
+    const LayerSpec& layer = d.input.spec.layers[i];
+    if (layer.type != LayerType::MultiHeadAttention) continue;
+    const int li = static_cast<int>(i);
+    const std::int64_t steps = table.layers[i].input_shape[0];
+    const int value_dim = layer.value_dim > 0 ? layer.value_dim : layer.key_dim;
+    const bool key = layer.key_dim % kTensorCoreMultiple16Bit != 0;
+    if (key || value_dim % kTensorCoreMultiple16Bit != 0) {
+      const int dim = key ? layer.key_dim : value_dim;
+      const std::int64_t aligned =
+          std::min<std::int64_t>(nearest_multiple(dim, kTensorCoreMultiple16Bit), 128);
+      Finding f;
+      f.id = "alignment";
+      f.severity = Severity::low;
+      f.layers = {li};
+      f.figures["value"] = dim;
+      f.figures["aligned_value"] = static_cast<double>(aligned);
+      f.message = title(d, li) + ": " + (key ? "key_dim " : "value_dim ") + std::to_string(dim) +
+                  " is not a multiple of 8 " + tc +
+                  ": cuDNN's fused attention cannot run its heads (it fuses heads of at most "
+                  "128 in multiples of 8), so each head's " +
+                  std::to_string(steps) + " x " + std::to_string(steps) +
+                  " scores go through memory";
+      if (key) {
+        // What the fused kernels would gain with an aligned head size.
+        DiagnosisInput fused = d.input;
+        fused.device.fused_attention = true;
+        const SuggestedChange change{Field::key_dim, li, aligned};
+        const StepCost before = predict_step(fused.spec, fused.mixed, fused.run, fused.device);
+        const DiagnosisInput changed = apply_change(fused, change);
+        const StepCost after =
+            predict_step(changed.spec, changed.mixed, changed.run, changed.device);
+        f.predicted_gain = before.step_s() / after.step_s();
+        f.suggestion = "make key_dim " + std::to_string(aligned) +
+                       (dev.fused_attention ? std::string()
+                                            : std::string(" (the gain predicted with fused "
+                                                          "attention: doctor --attention fused)"));
+        f.change = change;
+      } else {
+        f.suggestion = "make value_dim " + std::to_string(aligned);
+      }
+      if (f.predicted_gain >= 1.05) f.severity = Severity::medium;
+      out.push_back(std::move(f));
+    }
+    if (steps % kTensorCoreMultiple16Bit != 0 && !sequence_said) {
+      sequence_said = true;  // one input, one sequence length: said once
+      // Padded up (the real tokens stay; the padding is masked work), as NVIDIA's guide advises.
+      const std::int64_t aligned = (steps + kTensorCoreMultiple16Bit - 1) /
+                                   kTensorCoreMultiple16Bit * kTensorCoreMultiple16Bit;
+      Finding f;
+      f.id = "alignment";
+      f.severity = Severity::low;
+      f.layers = {li};
+      f.figures["value"] = static_cast<double>(steps);
+      f.figures["aligned_value"] = static_cast<double>(aligned);
+      f.message = "the sequence length " + std::to_string(steps) + " is not a multiple of 8 " + tc +
+                  ": it is both dimensions of every attention head's score GEMM, whose tiles "
+                  "it leaves part empty";
+      const SuggestedChange change{Field::sequence_length, -1, aligned};
+      // The same real tokens a step, padded: the extra steps' work against the aligned tiles.
+      const StepCost after = repredict(d, d.input.mixed, change);
+      const double gain = d.mixed.step_s() / after.step_s();
+      if (gain < 1.0) {
+        f.severity = Severity::info;
+        f.message += "; padding it to " + std::to_string(aligned) +
+                     " steps would cost more than it saves here (predicted " + ratio(gain) + ")";
+      } else {
+        f.predicted_gain = gain;
+        f.suggestion = "pad the sequences to " + std::to_string(aligned) + " steps";
+        f.change = change;
+        if (gain >= 1.05) f.severity = Severity::medium;
+      }
+      out.push_back(std::move(f));
+    }
   }
   return out;
 }

@@ -170,18 +170,20 @@ TEST(Rules, NormalizationBoundNamesBatchNormAndDepthwiseLayersAndTheirCap) {
 // Attention over 1024 steps (issue 29): the unfused cores' 1024 x 1024 weights per head dominate
 // the mixed step; the finding predicts cuDNN's fused attention where it applies (Ampere and
 // later, 16-bit, heads of at most 128 in multiples of 8) and says why where it does not.
-const ModelSpec& long_attention(int key_dim = 16) {
-  static std::map<int, ModelSpec> specs;
-  if (!specs.contains(key_dim)) {
-    const std::string json = R"({"name": "long-attention", "input": {"shape": [1024]}, "layers": [
+const ModelSpec& long_attention(int key_dim = 16, int steps = 1024) {
+  static std::map<std::pair<int, int>, ModelSpec> specs;
+  const std::pair<int, int> key{key_dim, steps};
+  if (!specs.contains(key)) {
+    const std::string json = R"({"name": "long-attention", "input": {"shape": [)" +
+                             std::to_string(steps) + R"(]}, "layers": [
       {"type": "Embedding", "input_dim": 256, "output_dim": 64},
       {"type": "MultiHeadAttention", "num_heads": 8, "key_dim": )" +
                              std::to_string(key_dim) + R"(, "use_causal_mask": true},
       {"type": "Dense", "units": 256},
       {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})";
-    specs[key_dim] = model(json.c_str());
+    specs[key] = model(json.c_str());
   }
-  return specs[key_dim];
+  return specs[key];
 }
 
 TEST(Rules, AttentionBoundSaysWhatFusedAttentionGainsWhereItApplies) {
@@ -221,6 +223,64 @@ TEST(Rules, AttentionBoundSaysWhatFusedAttentionGainsWhereItApplies) {
   // A model without attention: nothing.
   EXPECT_TRUE(run(rules::attention_bound,
                   diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_bfloat16)))
+                  .empty());
+}
+
+// Issue 29: a head size off a multiple of 8 keeps cuDNN's fused attention off (predicted with
+// the fused kernels, the what-if); a sequence length off one leaves the score tiles part empty,
+// which only the fused kernels' tensor-core GEMMs feel.
+TEST(Rules, AlignmentNamesAttentionsHeadSizeAndSequenceLength) {
+  const auto attention_findings = [](const Diagnosis& d) {
+    std::vector<Finding> out;
+    for (Finding& f : run(rules::alignment, d)) {
+      if (f.layers == std::vector<int>{1}) out.push_back(std::move(f));
+    }
+    return out;
+  };
+  const auto odd = attention_findings(
+      diagnosis(input(long_attention(12), gpu("H100 SXM"), 16, Policy::mixed_bfloat16)));
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_NE(odd[0].message.find("key_dim 12 is not a multiple of 8"), std::string::npos)
+      << odd[0].message;
+  EXPECT_EQ(odd[0].change.field, SuggestedChange::Field::key_dim);
+  EXPECT_EQ(odd[0].change.value, 16);
+  // With the head size aligned, the fused kernels apply: far faster than the unfused scores.
+  EXPECT_GT(odd[0].predicted_gain, 1.5);
+  EXPECT_EQ(odd[0].severity, Severity::medium);
+  EXPECT_NE(odd[0].suggestion.find("doctor --attention fused"), std::string::npos);
+  // The change itself: key_dim 16 applies, value_dim following it.
+  const DiagnosisInput changed = apply_change(
+      input(long_attention(12), gpu("H100 SXM"), 16, Policy::mixed_bfloat16), odd[0].change);
+  EXPECT_EQ(changed.spec.layers[1].key_dim, 16);
+
+  // 1018 steps: unfused, padding to 1024 only adds work (MixLab's kernels use no tensor cores),
+  // so the finding is information only.
+  const auto unfused = attention_findings(
+      diagnosis(input(long_attention(16, 1018), gpu("H100 SXM"), 16, Policy::mixed_bfloat16)));
+  ASSERT_EQ(unfused.size(), 1u);
+  EXPECT_NE(unfused[0].message.find("the sequence length 1018 is not a multiple of 8"),
+            std::string::npos)
+      << unfused[0].message;
+  EXPECT_EQ(unfused[0].figures.at("aligned_value"), 1024);
+  EXPECT_EQ(unfused[0].severity, Severity::info);
+  EXPECT_FALSE(unfused[0].change);
+  // Fused, the misaligned score tiles cost the tensor cores their full rate: padding to 1024
+  // gains more than its extra work costs.
+  DiagnosisInput fused =
+      input(long_attention(16, 1018), gpu("H100 SXM"), 16, Policy::mixed_bfloat16);
+  fused.device.fused_attention = true;
+  const auto aligned = attention_findings(diagnosis(fused));
+  ASSERT_EQ(aligned.size(), 1u);
+  EXPECT_EQ(aligned[0].change.field, SuggestedChange::Field::sequence_length);
+  EXPECT_EQ(aligned[0].change.value, 1024);
+  EXPECT_GT(aligned[0].predicted_gain, 1.0);
+
+  // Aligned, in float32, or on a CPU: nothing about attention.
+  EXPECT_TRUE(attention_findings(
+                  diagnosis(input(long_attention(), gpu("H100 SXM"), 16, Policy::mixed_bfloat16)))
+                  .empty());
+  EXPECT_TRUE(attention_findings(diagnosis(input(long_attention(12, 1018), test::round_cpu(), 16,
+                                                 Policy::mixed_bfloat16)))
                   .empty());
 }
 
