@@ -1,7 +1,8 @@
 #!/bin/sh
 # MixLab's step times beside Keras 3 on TensorFlow's CPU build (issue 27): resnet20 (or the
-# models given) on CIFAR-10-shaped synthetic data, batch 128, SGD, the same thread count, in
-# float32 and mixed_bfloat16, in one run. Prints each side's median step and the ratio.
+# models given: tiny-gpt, issue 29) on synthetic data shaped as the model's input, at the bench
+# row's batch and optimizer (resnet20 128 and SGD, tiny-gpt 32 and Adam), the same thread count,
+# in float32 and mixed_bfloat16, in one run. Prints each side's median step and the ratio.
 # Keras comes from PyPI (tensorflow-cpu, pinned below) into a venv under ~/.cache/mixlab, never a
 # dependency of MixLab. A figure, not a test.
 # Usage: scripts/bench-keras.sh [--threads N] [--steps N] [--warmup N] [--models a,b]
@@ -33,8 +34,10 @@ trap 'rm -rf "$tmp"' EXIT
   --precisions float32,mixed_bfloat16 > "$tmp/mixlab.json"
 for model in $(echo "$models" | tr ',' ' '); do
   "$cli" export "$model" --to mixlab -o "$tmp/$model.json" 2>/dev/null
+  # The bench row's batch and optimizer, as MixLab ran them.
+  set -- $(python3 -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1])) if r["model"]==sys.argv[2]][0]; print(r["batch_size"], r["optimizer"])' "$tmp/mixlab.json" "$model")
   KERAS_BACKEND=tensorflow "$venv/bin/python" tests/bench/keras_peer.py --spec "$tmp/$model.json" \
-    --batch 128 --optimizer sgd --threads "$threads" --steps "$steps" --warmup "$warmup" \
+    --batch "$1" --optimizer "$2" --threads "$threads" --steps "$steps" --warmup "$warmup" \
     2>/dev/null > "$tmp/keras-$model.json"
 done
 python3 - "$tmp" <<'PY'

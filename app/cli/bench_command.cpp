@@ -38,10 +38,12 @@ const std::vector<BenchModel>& default_models() {
 }
 
 // Models --models may name beyond the defaults, at their users' settings: resnet20 as He et al.
-// train it on CIFAR-10 (batch 128, SGD), issue 27's comparison with Keras.
+// train it on CIFAR-10 (batch 128, SGD), issue 27's comparison with Keras; tiny-gpt at batch 32
+// with Adam, issue 29's (scripts/bench-keras.sh --models tiny-gpt).
 const std::vector<BenchModel>& other_models() {
   static const std::vector<BenchModel> models = {
       {"resnet20", 128, OptimizerKind::sgd},
+      {"tiny-gpt", 32, OptimizerKind::adam},
   };
   return models;
 }

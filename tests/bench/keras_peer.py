@@ -42,13 +42,19 @@ def main():
     shape = tuple(spec["input"]["shape"])
     classes = [l["units"] for l in spec["layers"] if l["type"] == "Dense"][-1]
     rng = np.random.default_rng(1)
-    x = rng.integers(0, 256, (args.batch,) + shape).astype(np.float32)
-    y = rng.integers(0, classes, args.batch).astype(np.int32)
+    first = spec["layers"][0]
+    if first["type"] == "Embedding":  # token ids (issue 29's tiny-gpt), as MixLab's tokens data
+        x = rng.integers(0, first["input_dim"], (args.batch,) + shape).astype(np.int32)
+    else:
+        x = rng.integers(0, 256, (args.batch,) + shape).astype(np.float32)
     rows = []
     for policy in args.precisions.split(","):
         keras.backend.clear_session()
         keras.utils.set_random_seed(1)
         model = build_keras(spec, policy)
+        # A label per step where the model predicts every step (a language model), else one.
+        per_step = len(model.output_shape) == 3
+        y = rng.integers(0, classes, (args.batch,) + (shape[:1] if per_step else ())).astype(np.int32)
         optimizer = keras.optimizers.SGD() if args.optimizer == "sgd" else keras.optimizers.Adam()
         model.compile(optimizer=optimizer, loss=spec.get("loss", "sparse_categorical_crossentropy"),
                       jit_compile=False)
