@@ -409,6 +409,54 @@ class GraphCanvasTest : public QObject {
     QVERIFY(canvas.foldable_blocks().empty());
   }
 
+  // Issue 29: tiny-gpt's attention reads as one block that opens into its parts (double-click,
+  // or the context menu), and its residual stretch folds as the others do.
+  void attention_block_opens_into_its_parts() {
+    Fixture f(builtin(QStringLiteral("tiny-gpt")), QStringLiteral("tiny-gpt"));
+    f.editor->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(f.editor.get()));
+    ModelCanvas& canvas = *f.canvas;
+    const ModelSpec& spec = f.doc.spec();
+    const int attention = layer_named(spec, "b1_attention");
+    QVERIFY(attention >= 0);
+    LayerBlockItem* b = canvas.block(attention);
+    QVERIFY(b->has_parts());
+    QVERIFY(!b->parts_open());
+    const QStringList& parts = b->content().parts;
+    QCOMPARE(parts.size(), 8);
+    QVERIFY2(parts[0].contains(QStringLiteral("4 heads x 32")), qPrintable(parts[0]));
+    QVERIFY2(parts[3].contains(QStringLiteral("128x128, float32")), qPrintable(parts[3]));
+    QVERIFY2(parts[4].contains(QStringLiteral("causal mask")), qPrintable(parts[4]));
+    QCOMPARE(parts[5], QStringLiteral("softmax in float32"));
+    QVERIFY2(parts[7].contains(QStringLiteral("Dense to 128")), qPrintable(parts[7]));
+    const qreal closed = b->box_size().height();
+    // A Dense has no parts.
+    QVERIFY(!canvas.block(layer_named(spec, "b1_up"))->has_parts());
+    QVERIFY(!canvas.set_parts_open(layer_named(spec, "b1_up"), true));
+
+    canvas.ensureVisible(b);
+    send_mouse(canvas, QEvent::MouseButtonDblClick, canvas.mapFromScene(box(b).center()),
+               Qt::LeftButton, Qt::LeftButton);
+    QVERIFY(canvas.parts_open(attention));
+    b = canvas.block(attention);  // rebuilt
+    QVERIFY(b->box_size().height() > closed + 8 * 10);
+    QVERIFY(!canvas.parts_open(layer_named(spec, "b2_attention")));  // only the one clicked
+    // An edit elsewhere keeps it open (by the layer's name).
+    const int up = layer_named(spec, "b1_up");
+    LayerSpec wider = spec.layers[static_cast<std::size_t>(up)];
+    wider.units = 256;
+    f.doc.undo_stack()->push(new EditLayerCommand(&f.doc, up, LayerField::units, wider));
+    QVERIFY(canvas.parts_open(attention));
+    f.doc.undo_stack()->undo();
+    b = canvas.block(attention);
+    canvas.ensureVisible(b);
+    send_mouse(canvas, QEvent::MouseButtonDblClick, canvas.mapFromScene(box(b).center()),
+               Qt::LeftButton, Qt::LeftButton);
+    QVERIFY(!canvas.parts_open(attention));
+    QCOMPARE(canvas.block(attention)->box_size().height(), closed);
+    QVERIFY(!canvas.set_parts_open(attention, false));  // already closed
+  }
+
   void palette_drop_on_a_shortcut_inserts_into_it() {
     Fixture f(builtin(QStringLiteral("resnet20")), QStringLiteral("resnet20"));
     QVERIFY(QTest::qWaitForWindowExposed(f.editor.get()));

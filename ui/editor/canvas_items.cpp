@@ -26,6 +26,7 @@ constexpr qreal kPadY = 6.0;
 constexpr qreal kBarGap = 3.0;  // between the figures and the bars, and between bars
 constexpr qreal kBarHeight = 7.0;
 constexpr qreal kArrowSize = 6.0;
+constexpr qreal kPartGap = 7.0;  // between an open block's parts, room for the arrow
 
 // Dark red on light red, as the table's offending row.
 const QColor kErrorText(160, 0, 0);
@@ -114,6 +115,54 @@ LayerBlockItem::LayerBlockItem(BlockContent content, const QFont& font)
   else if (content_.layer >= 0 || is_folded())
     height_ += kBarGap + 2 * (line_height(small_) + kBarGap);
   if (is_folded()) height_ += kStackOffset;
+  if (has_parts() && !is_error()) height_ += parts_height();
+}
+
+qreal LayerBlockItem::parts_height() const {
+  // Closed: one line saying what opens. Open: that line and a box per part, arrows between.
+  const qreal line = line_height(small_) + kBarGap;
+  if (!parts_open()) return line;
+  return line + content_.parts.size() * (line_height(small_) + 4.0) +
+         (content_.parts.size() - 1) * kPartGap + kBarGap;
+}
+
+void LayerBlockItem::paint_parts(QPainter* painter, qreal left, qreal y, qreal width,
+                                 const QColor& text, const QColor& dim) const {
+  painter->setFont(small_);
+  painter->setPen(dim);
+  const qreal line = line_height(small_);
+  const QString head = parts_open()
+                           ? tr("▾ %1 parts (double-click to close)").arg(content_.parts.size())
+                           : tr("▸ %1 parts (double-click to open)").arg(content_.parts.size());
+  painter->drawText(QRectF(left, y, width, line), Qt::AlignLeft | Qt::AlignVCenter, head);
+  if (!parts_open()) return;
+  y += line + kBarGap;
+  const QFontMetricsF metrics(small_);
+  const QColor colour = type_colour(content_);
+  for (int i = 0; i < content_.parts.size(); ++i) {
+    const QRectF part(left, y, width, line + 4.0);
+    QPainterPath path;
+    path.addRoundedRect(part, 3.0, 3.0);
+    QColor fill = colour;
+    fill.setAlphaF(0.15f);
+    painter->fillPath(path, fill);
+    painter->setPen(QPen(colour, 1.0));
+    painter->setBrush(Qt::NoBrush);
+    painter->drawPath(path);
+    painter->setPen(text);
+    painter->drawText(part.adjusted(4, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                      metrics.elidedText(content_.parts[i], Qt::ElideRight, part.width() - 8));
+    y += part.height();
+    if (i + 1 < content_.parts.size()) {
+      // An arrow down to the next part.
+      const qreal x = part.center().x();
+      painter->setPen(QPen(colour, 1.0));
+      painter->drawLine(QPointF(x, y), QPointF(x, y + kPartGap - 1));
+      painter->drawLine(QPointF(x - 3, y + kPartGap - 4), QPointF(x, y + kPartGap - 1));
+      painter->drawLine(QPointF(x + 3, y + kPartGap - 4), QPointF(x, y + kPartGap - 1));
+      y += kPartGap;
+    }
+  }
 }
 
 qreal LayerBlockItem::error_height() const {
@@ -226,6 +275,10 @@ void LayerBlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* op
     y += line_height(small_) + kBarGap;
     paint_bar(painter, y, tr("activations"), content_.activation_share, kActivationBar);
     y += line_height(small_) + kBarGap;
+  }
+  if (has_parts() && !is_error()) {
+    paint_parts(painter, left, y, width, text, dim);
+    y += parts_height();
   }
   if (is_error()) {
     painter->setFont(font_);

@@ -13,6 +13,7 @@
 #include <QGraphicsItem>
 #include <QPainterPath>
 #include <QString>
+#include <QStringList>
 
 #include "engine/spec/model_spec.h"
 
@@ -32,6 +33,11 @@ struct BlockContent {
   QString tooltip;
   // A folded block (layer kFoldedBlock): how many layers it holds, painted as a stack.
   int folded_layers = 0;
+  // A layer made of parts (a MultiHeadAttention: its projections, scores, softmax, weighted
+  // values, output), in the order they run; shown as a chain inside the block when open, as a
+  // line saying how many when closed.
+  QStringList parts;
+  bool parts_open = false;
 };
 
 // The layer index of a folded block's box, which stands for several layers.
@@ -52,6 +58,8 @@ class LayerBlockItem : public QGraphicsItem {
   const BlockContent& content() const { return content_; }
   int layer() const { return content_.layer; }
   bool is_folded() const { return content_.folded_layers > 0; }
+  bool has_parts() const { return !content_.parts.isEmpty(); }
+  bool parts_open() const { return has_parts() && content_.parts_open; }
   bool is_error() const { return !content_.error.isEmpty(); }
   // The fill and frame colours it paints with (red for the offending layer).
   QColor fill_colour() const;
@@ -62,6 +70,9 @@ class LayerBlockItem : public QGraphicsItem {
 
  private:
   qreal error_height() const;
+  qreal parts_height() const;
+  void paint_parts(QPainter* painter, qreal left, qreal y, qreal width, const QColor& text,
+                   const QColor& dim) const;
   void paint_bar(QPainter* painter, qreal y, const QString& label, double share,
                  const QColor& colour) const;
 

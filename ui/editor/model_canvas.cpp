@@ -86,7 +86,37 @@ BlockContent input_content(const ModelDocument& doc) {
   return c;
 }
 
-BlockContent layer_content(const ModelDocument& doc, int index, const Totals& totals) {
+// A MultiHeadAttention's parts as the engine runs them (engine/plan: three Dense projections,
+// the attention core, the output Dense), with the mixed-precision facts of each: the scores in
+// the layer's dtype, the softmax in float32.
+QStringList attention_parts(const LayerSpec& layer, const LayerInfo* info) {
+  const int heads = layer.num_heads;
+  const int kd = layer.key_dim;
+  const int vd = layer.value_dim > 0 ? layer.value_dim : layer.key_dim;
+  const QString steps = info != nullptr && !info->input_shape.empty()
+                            ? QString::number(info->input_shape.front())
+                            : QStringLiteral("S");
+  const std::int64_t features =
+      info != nullptr && !info->input_shape.empty() ? info->input_shape.back() : 0;
+  const std::int64_t out = layer.output_dim > 0 ? layer.output_dim : features;
+  const QString compute =
+      info != nullptr ? qt_text(to_string(info->compute)) : QStringLiteral("the layer's dtype");
+  // Short enough for the block's width.
+  return {
+      ModelCanvas::tr("query: Dense, %1 heads x %2").arg(heads).arg(kd),
+      ModelCanvas::tr("key: Dense, %1 heads x %2").arg(heads).arg(kd),
+      ModelCanvas::tr("value: Dense, %1 heads x %2").arg(heads).arg(vd),
+      ModelCanvas::tr("scores Q K^T: %1x%1, %2").arg(steps, compute),
+      layer.causal ? ModelCanvas::tr("x 1/sqrt(%1), causal mask").arg(kd)
+                   : ModelCanvas::tr("x 1/sqrt(%1)").arg(kd),
+      ModelCanvas::tr("softmax in float32"),
+      ModelCanvas::tr("weights x V, per head"),
+      out > 0 ? ModelCanvas::tr("output: Dense to %1").arg(out) : ModelCanvas::tr("output: Dense"),
+  };
+}
+
+BlockContent layer_content(const ModelDocument& doc, int index, const Totals& totals,
+                           bool parts_open) {
   const LayerSpec& layer = doc.spec().layers[static_cast<std::size_t>(index)];
   const LayerInfo* info = doc.layer_info(index);
   const ModelDocument::Validation& v = doc.validation();
@@ -122,6 +152,11 @@ BlockContent layer_content(const ModelDocument& doc, int index, const Totals& to
   c.tooltip += ModelCanvas::tr(
       "\nDrag from the dot at its bottom to another block to connect them; Delete removes "
       "the layer.");
+  if (layer.type == LayerType::MultiHeadAttention) {
+    c.parts = attention_parts(layer, info);
+    c.parts_open = parts_open;
+    c.tooltip += ModelCanvas::tr("\nDouble-click to open or close its parts.");
+  }
   return c;
 }
 
@@ -375,6 +410,31 @@ std::string ModelCanvas::region_key(int region) const {
   return key;
 }
 
+std::string ModelCanvas::layer_key(int layer) const {
+  const std::string& name = doc_->spec().layers[static_cast<std::size_t>(layer)].name;
+  if (!name.empty()) return name;
+  std::string key = "#";
+  key += std::to_string(layer);
+  return key;
+}
+
+bool ModelCanvas::set_parts_open(int layer, bool open) {
+  LayerBlockItem* b = block(layer);
+  if (b == nullptr || !b->has_parts() || b->parts_open() == open) return false;
+  if (open) {
+    open_parts_.insert(layer_key(layer));
+  } else {
+    open_parts_.erase(layer_key(layer));
+  }
+  rebuild();
+  return true;
+}
+
+bool ModelCanvas::parts_open(int layer) const {
+  const LayerBlockItem* b = block(layer);
+  return b != nullptr && b->parts_open();
+}
+
 bool ModelCanvas::is_folded(int layer) const {
   return layer >= 0 && layer < static_cast<int>(fold_of_.size()) &&
          fold_of_[static_cast<std::size_t>(layer)] >= 0;
@@ -451,7 +511,8 @@ void ModelCanvas::rebuild() {
   scene()->addItem(input_);
   std::vector<QSizeF> sizes{input_->box_size()};
   for (int i = 0; i < count; ++i) {
-    auto* b = new LayerBlockItem(layer_content(*doc_, i, totals), font);
+    auto* b = new LayerBlockItem(
+        layer_content(*doc_, i, totals, open_parts_.contains(layer_key(i))), font);
     scene()->addItem(b);
     b->setSelected(i == selected_);
     blocks_.push_back(b);
@@ -811,6 +872,15 @@ void ModelCanvas::mouseDoubleClickEvent(QMouseEvent* event) {
     event->accept();
     return;
   }
+  // An attention block opens into its parts, or closes.
+  for (QGraphicsItem* item = itemAt(event->position().toPoint()); item != nullptr;
+       item = item->parentItem()) {
+    if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr && b->has_parts()) {
+      set_parts_open(b->layer(), !b->parts_open());
+      event->accept();
+      return;
+    }
+  }
   QGraphicsView::mouseDoubleClickEvent(event);
 }
 
@@ -867,6 +937,11 @@ void ModelCanvas::contextMenuEvent(QContextMenuEvent* event) {
       if (auto* b = dynamic_cast<LayerBlockItem*>(item); b != nullptr) layer = b->layer();
     if (region_of(layer) >= 0)
       menu.addAction(tr("Fold this block"), this, [this, layer] { fold_block_of(layer); });
+    if (const LayerBlockItem* b = block(layer); b != nullptr && b->has_parts()) {
+      const bool open = b->parts_open();
+      menu.addAction(open ? tr("Close the attention's parts") : tr("Open the attention's parts"),
+                     this, [this, layer, open] { set_parts_open(layer, !open); });
+    }
   }
   menu.addSeparator();
   menu.addActions(view_actions());

@@ -18,7 +18,9 @@
 // into one box, drawn as a stack of cards, so that ResNet50 reads as its 16 blocks: Ctrl+Shift+F
 // folds every block, the context menu one; double-clicking a folded box, Ctrl+Shift+E, or
 // selecting one of its layers (in the table, by Ctrl+F) opens it. Folding is the view's, not
-// an edit of the model, so it is not on the undo stack.
+// an edit of the model, so it is not on the undo stack. A MultiHeadAttention's block opens into
+// its parts (projections, scores with their dtype, mask, float32 softmax, weighted values,
+// output) by a double-click or the context menu, and closes the same way; also the view's.
 // Ctrl++ / Ctrl+- / Ctrl+0 zoom in, out and to fit while the canvas has focus, Ctrl+wheel
 // zooms; the image exports as PNG or SVG.
 #pragma once
@@ -81,6 +83,11 @@ class ModelCanvas : public QGraphicsView {
   void fold_all();
   void open_all();
   bool is_folded(int layer) const;
+  // A MultiHeadAttention's block opens into its parts (double-click, or the context menu), and
+  // closes; the view's, kept by the layer's name across edits. False when the layer has no parts
+  // or already is so.
+  bool set_parts_open(int layer, bool open);
+  bool parts_open(int layer) const;
   int folded_count() const { return static_cast<int>(fold_items_.size()); }
   LayerBlockItem* folded_box(int k) const;
 
@@ -164,6 +171,7 @@ class ModelCanvas : public QGraphicsView {
   // The block that holds `layer` (an index into regions_), or -1; its key in folded_.
   int region_of(int layer) const;
   std::string region_key(int region) const;
+  std::string layer_key(int layer) const;
   // The folded box under `view_pos`, or nullptr.
   LayerBlockItem* folded_box_at(QPoint view_pos) const;
   // Moves layer `from` into `gap`, as the table's drop does; false when that is where it is.
@@ -177,6 +185,7 @@ class ModelCanvas : public QGraphicsView {
   // boxes drawn for them, the block each box stands for, and each layer's box (-1: its own).
   std::vector<LayerBlock> regions_;
   std::set<std::string> folded_;
+  std::set<std::string> open_parts_;  // layers whose parts show, by layer_key
   std::vector<LayerBlockItem*> fold_items_;
   std::vector<int> fold_regions_;
   std::vector<int> fold_of_;
