@@ -614,6 +614,21 @@ class Importer {
       fail_layer(index, layer,
                  "a Lambda layer is Python code and cannot be imported; for the usual x / 255 "
                  "use Rescaling(1/255)");
+    } else if (cls == "TokenAndPositionEmbedding") {
+      // keras.io's text-classification transformer: a custom class whose saved config has no
+      // sizes (it defines no get_config), only Python code.
+      fail_layer(index, layer,
+                 "keras.io's TokenAndPositionEmbedding is a custom layer (Python code) that a "
+                 "Keras file cannot carry; write it with Keras's layers, which MixLab imports "
+                 "with their weights: Embedding(vocab_size, embed_dim) on the tokens, "
+                 "keras_hub.layers.PositionEmbedding(maxlen) on that, and Add()");
+    } else if (cls == "TransformerBlock") {
+      fail_layer(index, layer,
+                 "keras.io's TransformerBlock is a custom layer (Python code) that a Keras file "
+                 "cannot carry; write it with Keras's layers, which MixLab imports with their "
+                 "weights: MultiHeadAttention(num_heads, key_dim=embed_dim)(x, x), Dropout, "
+                 "Add, LayerNormalization(epsilon=1e-6), Dense(ff_dim, relu), Dense(embed_dim), "
+                 "Dropout, Add, LayerNormalization(epsilon=1e-6)");
     } else {
       fail_layer(
           index, layer,

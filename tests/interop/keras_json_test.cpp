@@ -336,6 +336,22 @@ TEST(KerasJson, LambdaIsRefusedSuggestingRescaling) {
   EXPECT_NE(error.find("Rescaling"), std::string::npos) << error;
 }
 
+// Issue 29: keras.io's text-classification transformer defines its blocks as Python classes
+// without get_config(); the import names them and says how to write them in Keras's layers.
+TEST(KerasJson, KerasIoCustomTransformerClassesAreRefusedWithTheirRecipe) {
+  std::string error = error_of(keras3_sequential(
+      {input("200"), keras3_layer("TokenAndPositionEmbedding", R"("name": "tpe")")}));
+  EXPECT_NE(error.find("layer 0 'tpe' (TokenAndPositionEmbedding): keras.io's"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("PositionEmbedding(maxlen)"), std::string::npos) << error;
+  error = error_of(keras3_sequential(
+      {input("200, 32"), keras3_layer("TransformerBlock", R"("name": "block")")}));
+  EXPECT_NE(error.find("layer 0 'block' (TransformerBlock): keras.io's"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("MultiHeadAttention(num_heads, key_dim=embed_dim)"), std::string::npos)
+      << error;
+}
+
 TEST(KerasJson, UnsupportedLayerAndUnknownFieldAreNamed) {
   std::string error = error_of(
       keras3_sequential({input("4, 8"), keras3_layer("LSTM", R"("name": "lstm", "units": 4)")}));
