@@ -267,10 +267,12 @@ DROP TABLE sweep_members_kept;
 CREATE INDEX sweep_members_by_run ON sweep_members (run_id);
 )sql";
 
-// Version 8: per-layer overflow counts of the training steps whose overflow check failed (issue
-// 29's loss-scaling demo): how many of a layer's gradient values were NaN or inf, of how many.
+// Version 8 (issue 29): the attention kernels a run asked for (RunConfig::attention), and the
+// per-layer overflow counts of the training steps whose overflow check failed (the loss-scaling
+// demo): how many of a layer's gradient values were NaN or inf, of how many.
 constexpr std::string_view kVersion8 = R"sql(
-CREATE TABLE IF NOT EXISTS layer_overflows (
+ALTER TABLE runs ADD COLUMN attention TEXT NOT NULL DEFAULT 'auto';
+CREATE TABLE layer_overflows (
   run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
   step INTEGER NOT NULL,
   layer INTEGER NOT NULL,

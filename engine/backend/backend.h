@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,35 @@
 
 namespace mixlab {
 
+// Which kernels run a MultiHeadAttention's core (issue 29): cuDNN 9's fused scaled dot-product
+// attention, MixLab's unfused ones (the scores through memory, a float32 softmax), or the fused
+// where they apply and are built, else the unfused (automatic). A GPU option: the CPU runs
+// attention unfused.
+enum class AttentionKernels : std::uint8_t { automatic, unfused, fused };
+inline std::string_view to_string(AttentionKernels kernels) {
+  switch (kernels) {
+    case AttentionKernels::automatic:
+      return "auto";
+    case AttentionKernels::unfused:
+      return "unfused";
+    case AttentionKernels::fused:
+      return "fused";
+  }
+  return "?";
+}
+inline std::optional<AttentionKernels> parse_attention_kernels(std::string_view text) {
+  if (text == "auto") return AttentionKernels::automatic;
+  if (text == "unfused") return AttentionKernels::unfused;
+  if (text == "fused") return AttentionKernels::fused;
+  return std::nullopt;
+}
+
+// Why `attention fused` is refused: the fused kernels are not built yet.
+inline constexpr std::string_view kFusedAttentionMissing =
+    "attention fused: MixLab's CUDA backend does not run cuDNN 9's fused attention yet; run with "
+    "--attention auto or unfused (mixlab-cli doctor --attention fused predicts what it would "
+    "gain)";
+
 struct ExecutorOptions {
   Policy policy = Policy::float32;
   int batch_size = 32;  // the batch every step runs; a short batch is padded and masked
@@ -41,6 +71,7 @@ struct ExecutorOptions {
   // --- CUDA only; the CPU backend ignores them ---
   bool tf32 = false;         // float32 policy: TF32 tensor-core matmuls and convolutions
   bool cuda_graphs = false;  // capture the device step once and replay it
+  AttentionKernels attention = AttentionKernels::automatic;
 };
 
 // Loss and accuracy of one batch.

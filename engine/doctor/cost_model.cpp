@@ -393,7 +393,7 @@ class Model {
         const double h = node.heads, kd = node.key_dim, vd = node.value_dim;
         const double scores = b * h * s * s;
         const double projections = b * s * h * (2 * kd + vd);
-        if (device_.fused_attention && fused_attention_applies(device_, node)) {
+        if (predicts_fused_attention(device_, run_) && fused_attention_applies(device_, node)) {
           // cuDNN's fused attention (flash-style): the scores never leave the chip; the four
           // GEMMs of forward (scores, weighted values) and backward (recomputed scores, dP, dV,
           // dQ, dK) on tensor cores; memory: the projections, the output, its gradient and the
@@ -967,6 +967,10 @@ double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& r
   bare.bf16_normalization_efficiency = 0.0;
   bare.launch_overhead_s = 0.0;
   return predict_step(spec, policy, run, bare).step_s();
+}
+
+bool predicts_fused_attention(const DeviceProfile& device, const RunConfig& run) {
+  return device.fused_attention || run.attention == AttentionKernels::fused;
 }
 
 bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node) {

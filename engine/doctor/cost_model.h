@@ -172,6 +172,9 @@ void apply_layer_times(StepCost& cost, const std::vector<double>& forward_ms,
 // capability 8.0 or later, 16-bit tensors, heads of at most 128 in multiples of 8), and if not,
 // why ("" when it does). DeviceProfile::fused_attention asks the model to predict it there.
 bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node);
+// Whether the model predicts cuDNN's fused attention where it applies: asked by the profile
+// (doctor --attention fused, a what-if) or by the run (RunConfig::attention fused).
+bool predicts_fused_attention(const DeviceProfile& device, const RunConfig& run);
 std::string fused_attention_blocker(const DeviceProfile& device, const PlanNode& node);
 
 StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run,

@@ -242,9 +242,10 @@ std::vector<Finding> attention_alignment(const Diagnosis& d) {
             predict_step(changed.spec, changed.mixed, changed.run, changed.device);
         f.predicted_gain = before.step_s() / after.step_s();
         f.suggestion = "make key_dim " + std::to_string(aligned) +
-                       (dev.fused_attention ? std::string()
-                                            : std::string(" (the gain predicted with fused "
-                                                          "attention: doctor --attention fused)"));
+                       (predicts_fused_attention(dev, d.input.run)
+                            ? std::string()
+                            : std::string(" (the gain predicted with fused "
+                                          "attention: doctor --attention fused)"));
         f.change = change;
       } else {
         f.suggestion = "make value_dim " + std::to_string(aligned);
@@ -479,7 +480,7 @@ std::vector<Finding> attention_bound(const Diagnosis& d) {
     if (node.op == PlanOp::attention) blocker = fused_attention_blocker(d.input.device, node);
     if (!blocker.empty()) break;
   }
-  const bool fused = d.input.device.fused_attention && blocker.empty();
+  const bool fused = predicts_fused_attention(d.input.device, d.input.run) && blocker.empty();
   const std::int64_t steps = table.layers[static_cast<std::size_t>(layers.front())].input_shape[0];
   // The weights' float32 bytes per sample, every attention layer's heads.
   double weight_bytes = 0.0;

@@ -254,6 +254,27 @@ std::vector<RunField> make_fields() {
                                        .csv_column = "cuda_graphs",
                                        .example = "true",
                                        .gpu_only = true}),
+      {.name = "attention",
+       .type = FieldType::text,
+       .label = "attention kernels",
+       .help = "GPU: MultiHeadAttention's cores on cuDNN 9's fused attention (fused), MixLab's "
+               "unfused kernels (unfused), or fused where it applies and is built, else unfused "
+               "(auto); the CPU runs them unfused",
+       .cli_flag = "attention",
+       .json_path = "attention",
+       .store_column = "attention",
+       .csv_column = "attention",
+       .example = "fused",
+       .gpu_only = true,
+       .get = [](const RunConfig& c) -> FieldValue { return std::string(to_string(c.attention)); },
+       .set =
+           [](RunConfig& c, const FieldValue& v) {
+             const auto kernels = parse_attention_kernels(text_of(v));
+             if (!kernels) {
+               throw ConfigError("must be auto, fused or unfused, got " + quote(text_of(v)));
+             }
+             c.attention = *kernels;
+           }},
       member<&RunConfig::data_on_device>(
           {.name = "data_on_device",
            .label = "dataset on the GPU",

@@ -34,6 +34,7 @@ struct RunConfig {
   bool tf32 = false;            // float32 policy: TF32 tensor-core matmuls and convolutions
   bool cuda_graphs = false;     // capture the training step once and replay it
   bool data_on_device = false;  // keep the training split on the GPU when it fits
+  AttentionKernels attention = AttentionKernels::automatic;  // MultiHeadAttention's cores
   bool layer_timing = false;    // per-layer forward/backward device times (RunSink)
   // Not a run setting (run_fields.h): starting weights from an imported Keras model, written
   // over the seed's initialisation. Null: the seed's alone.

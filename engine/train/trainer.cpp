@@ -164,6 +164,7 @@ ExecutorOptions executor_options(const RunConfig& config) {
   options.seed = config.seed;
   options.tf32 = config.tf32;
   options.cuda_graphs = config.cuda_graphs;
+  options.attention = config.attention;
   options.layer_timing = config.layer_timing;
   options.initial_weights = config.initial_weights;
   return options;
@@ -235,6 +236,14 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   }
   if (config.initial_weights) {
     info.notes.push_back("starting weights from " + config.initial_weights->origin);
+  }
+  const bool attention =
+      std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const LayerSpec& l) { return l.type == LayerType::MultiHeadAttention; });
+  if (attention && device.is_gpu() && config.attention == AttentionKernels::automatic) {
+    info.notes.push_back(
+        "attention on MixLab's unfused kernels (cuDNN's fused attention is not "
+        "built yet)");
   }
   sink.on_start(info);
 

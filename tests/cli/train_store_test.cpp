@@ -479,8 +479,9 @@ TEST_F(TrainStore, CpuRunIsRecordedWithoutTheGpuOptionsAndSaysWhich) {
   std::string flags;
   for (const RunField& field : run_fields()) {
     if (!field.gpu_only) continue;
-    ASSERT_EQ(field.type, FieldType::boolean);  // a flag alone turns it on
     extra.push_back("--" + std::string(field.cli_flag));
+    // A boolean's flag alone turns it on; a text option takes its example (attention).
+    if (field.type != FieldType::boolean) extra.push_back(std::string(field.example));
     flags += (flags.empty() ? "--" : ", --") + std::string(field.cli_flag);
   }
   ASSERT_FALSE(flags.empty());

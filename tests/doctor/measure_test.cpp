@@ -119,24 +119,35 @@ TEST(DiagnosisRun, EveryGpuOptionReachesTheMeasurementAndThePrediction) {
   off.device.peak.tf32 = 2 * off.device.peak.float32;  // what TF32 changes
   off.device.launch_overhead_s = 5e-6;                 // what CUDA graphs change
   off.run.batch_size = 64;
+  // The attention kernels change attention only, and cuDNN fuses 16-bit attention only: a
+  // model with a MultiHeadAttention, its mixed step.
+  DiagnosisInput attention_off = off;
+  attention_off.spec = test::model(R"({"name": "attention", "input": {"shape": [64]},
+      "layers": [{"type": "Embedding", "input_dim": 16, "output_dim": 32},
+      {"type": "MultiHeadAttention", "num_heads": 2, "key_dim": 16},
+      {"type": "Dense", "units": 16, "activation": "softmax", "dtype": "float32"}]})");
+  attention_off.device.compute_capability = "9.0";
   int options = 0;
   for (const RunField& field : run_fields()) {
     if (!field.gpu_only) continue;
     SCOPED_TRACE(std::string(field.name));
     ++options;
-    DiagnosisInput on = off;
+    const bool attention = field.name == "attention";
+    const DiagnosisInput& base = attention ? attention_off : off;
+    DiagnosisInput on = base;
     set_field_text(field, on.run, field.example);
-    ASSERT_NE(field.get(on.run), field.get(off.run));
+    ASSERT_NE(field.get(on.run), field.get(base.run));
     for (const Policy policy : {Policy::float32, on.mixed}) {
       EXPECT_EQ(field.get(measure_config(on, policy, {})), field.get(on.run));
-      EXPECT_EQ(field.get(measure_config(off, policy, {})), field.get(off.run));
+      EXPECT_EQ(field.get(measure_config(base, policy, {})), field.get(base.run));
     }
-    const Diagnosis with = diagnose(on), without = diagnose(off);
+    const Diagnosis with = diagnose(on), without = diagnose(base);
     EXPECT_EQ(field.get(with.input.run), field.get(on.run));
-    EXPECT_NE(figures(with.float32), figures(without.float32))
+    EXPECT_NE(figures(attention ? with.mixed : with.float32),
+              figures(attention ? without.mixed : without.float32))
         << "the cost model does not see " << field.name;
   }
-  EXPECT_EQ(options, 3);  // TF32, CUDA graphs, the dataset on the device
+  EXPECT_EQ(options, 4);  // TF32, CUDA graphs, the attention kernels, the dataset on the device
 }
 
 // The measured runs are the input's run but for what the measurement sets itself.

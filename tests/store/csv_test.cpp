@@ -317,6 +317,7 @@ class CsvExport : public ::testing::Test {
     r.config.dataset = parse_dataset_spec("synthetic:8x8x1:4:512");
     r.config.cuda_graphs = true;  // GPU options come out as 1 / 0 columns
     r.config.data_on_device = true;
+    r.config.attention = AttentionKernels::unfused;  // a text GPU option
     r.device = "cuda:1";
     r.environment.device_kind = "cuda";
     r.environment.device_name = "Other GPU";
@@ -421,6 +422,7 @@ Columns summary_columns(const RunRecord& r, std::string_view status) {
           {"threads_requested", std::int64_t{c.threads}},
           {"tf32", std::int64_t{c.tf32 ? 1 : 0}},
           {"cuda_graphs", std::int64_t{c.cuda_graphs ? 1 : 0}},
+          {"attention", std::string(to_string(c.attention))},
           {"data_on_device", std::int64_t{c.data_on_device ? 1 : 0}},
           {"layer_timing", std::int64_t{c.layer_timing ? 1 : 0}},
           {"momentum", c.optimizer.momentum},

@@ -106,7 +106,8 @@ TEST(Heartbeat, RunWithoutAHeartbeatKeepsTheOldRule) {
     id = insert_remote_run(store, "node-17", 0);
     // The file as MixLab 5 left it: the run, at version 5, without the column.
     store.connection().exec(
-        "ALTER TABLE runs DROP COLUMN heartbeat_at_ms; PRAGMA user_version = 5");
+        "ALTER TABLE runs DROP COLUMN heartbeat_at_ms; ALTER TABLE runs DROP COLUMN attention; "
+        "DROP TABLE layer_overflows; PRAGMA user_version = 5");
   }
   RunStore store = RunStore::open(path);
   EXPECT_EQ(store.connection().query_int("PRAGMA user_version"), kSchemaVersion);

@@ -216,6 +216,16 @@ void RunPanel::build() {
   gpu_grid->addWidget(data_on_device_, 1, 0);
   gpu_grid->addWidget(layer_timing_, 1, 1);
   form->addRow(tr("GPU"), gpu_grid);
+  attention_ = new QComboBox;
+  attention_->setObjectName(QStringLiteral("attention"));
+  attention_->addItems(
+      {QStringLiteral("auto"), QStringLiteral("unfused"), QStringLiteral("fused")});
+  attention_->setToolTip(
+      tr("GPU: which kernels run MultiHeadAttention's cores: cuDNN 9's fused attention (fused: "
+         "not built yet, refused with the reason), MixLab's unfused kernels (the scores through "
+         "memory, a float32 softmax), or fused where it applies, else unfused (auto). The CPU "
+         "runs attention unfused"));
+  form->addRow(tr("Attention"), attention_);
 
   start_ = new QAction(tr("Start"), this);
   start_->setShortcut(QKeySequence(tr("Ctrl+R")));
@@ -285,6 +295,7 @@ void RunPanel::build() {
   connect(device_, &QComboBox::currentIndexChanged, this, changed);
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_})
     connect(box, &QCheckBox::toggled, this, changed);
+  connect(attention_, &QComboBox::currentIndexChanged, this, changed);
 }
 
 void RunPanel::settings_edited() {
@@ -382,6 +393,7 @@ void RunPanel::update_state() {
 
   const bool gpu = d.is_gpu();
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_}) box->setEnabled(gpu);
+  attention_->setEnabled(gpu);
 
   QString reason = blocked_reason_;
   if (reason.isEmpty() && support.level == Support::unsupported)

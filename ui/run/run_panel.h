@@ -147,6 +147,7 @@ class RunPanel : public QWidget {
   QCheckBox* cuda_graphs_ = nullptr;
   QCheckBox* data_on_device_ = nullptr;
   QCheckBox* layer_timing_ = nullptr;
+  QComboBox* attention_ = nullptr;  // auto, unfused, fused (engine: AttentionKernels)
   QPushButton* start_button_ = nullptr;
   QPushButton* stop_button_ = nullptr;
   QPushButton* compare_button_ = nullptr;

@@ -132,6 +132,7 @@ void RunPanel::bind_fields() {
   fields_.bind("cuda_graphs", FieldBindings::check_box(cuda_graphs_));
   fields_.bind("data_on_device", FieldBindings::check_box(data_on_device_));
   fields_.bind("layer_timing", FieldBindings::check_box(layer_timing_));
+  fields_.bind("attention", FieldBindings::combo_box(attention_));
 }
 
 void RunPanel::load_settings() {
