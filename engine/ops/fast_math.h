@@ -12,9 +12,10 @@ namespace mixlab {
 
 // e^x for x <= 0 (a softmax's shifted scores, GELU's density), within 2 ulp of expf: Cephes's
 // expf (range reduction by ln 2, a degree-5 polynomial). Below -87.3 it returns about 2^-126,
-// which a softmax's sum or a density times x cannot tell from 0.
-inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.3f);
+// which a softmax's sum or a density times x cannot tell from 0. NaN stays NaN (an overflowed
+// float16 score must reach the overflow check), without converting it to an integer.
+inline float exp_nonpositive(float x0) {
+  const float x = x0 > -87.3f ? x0 : -87.3f;  // NaN -> -87.3 here, given back below
   const float n = std::nearbyint(x * 1.44269504088896341f);
   float r = x - n * 0.693359375f;
   r -= n * -2.12194440e-4f;
@@ -26,7 +27,8 @@ inline float exp_nonpositive(float x) {
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
   const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
-  return y * std::bit_cast<float>(bits);
+  const float e = y * std::bit_cast<float>(bits);
+  return x0 == x0 ? e : x0;
 }
 
 // erf(x) in float32: the rational approximation (odd degree-13 over even degree-8 polynomial on
