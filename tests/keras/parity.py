@@ -50,6 +50,13 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "jax")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# XLA's CPU code for AVX2 (jaxlib 0.7.2) computes a jitted step wrongly once its inputs are
+# donated buffers, as Keras's JAX trainer donates its state from the second train_on_batch on:
+# on a 2-core AMD EPYC (AVX2, no AVX-512) cifar10-mlp-small's float32 SGD losses went
+# 2.5845 -> 2.5572 instead of -> 2.4259 (what Keras's own jit_compile=False, jax.jit without
+# donation and a float64 NumPy loop all give), while an AVX-512 machine ran it right. Limiting
+# XLA to AVX (256-bit, as AVX2) ends it; check_peer_training() below shows the peer is sound.
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_max_isa=AVX").strip()
 
 import numpy as np  # noqa: E402
 import keras  # noqa: E402
@@ -595,14 +602,14 @@ def part_torch_forward(cli, source, work, torch_python):
                    rel_diff(np.load(out), model.predict(x, verbose=0)), FORWARD_RTOL)
 
 
-def keras_losses(spec, weights, x, y, optimizer, policy, steps, test=None):
+def keras_losses(spec, weights, x, y, optimizer, policy, steps, test=None, jit_compile="auto"):
     """Keras's loss before each of `steps` updates on the one batch (x, y); with `test`
     ((x, y)), (losses, the inference-mode loss on it after the last update)."""
     model = build_keras(spec, policy)
     model.set_weights(weights)
     # mixed_float16: Keras's dynamic LossScaleOptimizer (MixLab's --loss-scale dynamic); else none.
     model.compile(optimizer=optimizer, loss=spec.get("loss", "sparse_categorical_crossentropy"),
-                  auto_scale_loss=policy == "mixed_float16")
+                  auto_scale_loss=policy == "mixed_float16", jit_compile=jit_compile)
     losses = []
     for _ in range(steps):
         model.reset_metrics()  # train_on_batch reports a running mean otherwise
@@ -610,6 +617,22 @@ def keras_losses(spec, weights, x, y, optimizer, policy, steps, test=None):
     if test is None:
         return np.array(losses)
     return np.array(losses), float(model.evaluate(test[0], test[1], batch_size=len(x), verbose=0))
+
+
+PEER_STEPS = 3
+PEER_RTOL = 1e-5
+
+
+def check_peer_training(spec, weights, x, y, lr, jitted):
+    """The peer itself: Keras's jitted training (XLA, its state donated from the second step on)
+    takes the steps its eager training takes. A wrong XLA build or CPU path (see XLA_FLAGS above)
+    shows here by name, instead of as MixLab disagreeing with Keras."""
+    eager = keras_losses(spec, weights, x, y, keras.optimizers.SGD(learning_rate=lr), "float32",
+                         PEER_STEPS, jit_compile=False)
+    diff = rel_diff(jitted[:PEER_STEPS], eager)
+    check(diff <= PEER_RTOL, f"peer {spec['name']}: Keras's jitted SGD steps equal its eager ones "
+          f"(largest rel. diff {diff:.3g}, jitted {np.round(jitted[:PEER_STEPS], 6)}, "
+          f"eager {np.round(eager, 6)})")
 
 
 def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps, tag, evaluate=False):
@@ -668,6 +691,8 @@ def train_checks(cli, work, spec, batch, policies):
                    else keras.optimizers.Adam(learning_rate=lr))
             expected = keras_losses(spec, weights, x, y, opt, policy, TRAIN_STEPS,
                                     test=(x_test, y_test) if evaluate else None)
+            if optimizer == "sgd" and policy == "float32":
+                check_peer_training(spec, weights, x, y, lr, expected[0] if evaluate else expected)
             if evaluate:
                 (mixlab, mixlab_test), (expected, keras_test) = mixlab, expected
                 log(f"  {tag}: test loss after the steps (moving statistics) Keras {keras_test:.6f}, "
