@@ -24,6 +24,9 @@ Runs inside the venv of scripts/keras-env.sh (Keras 3 on JAX's CPU backend), dri
   tfkeras    a hand-written tf.keras 2.x JSON file (fixtures/) imports, with its policy
   torch      the exported PyTorch script's model, given Keras's weights, computes Keras's outputs
              (its layout switches, paddings and Flatten order are Keras's)
+  fp8        the FP8 conversions (E4M3, E5M2) equal ml_dtypes' after Keras's clip for every
+             bfloat16 and float32's edge cases; the delayed scales equal keras.quantizers'
+             (needs --fp8-tool, the fp8_codes filter)
   scripts    `export --to keras` runs here and `--to pytorch` runs with Debian's python3-torch
              (/usr/bin/python3) for 3 steps, each printing Keras's step-time line
 
@@ -1208,6 +1211,80 @@ def print_table():
         log(f"| {check_name:<30} | {model:<30} | {diff:>17.2e} | {tol:>9.1e} |" + ("" if passed else " FAIL"))
 
 
+# --- FP8 (issue 30): the formats against ml_dtypes, the scales against keras.quantizers ------
+
+
+def fp8_inputs():
+    """float32 values for the conversions: every bfloat16 (2^16 bit patterns), each value of
+    both formats and every midpoint between neighbours with the float32 values one and two
+    steps either side, the range's ends, float32 subnormals, and a million random bit patterns."""
+    import ml_dtypes
+    values = [(np.arange(1 << 16, dtype=np.uint32) << 16).view(np.float32)]
+    for dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+        codes = np.arange(256, dtype=np.uint8).view(dtype).astype(np.float32)
+        finite = np.sort(codes[np.isfinite(codes)])
+        mids = (finite[:-1] + (finite[1:] - finite[:-1]) / 2).astype(np.float32)
+        points = np.concatenate([finite, mids, [finite[-1] * 1.0625, finite[-1] * 1.125, finite[-1] * 2]])
+        points = points.astype(np.float32)
+        for steps in range(1, 3):
+            up, down = points.copy(), points.copy()
+            for _ in range(steps):
+                up = np.nextafter(up, np.float32(np.inf))
+                down = np.nextafter(down, np.float32(-np.inf))
+            values += [points, up, down]
+    values.append(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1.1754942e-38,
+                            3.4028235e38, -3.4028235e38], np.float32))
+    rng = np.random.default_rng(30)
+    values.append(rng.integers(0, 1 << 32, 1_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32))
+    return np.concatenate(values).astype(np.float32)
+
+
+def part_fp8(tool, work):
+    import ml_dtypes
+    from keras import ops, quantizers
+    x = fp8_inputs()
+    (work / "fp8-in.bin").write_bytes(x.tobytes())
+    subprocess.run([tool, "encode", work / "fp8-in.bin", work / "fp8-out.bin"], check=True)
+    got = np.frombuffer((work / "fp8-out.bin").read_bytes(), np.uint8).reshape(2, -1)
+    for row, dtype, name in ((0, ml_dtypes.float8_e4m3fn, "E4M3"), (1, ml_dtypes.float8_e5m2, "E5M2")):
+        top = float(ml_dtypes.finfo(dtype).max)
+        # Keras's quantize_and_dequantize: clip to the format's range, then ml_dtypes' cast.
+        expected = np.clip(x, -top, top).astype(dtype)
+        mine = got[row].view(dtype)
+        nan_expected = np.isnan(expected.astype(np.float32))
+        nan_mine = np.isnan(mine.astype(np.float32))
+        same = (got[row] == expected.view(np.uint8)) | (nan_expected & nan_mine)
+        wrong = np.flatnonzero(~same)
+        check(wrong.size == 0,
+              f"fp8 {name}: {x.size} float32 values (every bfloat16 among them) convert as ml_dtypes "
+              f"{ml_dtypes.__version__} after Keras's clip" +
+              ("" if wrong.size == 0 else
+               f"; {wrong.size} differ, e.g. {x[wrong[0]]!r}: MixLab 0x{got[row][wrong[0]]:02x}, "
+               f"ml_dtypes 0x{expected.view(np.uint8)[wrong[0]]:02x}"))
+
+    rng = np.random.default_rng(31)
+    for dtype, name in ((ml_dtypes.float8_e4m3fn, "e4m3"), (ml_dtypes.float8_e5m2, "e5m2")):
+        top = ops.cast(float(ml_dtypes.finfo(dtype).max), "float32")
+        for history in (1, 4, 16):
+            amax = (np.exp(rng.normal(0, 6, 60)) * rng.choice([0, 1], 60, p=[0.1, 0.9])).astype(np.float32)
+            amax[[17, 33]] = [np.inf, np.nan]
+            (work / "fp8-amax.bin").write_bytes(amax.tobytes())
+            subprocess.run([tool, "scales", name, str(history), "0", "max", work / "fp8-amax.bin",
+                            work / "fp8-scales.bin"], check=True)
+            mine = np.frombuffer((work / "fp8-scales.bin").read_bytes(), np.float32)
+            scale, hist, keras_scales = ops.ones((), "float32"), ops.zeros((history,), "float32"), []
+            for a in amax:  # Dense._float8_call's order: the scale from the history, then the push
+                new_scale = quantizers.compute_float8_scale(ops.max(hist, axis=0), scale, top)
+                hist = quantizers.compute_float8_amax_history(ops.convert_to_tensor(a), hist)
+                scale = new_scale
+                keras_scales.append(float(scale))
+            keras_scales = np.array(keras_scales, np.float32)
+            same = np.array_equal(mine, keras_scales)
+            check(same, f"fp8 scales {name}, history {history}: 60 steps of amaxes (zeros, inf and NaN "
+                        f"among them) give keras.quantizers' scales bit for bit" +
+                  ("" if same else f"\n  MixLab {mine}\n  Keras  {keras_scales}"))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", required=True, help="mixlab-cli")
@@ -1218,9 +1295,10 @@ def main():
     parser.add_argument("--policies", default="float32,mixed_bfloat16,mixed_float16",
                         help="train: the policies (comma-separated)")
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="scripts: Python with torch")
+    parser.add_argument("--fp8-tool", help="fp8: the fp8_codes filter (tests/core/fp8_codes.cpp)")
     parser.add_argument("parts", nargs="+",
                         choices=["structure", "forward", "names", "train", "graphs", "sequences",
-                                 "attention", "applications", "tfkeras", "torch", "scripts"])
+                                 "attention", "applications", "tfkeras", "torch", "scripts", "fp8"])
     args = parser.parse_args()
     cli = Cli(os.path.abspath(args.cli))
     source = pathlib.Path(args.source)
@@ -1239,6 +1317,7 @@ def main():
         "tfkeras": lambda: part_tfkeras(cli, source, work),
         "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),
         "scripts": lambda: part_scripts(cli, source, work, args.torch_python),
+        "fp8": lambda: part_fp8(args.fp8_tool, work),
     }
     try:
         for part in args.parts:
