@@ -15,7 +15,7 @@ namespace mixlab::cli {
 
 namespace {
 
-constexpr Policy kPolicies[] = {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16};
+constexpr auto& kPolicies = kAllPolicies;
 
 // "float32 native, mixed_float16 emulated, mixed_bfloat16 unsupported" and the reasons.
 void print_policies(const DeviceInfo& d) {

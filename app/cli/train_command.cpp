@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -136,6 +137,33 @@ class OverflowSink final : public RunSink {
  private:
   std::map<int, Layer> layers_;
 };
+
+// mixed_float8 (issue 30): each FP8 tensor's last figures, and its saturated and flushed values
+// summed over the run's training steps.
+class Fp8Sink final : public RunSink {
+ public:
+  struct Tensor {
+    Fp8TensorStep last;
+    std::int64_t values = 0, saturated = 0, flushed = 0;
+  };
+  void on_fp8_tensors(std::int64_t, const std::vector<Fp8TensorStep>& tensors) override {
+    for (const Fp8TensorStep& t : tensors) {
+      Tensor& k = tensors_[{t.layer, t.part, static_cast<int>(t.role)}];
+      k.last = t;
+      k.values += t.values;
+      k.saturated += t.saturated;
+      k.flushed += t.flushed;
+    }
+  }
+  const std::map<std::tuple<int, int, int>, Tensor>& tensors() const { return tensors_; }
+
+ private:
+  std::map<std::tuple<int, int, int>, Tensor> tensors_;
+};
+
+double fraction(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
 
 std::string layer_label(const ModelSpec& spec, std::size_t layer) {
   if (layer >= spec.layers.size()) return "layer " + std::to_string(layer);
@@ -268,8 +296,9 @@ int run_train(const std::vector<std::string>& argv) {
   RunSink no_recorder;
   LayerTimingSink layer_timing(config.warmup_steps);
   OverflowSink overflows;
+  Fp8Sink fp8;
   store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
-                         &layer_timing, &overflows};
+                         &layer_timing, &overflows, &fp8};
 
   RunSummary s;
   try {
@@ -362,6 +391,20 @@ int run_train(const std::vector<std::string>& argv) {
                                {"last_step", l.last_step}});
     }
     out["layer_overflows"] = overflow_rows;
+    if (config.precision == Policy::mixed_float8) {
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+      for (const auto& [key, t] : fp8.tensors()) {
+        rows.push_back({{"layer", t.last.layer},
+                        {"label", layer_label(spec, static_cast<std::size_t>(t.last.layer))},
+                        {"part", t.last.part},
+                        {"role", to_string(t.last.role)},
+                        {"amax", t.last.amax},
+                        {"scale", t.last.next_scale},
+                        {"saturated_fraction", fraction(t.saturated, t.values)},
+                        {"flushed_fraction", fraction(t.flushed, t.values)}});
+      }
+      out["fp8_tensors"] = rows;
+    }
     std::cout << out.dump(2) << std::endl;
   } else {
     std::printf("status:      %s%s%s\n", std::string(to_string(s.status)).c_str(),
@@ -392,6 +435,19 @@ int run_train(const std::vector<std::string>& argv) {
                     layer_label(spec, static_cast<std::size_t>(layer)).c_str(),
                     group_digits(l.steps).c_str(), group_digits(l.nonfinite).c_str(),
                     group_digits(l.values).c_str(), group_digits(l.last_step + 1).c_str());
+      }
+    }
+    if (!fp8.tensors().empty()) {
+      std::printf(
+          "fp8:         each FP8 tensor after the last step (its next scale); values "
+          "saturated and flushed to zero over the run\n");
+      std::printf("  %5s  %-28s %4s  %-8s %12s %12s %10s %10s\n", "layer", "", "part", "tensor",
+                  "amax", "scale", "saturated", "flushed");
+      for (const auto& [key, t] : fp8.tensors()) {
+        std::printf("  %5d  %-28s %4d  %-8s %12.4g %12.4g %9.4f%% %9.4f%%\n", t.last.layer,
+                    layer_label(spec, static_cast<std::size_t>(t.last.layer)).c_str(), t.last.part,
+                    std::string(to_string(t.last.role)).c_str(), t.last.amax, t.last.next_scale,
+                    100.0 * fraction(t.saturated, t.values), 100.0 * fraction(t.flushed, t.values));
       }
     }
     if (recorder) {

@@ -40,6 +40,50 @@ void RunStore::insert_layer_overflows(std::int64_t run_id, std::int64_t step,
   if (own) own->commit();
 }
 
+void RunStore::insert_fp8_tensors(std::int64_t run_id, std::int64_t step,
+                                  std::span<const Fp8TensorStep> tensors) {
+  Statement st = db_.prepare(
+      "INSERT OR REPLACE INTO fp8_tensors (run_id, step, layer, part, role, amax, scale, "
+      "next_scale, n_values, saturated, flushed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  std::optional<Transaction> own;
+  if (sqlite3_get_autocommit(db_.get()) != 0) own.emplace(db_);
+  for (const Fp8TensorStep& t : tensors) {
+    st.bind(1, run_id).bind(2, step).bind(3, t.layer).bind(4, t.part);
+    st.bind(5, to_string(t.role)).bind(6, static_cast<double>(t.amax));  // NaN: NULL
+    st.bind(7, static_cast<double>(t.scale)).bind(8, static_cast<double>(t.next_scale));
+    st.bind(9, t.values).bind(10, t.saturated).bind(11, t.flushed);
+    st.run();
+  }
+  if (own) own->commit();
+}
+
+std::vector<Fp8TensorRecord> RunStore::fp8_tensors(std::int64_t run_id) {
+  Statement st = db_.prepare(
+      "SELECT step, layer, part, role, amax, scale, next_scale, n_values, saturated, flushed "
+      "FROM fp8_tensors WHERE run_id = ? ORDER BY step, layer, part, "
+      "CASE role WHEN 'input' THEN 0 WHEN 'kernel' THEN 1 ELSE 2 END");
+  st.bind(1, run_id);
+  std::vector<Fp8TensorRecord> out;
+  while (st.step()) {
+    Fp8TensorRecord r;
+    r.step = st.column_int(0);
+    Fp8TensorStep& t = r.tensor;
+    t.layer = static_cast<int>(st.column_int(1));
+    t.part = static_cast<int>(st.column_int(2));
+    const auto role = parse_fp8_role(st.column_text(3));
+    if (!role) continue;  // a role this MixLab does not know
+    t.role = *role;
+    t.amax = static_cast<float>(st.column_double(4));  // NULL: NaN
+    t.scale = static_cast<float>(st.column_double(5));
+    t.next_scale = static_cast<float>(st.column_double(6));
+    t.values = st.column_int(7);
+    t.saturated = st.column_int(8);
+    t.flushed = st.column_int(9);
+    out.push_back(r);
+  }
+  return out;
+}
+
 std::vector<LayerOverflowSummary> RunStore::layer_overflows(std::int64_t run_id) {
   const RunRecord record = run(run_id);
   std::optional<ModelSpec> spec;

@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The tables that hang off a run, copied with it.
-constexpr const char* kRunTables[] = {"steps", "epochs", "run_tags", "layer_times",
-                                      "layer_overflows"};
+constexpr const char* kRunTables[] = {"steps",       "epochs",          "run_tags",
+                                      "layer_times", "layer_overflows", "fp8_tensors"};
 
 // A private folder in the temporary folder, removed with everything in it when this goes: the
 // snapshot, and a copy of a source that must be copied to be read (open_source).

@@ -32,6 +32,10 @@ void RunRecorder::on_layer_overflows(std::int64_t step, const std::vector<LayerO
   writer_.layer_overflows(run_id_, step, layers);
 }
 
+void RunRecorder::on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) {
+  writer_.fp8_tensors(run_id_, step, tensors);
+}
+
 void RunRecorder::on_finish(const RunSummary& summary) {
   finished_ = true;
   writer_.finished(run_id_, summary, now_utc_ms());
@@ -64,6 +68,10 @@ void FanoutSink::on_layer_timings(std::int64_t step, const std::vector<LayerTimi
 
 void FanoutSink::on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) {
   for (RunSink* s : sinks_) s->on_layer_overflows(step, layers);
+}
+
+void FanoutSink::on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) {
+  for (RunSink* s : sinks_) s->on_fp8_tensors(step, tensors);
 }
 
 void FanoutSink::on_finish(const RunSummary& summary) {

@@ -25,6 +25,7 @@ class RunRecorder final : public RunSink {
   void on_epoch(const EpochMetrics& epoch) override;
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override;
   void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) override;
+  void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) override;
   void on_finish(const RunSummary& summary) override;
 
   // Records a run that ended before training began (its dataset could not be read, its model
@@ -46,6 +47,7 @@ class FanoutSink final : public RunSink {
   void on_epoch(const EpochMetrics& epoch) override;
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override;
   void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) override;
+  void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) override;
   void on_finish(const RunSummary& summary) override;
 
  private:

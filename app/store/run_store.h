@@ -21,7 +21,7 @@ namespace mixlab::store {
 
 // The schema version this MixLab writes (PRAGMA user_version) and the application id that marks
 // a file as a MixLab run database (PRAGMA application_id, "MXLB").
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 inline constexpr std::int32_t kApplicationId = 0x4D584C42;
 
 // A doctor's report as kept (mixlab-cli doctor --measure): the diagnosis's JSON
@@ -62,6 +62,12 @@ struct LayerOverflowSummary {
   std::int64_t last_step = 0;
 };
 
+// One FP8 tensor of one training step (schema version 9).
+struct Fp8TensorRecord {
+  std::int64_t step = 0;
+  Fp8TensorStep tensor;
+};
+
 struct StoreOptions {
   bool read_only = false;           // open for reading only; never changes the file
   int busy_timeout_ms = 10000;      // wait this long for another process's write lock
@@ -98,6 +104,8 @@ class RunStore {
                           std::span<const LayerTiming> layers);
   void insert_layer_overflows(std::int64_t run_id, std::int64_t step,
                               std::span<const LayerOverflow> layers);
+  void insert_fp8_tensors(std::int64_t run_id, std::int64_t step,
+                          std::span<const Fp8TensorStep> tensors);
   void finish_run(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
   // Writes this moment as the heartbeat of those of `run_ids` still `running`.
   void beat(std::span<const std::int64_t> run_ids, std::int64_t now_ms);
@@ -120,6 +128,9 @@ class RunStore {
   std::vector<LayerTimeSummary> layer_times(std::int64_t run_id);
   // Per-layer overflow counts, in layer order; empty for a run without a failed overflow check.
   std::vector<LayerOverflowSummary> layer_overflows(std::int64_t run_id);
+  // The FP8 tensors of every training step, by step, layer, part and role (input, kernel,
+  // gradient); empty for a run not in mixed_float8.
+  std::vector<Fp8TensorRecord> fp8_tensors(std::int64_t run_id);
 
   // --- the doctor's reports (app/store/doctor_reports.cpp) ---
   // Keeps a report with its runs (which must exist); returns its id.

@@ -282,9 +282,34 @@ CREATE TABLE layer_overflows (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 9 (issue 30): mixed_float8's delayed-scaling settings (RunConfig::fp8), at their
+// defaults for the runs before them, and each training step's FP8 tensors (StepResult::fp8):
+// amax (NULL for NaN, which SQLite cannot keep), the scale used and the next, how many values
+// saturated or were flushed to zero.
+constexpr std::string_view kVersion9 = R"sql(
+ALTER TABLE runs ADD COLUMN fp8_history INTEGER NOT NULL DEFAULT 1024;
+ALTER TABLE runs ADD COLUMN fp8_amax TEXT NOT NULL DEFAULT 'max';
+ALTER TABLE runs ADD COLUMN fp8_margin INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN fp8_format TEXT NOT NULL DEFAULT 'hybrid';
+CREATE TABLE fp8_tensors (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  layer INTEGER NOT NULL,
+  part INTEGER NOT NULL,
+  role TEXT NOT NULL,
+  amax REAL,
+  scale REAL NOT NULL,
+  next_scale REAL NOT NULL,
+  n_values INTEGER NOT NULL,
+  saturated INTEGER NOT NULL,
+  flushed INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step, layer, part, role)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3},
                                      {4, kVersion4}, {5, kVersion5}, {6, kVersion6},
-                                     {7, kVersion7}, {8, kVersion8}};
+                                     {7, kVersion7}, {8, kVersion8}, {9, kVersion9}};
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
 }  // namespace

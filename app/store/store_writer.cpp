@@ -100,6 +100,11 @@ void StoreWriter::layer_overflows(std::int64_t run_id, std::int64_t step,
   push_other(OverflowRows{run_id, step, layers});
 }
 
+void StoreWriter::fp8_tensors(std::int64_t run_id, std::int64_t step,
+                              const std::vector<Fp8TensorStep>& tensors) {
+  push_other(Fp8Rows{run_id, step, tensors});
+}
+
 void StoreWriter::finished(std::int64_t run_id, const RunSummary& summary,
                            std::int64_t finished_at_ms) {
   push_other(FinishRow{run_id, summary, finished_at_ms});
@@ -153,6 +158,8 @@ void StoreWriter::commit(RunStore& store, const Batch& batch, bool beat) {
       store.insert_layer_times(l->run_id, l->step, l->layers);
     } else if (const auto* o = std::get_if<OverflowRows>(&m)) {
       store.insert_layer_overflows(o->run_id, o->step, o->layers);
+    } else if (const auto* f8 = std::get_if<Fp8Rows>(&m)) {
+      store.insert_fp8_tensors(f8->run_id, f8->step, f8->tensors);
     } else if (const auto* f = std::get_if<FinishRow>(&m)) {
       store.finish_run(f->run_id, f->summary, f->finished_at_ms);
     }

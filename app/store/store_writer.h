@@ -62,6 +62,8 @@ class StoreWriter {
   void layer_times(std::int64_t run_id, std::int64_t step, const std::vector<LayerTiming>& layers);
   void layer_overflows(std::int64_t run_id, std::int64_t step,
                        const std::vector<LayerOverflow>& layers);
+  void fp8_tensors(std::int64_t run_id, std::int64_t step,
+                   const std::vector<Fp8TensorStep>& tensors);
   void finished(std::int64_t run_id, const RunSummary& summary, std::int64_t finished_at_ms);
 
   // Waits until everything queued before it is committed. Throws the StoreError of a batch that
@@ -100,12 +102,17 @@ class StoreWriter {
     std::int64_t step;
     std::vector<LayerOverflow> layers;
   };
+  struct Fp8Rows {
+    std::int64_t run_id;
+    std::int64_t step;
+    std::vector<Fp8TensorStep> tensors;
+  };
   struct FinishRow {
     std::int64_t run_id;
     RunSummary summary;
     std::int64_t finished_at_ms;
   };
-  using Message = std::variant<StartRow, EpochRow, LayerRows, OverflowRows, FinishRow>;
+  using Message = std::variant<StartRow, EpochRow, LayerRows, OverflowRows, Fp8Rows, FinishRow>;
   // Steps keep their own vector (the hot path). A batch commits in one transaction, so the
   // order of steps and other rows inside it does not matter; batches commit in queue order.
   struct Batch {

@@ -18,6 +18,7 @@
 
 #include "engine/core/device_info.h"
 #include "engine/core/precision.h"
+#include "engine/ops/fp8_scaling.h"
 #include "engine/ops/loss_scale.h"
 #include "engine/ops/optimizer.h"
 #include "engine/plan/execution_plan.h"
@@ -72,6 +73,8 @@ struct ExecutorOptions {
   bool tf32 = false;         // float32 policy: TF32 tensor-core matmuls and convolutions
   bool cuda_graphs = false;  // capture the device step once and replay it
   AttentionKernels attention = AttentionKernels::automatic;
+  // --- mixed_float8: the delayed scaling of each FP8 tensor ---
+  Fp8Recipe fp8;
 };
 
 // Loss and accuracy of one batch.
@@ -110,6 +113,40 @@ inline std::vector<LayerOverflow> merge_layer_overflows(std::vector<LayerOverflo
   return out;
 }
 
+// mixed_float8 (issue 30): one FP8 tensor of a layer in a training step. A layer has a matmul
+// part per FP8 matmul (MultiHeadAttention: its query, key, value and output projections, in
+// that order), each with three tensors.
+enum class Fp8Role : std::uint8_t { input, kernel, gradient };
+inline std::string_view to_string(Fp8Role role) {
+  switch (role) {
+    case Fp8Role::input:
+      return "input";
+    case Fp8Role::kernel:
+      return "kernel";
+    case Fp8Role::gradient:
+      return "gradient";
+  }
+  return "?";
+}
+inline std::optional<Fp8Role> parse_fp8_role(std::string_view text) {
+  for (Fp8Role r : {Fp8Role::input, Fp8Role::kernel, Fp8Role::gradient}) {
+    if (text == to_string(r)) return r;
+  }
+  return std::nullopt;
+}
+
+struct Fp8TensorStep {
+  int layer = 0;
+  int part = 0;  // which of the layer's FP8 matmuls
+  Fp8Role role = Fp8Role::input;
+  float amax = 0.0f;        // the step's largest magnitude (NaN when it held one)
+  float scale = 1.0f;       // the dequantising scale the step used (Keras's `scale`)
+  float next_scale = 1.0f;  // after the step's update, the next step's
+  std::int64_t values = 0;
+  std::int64_t saturated = 0;  // values whose x / scale reached past the format's maximum
+  std::int64_t flushed = 0;    // nonzero values rounded to zero
+};
+
 // What one step reports. Times are the device's (CUDA events) on a GPU and the host's clock on
 // the CPU, where the step runs on the calling thread.
 struct StepResult {
@@ -125,6 +162,8 @@ struct StepResult {
   // train, gradients_finite false: the layers with non-finite gradients, in layer order (empty
   // otherwise).
   std::vector<LayerOverflow> overflows;
+  // train, mixed_float8: each FP8 tensor's amax, scales and rounding counts, in layer order.
+  std::vector<Fp8TensorStep> fp8;
 };
 
 // Time of one layer in the last training step (ExecutorOptions::layer_timing), every node that

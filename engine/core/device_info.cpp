@@ -89,6 +89,11 @@ PolicySupport cpu_support(const DeviceInfo& cpu, Policy policy) {
       return {Support::emulated,
               "this CPU (" + isa + ") has no bf16 kernels in oneDNN: MixLab emulates bf16 "
               "(float32 arithmetic, bfloat16 rounding), expect it slower than float32"};
+    case Policy::mixed_float8:
+      return {Support::emulated,
+              "FP8 is emulated on the CPU (bfloat16 arithmetic, the Dense and Conv2D inputs, "
+              "weights and gradients rounded through scaled E4M3 and E5M2): expect it slower than "
+              "float32; it shows FP8's scales and whether the model trains"};
   }
   return {};
 }
@@ -112,6 +117,18 @@ PolicySupport gpu_support(const DeviceInfo& gpu, Policy policy) {
       return {Support::unsupported, "bfloat16 needs compute capability 8.0 (Ampere) or newer "
                                     "(cuBLASLt and cuDNN have no bf16 kernels below); " +
                                         which + ": use mixed_float16"};
+    case Policy::mixed_float8:
+      if (!has_fp8_tensor_cores(cc)) {
+        return {Support::unsupported,
+                "FP8 tensor cores need compute capability 8.9 (Ada) or newer; " + which +
+                    " has none: use mixed_bfloat16" +
+                    (has_bf16_and_tf32(cc) ? "" : " or mixed_float16") +
+                    ", or the CPU backend, which emulates mixed_float8"};
+      }
+      return {Support::unsupported,
+              "MixLab's CUDA backend does not run FP8 on " + which +
+                  " yet (cuBLASLt's FP8 matmuls are not built): the CPU backend emulates "
+                  "mixed_float8"};
   }
   return {};
 }

@@ -69,6 +69,12 @@ constexpr bool has_bf16_and_tf32(double compute_capability) {
   return compute_capability >= 8.0 - 1e-9;
 }
 
+// FP8 (E4M3, E5M2) tensor cores and cuBLASLt's FP8 matmuls: compute capability 8.9 (Ada) on,
+// Hopper and Blackwell included.
+constexpr bool has_fp8_tensor_cores(double compute_capability) {
+  return compute_capability >= 8.9 - 1e-9;
+}
+
 // The CUDA backend runs on compute capability 7.5 (Turing) and newer.
 inline constexpr int kMinCudaMajor = 7;
 inline constexpr int kMinCudaMinor = 5;

@@ -128,4 +128,18 @@ MIXLAB_HD float fp8_quantize_dequantize(Fp8Format format, float x, float scale) 
   return round_to_fp8(format, x / scale) * scale;
 }
 
+// The same in a bfloat16 compute dtype, as Keras's mixed_bfloat16 layers run it under
+// model.quantize("float8") (mixed_float8's layers): the scale cast to bfloat16 (`scale_bf16`),
+// x / scale rounded to bfloat16, clipped and cast into the format, and the product with the
+// scale rounded to bfloat16 again (XLA computes each bfloat16 operation in float32 and rounds its
+// result).
+// fp8_quantize_bf16 is the first half: the value in the format (as a float).
+MIXLAB_HD float fp8_quantize_bf16(Fp8Format format, float x, float scale_bf16) {
+  return round_to_fp8(format, round_to_bf16(x / scale_bf16));
+}
+
+MIXLAB_HD float fp8_quantize_dequantize_bf16(Fp8Format format, float x, float scale_bf16) {
+  return round_to_bf16(fp8_quantize_bf16(format, x, scale_bf16) * scale_bf16);
+}
+
 }  // namespace mixlab

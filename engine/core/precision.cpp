@@ -10,6 +10,8 @@ std::string_view to_string(Policy policy) {
       return "mixed_float16";
     case Policy::mixed_bfloat16:
       return "mixed_bfloat16";
+    case Policy::mixed_float8:
+      return "mixed_float8";
   }
   return "?";
 }
@@ -27,7 +29,7 @@ std::string_view to_string(DType dtype) {
 }
 
 std::optional<Policy> parse_policy(std::string_view name) {
-  for (Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
+  for (Policy p : kAllPolicies) {
     if (name == to_string(p)) return p;
   }
   return std::nullopt;
@@ -41,6 +43,7 @@ DType compute_dtype(Policy policy, bool force_float32) {
     case Policy::mixed_float16:
       return DType::f16;
     case Policy::mixed_bfloat16:
+    case Policy::mixed_float8:
       return DType::bf16;
   }
   return DType::f32;

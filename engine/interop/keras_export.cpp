@@ -211,7 +211,10 @@ std::string export_keras_json(const ModelSpec& spec, Policy policy) {
   std::string input_name;
   const std::vector<std::string> names =
       functional ? keras_names(spec, input_name) : std::vector<std::string>{};
-  const std::string policy_name(to_string(policy));
+  // mixed_float8 is Keras's mixed_bfloat16 model quantized to float8 after it is built: its
+  // JSON names the policy the layers are built under.
+  const std::string policy_name(
+      to_string(policy == Policy::mixed_float8 ? Policy::mixed_bfloat16 : policy));
   ordered_json input_config = ordered_json::object();
   ordered_json batch_shape = ordered_json::array({nullptr});
   for (std::int64_t d : spec.input_shape) batch_shape.push_back(d);

@@ -659,8 +659,14 @@ std::string export_script(ScriptKind kind, const ModelSpec& spec, const RunConfi
     throw ConfigError("export: batch size must be at least 1, got " +
                       std::to_string(config.batch_size));
   }
-  const ShapeTable table = infer_shapes(spec, config.precision);
   const bool keras = kind == ScriptKind::keras;
+  if (!keras && config.precision == Policy::mixed_float8) {
+    throw ConfigError(
+        "export --to pytorch: PyTorch's autocast has no FP8 (it needs NVIDIA's Transformer "
+        "Engine): export the run under mixed_bfloat16, or --to keras, whose "
+        "model.quantize(\"float8\") trains as mixed_float8");
+  }
+  const ShapeTable table = infer_shapes(spec, config.precision);
   return fill_template(
              py_template(keras ? builtin_export_keras_template : builtin_export_pytorch_template),
              {{"SETTINGS", script_head(spec, table, config, options)},

@@ -66,6 +66,15 @@ RunField optimizer_member(RunField field) {
   return field;
 }
 
+// A row for Fp8Recipe's integer *Member of RunConfig::fp8.
+template <auto Member>
+RunField fp8_member(RunField field) {
+  field.type = FieldType::integer;
+  field.get = [](const RunConfig& c) { return to_value(c.fp8.*Member); };
+  field.set = [](RunConfig& c, const FieldValue& v) { c.fp8.*Member = from_value<int>(v); };
+  return field;
+}
+
 const std::string& text_of(const FieldValue& value) {
   return std::get<std::string>(value);
 }
@@ -105,7 +114,8 @@ std::vector<RunField> make_fields() {
       {.name = "precision",
        .type = FieldType::text,
        .label = "precision",
-       .help = "the precision policy: float32, mixed_float16 or mixed_bfloat16",
+       .help = "the precision policy: float32, mixed_float16, mixed_bfloat16 or mixed_float8 "
+               "(mixed_bfloat16 with FP8 matmuls in Dense and Conv2D, Keras's float8 training)",
        .cli_flag = "precision",
        .json_path = "precision",
        .store_column = "precision",
@@ -274,6 +284,64 @@ std::vector<RunField> make_fields() {
                throw ConfigError("must be auto, fused or unfused, got " + quote(text_of(v)));
              }
              c.attention = *kernels;
+           }},
+      fp8_member<&Fp8Recipe::history>(
+          {.name = "fp8_history",
+           .label = "FP8 amax history",
+           .help = "mixed_float8: how many steps' amaxes each FP8 tensor's scale is made from "
+                   "(Keras's amax_history_length)",
+           .cli_flag = "fp8-history",
+           .json_path = "fp8/history",
+           .store_column = "fp8_history",
+           .csv_column = "fp8_history",
+           .example = "16",
+           .range = {1, Fp8Recipe::kMaxHistory}}),
+      {.name = "fp8_amax",
+       .type = FieldType::text,
+       .label = "FP8 amax reduction",
+       .help = "mixed_float8: the history's largest amax (max, Keras's) or the last step's "
+               "(most_recent, Transformer Engine's other choice)",
+       .cli_flag = "fp8-amax",
+       .json_path = "fp8/amax",
+       .store_column = "fp8_amax",
+       .csv_column = "fp8_amax",
+       .example = "most_recent",
+       .get = [](const RunConfig& c) -> FieldValue { return std::string(to_string(c.fp8.amax)); },
+       .set =
+           [](RunConfig& c, const FieldValue& v) {
+             const auto algo = parse_fp8_amax(text_of(v));
+             if (!algo) throw ConfigError("must be max or most_recent, got " + quote(text_of(v)));
+             c.fp8.amax = *algo;
+           }},
+      fp8_member<&Fp8Recipe::margin>(
+          {.name = "fp8_margin",
+           .label = "FP8 margin",
+           .help = "mixed_float8: binades of headroom, the amax mapped to the format's largest "
+                   "value / 2^margin",
+           .cli_flag = "fp8-margin",
+           .json_path = "fp8/margin",
+           .store_column = "fp8_margin",
+           .csv_column = "fp8_margin",
+           .example = "1",
+           .range = {0, Fp8Recipe::kMaxMargin}}),
+      {.name = "fp8_format",
+       .type = FieldType::text,
+       .label = "FP8 formats",
+       .help = "mixed_float8: E4M3 forward and E5M2 gradients (hybrid, as Keras and Transformer "
+               "Engine train), or E4M3 for both (e4m3)",
+       .cli_flag = "fp8-format",
+       .json_path = "fp8/format",
+       .store_column = "fp8_format",
+       .csv_column = "fp8_format",
+       .example = "e4m3",
+       .get = [](const RunConfig& c) -> FieldValue {
+         return std::string(to_string(c.fp8.formats));
+       },
+       .set =
+           [](RunConfig& c, const FieldValue& v) {
+             const auto formats = parse_fp8_formats(text_of(v));
+             if (!formats) throw ConfigError("must be hybrid or e4m3, got " + quote(text_of(v)));
+             c.fp8.formats = *formats;
            }},
       member<&RunConfig::data_on_device>(
           {.name = "data_on_device",

@@ -35,6 +35,7 @@ struct RunConfig {
   bool cuda_graphs = false;     // capture the training step once and replay it
   bool data_on_device = false;  // keep the training split on the GPU when it fits
   AttentionKernels attention = AttentionKernels::automatic;  // MultiHeadAttention's cores
+  Fp8Recipe fp8;  // mixed_float8: the delayed scaling (history, amax reduction, margin, formats)
   bool layer_timing = false;    // per-layer forward/backward device times (RunSink)
   // Not a run setting (run_fields.h): starting weights from an imported Keras model, written
   // over the seed's initialisation. Null: the seed's alone.
@@ -127,6 +128,12 @@ class RunSink {
   virtual void on_layer_overflows(std::int64_t step, const std::vector<LayerOverflow>& layers) {
     (void)step;
     (void)layers;
+  }
+  // mixed_float8: each FP8 tensor's figures of a training step (StepResult::fp8), before that
+  // step's on_step.
+  virtual void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) {
+    (void)step;
+    (void)tensors;
   }
   virtual void on_finish(const RunSummary& summary) { (void)summary; }
 };

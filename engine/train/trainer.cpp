@@ -165,6 +165,7 @@ ExecutorOptions executor_options(const RunConfig& config) {
   options.tf32 = config.tf32;
   options.cuda_graphs = config.cuda_graphs;
   options.attention = config.attention;
+  options.fp8 = config.fp8;
   options.layer_timing = config.layer_timing;
   options.initial_weights = config.initial_weights;
   return options;
@@ -314,6 +315,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
         m.device_ms = r.device_ms;
         if (config.layer_timing) sink.on_layer_timings(step, executor->layer_timings());
         if (!r.overflows.empty()) sink.on_layer_overflows(step, r.overflows);
+        if (!r.fp8.empty()) sink.on_fp8_tensors(step, r.fp8);
         const auto t_end = Clock::now();
         m.step = step;
         m.epoch = epoch;

@@ -11,7 +11,7 @@ INPUT_SHAPE = {{INPUT_SHAPE}}  # without the batch; images are HWC
 OUTPUTS = {{OUTPUTS}}
 PARAMS = {{PARAMS}}  # as MixLab counts them
 LOSS = {{LOSS}}
-POLICY = {{POLICY}}  # Keras's names: float32, mixed_float16, mixed_bfloat16
+POLICY = {{POLICY}}  # Keras's names: float32, mixed_float16, mixed_bfloat16; or mixed_float8
 # Loss scaling, Keras's LossScaleOptimizer semantics: none | dynamic (x2 after
 # GROWTH_INTERVAL finite steps, x0.5 and the update skipped on a non-finite gradient) |
 # fixed (one factor; a non-finite gradient still skips the update).

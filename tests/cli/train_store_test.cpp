@@ -435,6 +435,51 @@ TEST_F(TrainStore, LayerTimesAreStoredShownAndExported) {
   EXPECT_EQ(finish(both), 2);
 }
 
+// mixed_float8 (issue 30): the Dense's three FP8 tensors each step, stored; the last scales in
+// --json and the text's table; the recipe's settings recorded with the run.
+TEST_F(TrainStore, Fp8RunStoresEachTensorAndPrintsItsLastScales) {
+  const auto db = dir_ / "runs.sqlite";
+  const Child c = start_cli(
+      dir_, tiny_run({"--db", db.string(), "--steps", "6", "--device", "cpu", "--precision",
+                      "mixed_float8", "--fp8-history", "4", "--fp8-margin", "1", "--json"}));
+  ASSERT_EQ(finish(c), 0) << testing::read_bytes(c.err);
+  const auto j = nlohmann::json::parse(testing::read_bytes(c.out));
+  EXPECT_EQ(j["config"]["precision"], "mixed_float8");
+  EXPECT_EQ(j["config"]["fp8"]["history"], 4);
+  EXPECT_EQ(j["config"]["fp8"]["margin"], 1);
+  EXPECT_EQ(j["config"]["fp8"]["format"], "hybrid");
+  const auto& tensors = j["fp8_tensors"];
+  ASSERT_EQ(tensors.size(), 3u) << j.dump();
+  EXPECT_EQ(tensors[0]["role"], "input");
+  EXPECT_EQ(tensors[1]["role"], "kernel");
+  EXPECT_EQ(tensors[2]["role"], "gradient");
+  EXPECT_EQ(tensors[0]["layer"], 1);  // the Dense after the Flatten
+
+  RunStore store = RunStore::open(db, StoreOptions{.read_only = true});
+  const std::int64_t id = j["run_id"].get<std::int64_t>();
+  const auto rows = store.fp8_tensors(id);
+  ASSERT_EQ(rows.size(), 6u * 3u);
+  EXPECT_EQ(rows.back().step, 5);
+  EXPECT_EQ(rows.back().tensor.role, Fp8Role::gradient);
+  for (int i = 0; i < 3; ++i) {
+    const Fp8TensorStep& last = rows[rows.size() - 3 + static_cast<std::size_t>(i)].tensor;
+    EXPECT_FLOAT_EQ(tensors[static_cast<std::size_t>(i)]["scale"].get<float>(), last.next_scale);
+    // Margin 1: the amaxes map to the format's maximum / 2 (E4M3 448, E5M2 57344).
+    EXPECT_GT(last.next_scale, 0.0f);
+  }
+  const RunRecord run = store.run(id);
+  EXPECT_EQ(run.config.fp8.history, 4);
+  EXPECT_EQ(run.config.fp8.margin, 1);
+
+  // The text summary's table.
+  const Child text = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "3", "--device",
+                                               "cpu", "--precision", "mixed_float8"}));
+  ASSERT_EQ(finish(text), 0) << testing::read_bytes(text.err);
+  const std::string printed = testing::read_bytes(text.out);
+  EXPECT_TRUE(contains(printed, "fp8:         each FP8 tensor after the last step")) << printed;
+  EXPECT_TRUE(contains(printed, "kernel")) << printed;
+}
+
 TEST_F(TrainStore, UnavailableGpuTrainsOnTheCpuAndSaysWhy) {
   setenv("MIXLAB_CUDA_BACKEND", "/nonexistent/libmixlab-cuda.so", 1);
   const auto db = dir_ / "runs.sqlite";

@@ -32,7 +32,7 @@ DeviceInfo gpu(const std::string& name, int major, int minor) {
 
 struct Row {
   DeviceInfo device;
-  Support float32, float16, bfloat16;
+  Support float32, float16, bfloat16, float8;
   Policy comparison;
   bool tensor_cores;
 };
@@ -41,22 +41,29 @@ const std::vector<Row>& table() {
   using S = Support;
   using P = Policy;
   static const std::vector<Row> rows = {
-      {cpu(CpuIsa::baseline), S::native, S::emulated, S::emulated, P::mixed_bfloat16, false},
-      {cpu(CpuIsa::avx2), S::native, S::emulated, S::emulated, P::mixed_bfloat16, false},
-      {cpu(CpuIsa::avx512_core), S::native, S::emulated, S::emulated, P::mixed_bfloat16, false},
-      {cpu(CpuIsa::avx512_core_bf16), S::native, S::emulated, S::native, P::mixed_bfloat16, false},
-      {cpu(CpuIsa::avx512_core_amx), S::native, S::emulated, S::native, P::mixed_bfloat16, false},
+      {cpu(CpuIsa::baseline), S::native, S::emulated, S::emulated, S::emulated, P::mixed_bfloat16,
+       false},
+      {cpu(CpuIsa::avx2), S::native, S::emulated, S::emulated, S::emulated, P::mixed_bfloat16,
+       false},
+      {cpu(CpuIsa::avx512_core), S::native, S::emulated, S::emulated, S::emulated,
+       P::mixed_bfloat16, false},
+      {cpu(CpuIsa::avx512_core_bf16), S::native, S::emulated, S::native, S::emulated,
+       P::mixed_bfloat16, false},
+      {cpu(CpuIsa::avx512_core_amx), S::native, S::emulated, S::native, S::emulated,
+       P::mixed_bfloat16, false},
       {gpu("NVIDIA GeForce GTX 1080", 6, 1), S::unsupported, S::unsupported, S::unsupported,
-       P::mixed_float16, false},
+       S::unsupported, P::mixed_float16, false},
       {gpu("NVIDIA GeForce GTX 1660 Ti", 7, 5), S::native, S::native, S::unsupported,
-       P::mixed_float16, false},
-      {gpu("NVIDIA GeForce RTX 2060", 7, 5), S::native, S::native, S::unsupported,
+       S::unsupported, P::mixed_float16, false},
+      {gpu("NVIDIA GeForce RTX 2060", 7, 5), S::native, S::native, S::unsupported, S::unsupported,
        P::mixed_float16, true},
-      {gpu("NVIDIA A100-SXM4-80GB", 8, 0), S::native, S::native, S::native, P::mixed_bfloat16,
+      {gpu("NVIDIA A100-SXM4-80GB", 8, 0), S::native, S::native, S::native, S::unsupported,
+       P::mixed_bfloat16, true},
+      // FP8 tensor cores from 8.9, but the CUDA backend has no FP8 kernels yet.
+      {gpu("NVIDIA GeForce RTX 4090", 8, 9), S::native, S::native, S::native, S::unsupported,
+       P::mixed_bfloat16, true},
+      {gpu("NVIDIA H200", 9, 0), S::native, S::native, S::native, S::unsupported, P::mixed_bfloat16,
        true},
-      {gpu("NVIDIA GeForce RTX 4090", 8, 9), S::native, S::native, S::native, P::mixed_bfloat16,
-       true},
-      {gpu("NVIDIA H200", 9, 0), S::native, S::native, S::native, P::mixed_bfloat16, true},
   };
   return rows;
 }
@@ -71,6 +78,7 @@ TEST(PolicySupport, EveryDeviceOfTheTable) {
     EXPECT_EQ(policy_support(row.device, Policy::float32).level, row.float32);
     EXPECT_EQ(policy_support(row.device, Policy::mixed_float16).level, row.float16);
     EXPECT_EQ(policy_support(row.device, Policy::mixed_bfloat16).level, row.bfloat16);
+    EXPECT_EQ(policy_support(row.device, Policy::mixed_float8).level, row.float8);
     EXPECT_EQ(comparison_mixed_policy(row.device), row.comparison);
     EXPECT_EQ(row.device.tensor_cores, row.tensor_cores);
   }
@@ -78,7 +86,7 @@ TEST(PolicySupport, EveryDeviceOfTheTable) {
 
 TEST(PolicySupport, WhatIsNotNativeSaysWhyAndNamesTheGpu) {
   for (const Row& row : table()) {
-    for (const Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
+    for (const Policy p : kAllPolicies) {
       SCOPED_TRACE(label(row.device) + " " + std::string(to_string(p)));
       const PolicySupport s = policy_support(row.device, p);
       if (s.level != Support::native) {
@@ -99,6 +107,18 @@ TEST(PolicySupport, WhatIsNotNativeSaysWhyAndNamesTheGpu) {
   // On an AVX2 CPU, bf16 is MixLab's emulation, and the message says so.
   const PolicySupport avx2 = policy_support(cpu(CpuIsa::avx2), Policy::mixed_bfloat16);
   EXPECT_NE(avx2.reason.find("emulates bf16"), std::string::npos) << avx2.reason;
+  // mixed_float8: emulated on the CPU; below 8.9 the GPU has no FP8 tensor cores; from 8.9 the
+  // CUDA backend's FP8 kernels are what is missing, and the reason says so.
+  const PolicySupport fp8_cpu = policy_support(cpu(CpuIsa::avx2), Policy::mixed_float8);
+  EXPECT_NE(fp8_cpu.reason.find("emulated on the CPU"), std::string::npos) << fp8_cpu.reason;
+  const PolicySupport a100 =
+      policy_support(gpu("NVIDIA A100-SXM4-80GB", 8, 0), Policy::mixed_float8);
+  EXPECT_NE(a100.reason.find("compute capability 8.9"), std::string::npos) << a100.reason;
+  EXPECT_NE(a100.reason.find("use mixed_bfloat16,"), std::string::npos) << a100.reason;
+  const PolicySupport t4 = policy_support(gpu("Tesla T4", 7, 5), Policy::mixed_float8);
+  EXPECT_NE(t4.reason.find("or mixed_float16"), std::string::npos) << t4.reason;
+  const PolicySupport h200 = policy_support(gpu("NVIDIA H200", 9, 0), Policy::mixed_float8);
+  EXPECT_NE(h200.reason.find("does not run FP8"), std::string::npos) << h200.reason;
 }
 
 TEST(PolicySupport, GpuDescriptionsComeFromOneBuilder) {

@@ -83,6 +83,26 @@ TEST(ScriptExport, EveryBuiltinAndPolicyGivesBothScripts) {
   }
 }
 
+// mixed_float8 is Keras's float8 training (mixed_bfloat16, then model.quantize("float8"));
+// PyTorch's autocast has none, and that export is refused with the way out.
+TEST(ScriptExport, MixedFloat8IsKerasQuantizeAndNotPytorch) {
+  const ModelSpec spec = builtin("fashion-mlp");
+  const RunConfig config = fashion_config(Policy::mixed_float8);
+  const std::string text = script(ScriptKind::keras, spec, config);
+  expect_has(text, "POLICY = \"mixed_float8\"");
+  expect_in_order(text, {"keras.mixed_precision.set_dtype_policy(\"mixed_bfloat16\" if POLICY == "
+                         "\"mixed_float8\" else POLICY)",
+                         "model = build_model()", "if POLICY == \"mixed_float8\":",
+                         "model.quantize(\"float8\")", "model.compile("});
+  try {
+    script(ScriptKind::pytorch, spec, config);
+    ADD_FAILURE() << "a PyTorch script under mixed_float8";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("PyTorch's autocast has no FP8"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ScriptExport, KerasLayersAreKerasCalls) {
   const std::string text =
       script(ScriptKind::keras, builtin("fashion-cnn"), fashion_config(Policy::mixed_float16));
@@ -99,7 +119,9 @@ TEST(ScriptExport, KerasLayersAreKerasCalls) {
                             "], name=MODEL_NAME)",
                         });
   expect_has(text, "INPUT_SHAPE = (28, 28, 1)");
-  expect_has(text, "keras.mixed_precision.set_dtype_policy(POLICY)");
+  expect_has(text,
+             "keras.mixed_precision.set_dtype_policy(\"mixed_bfloat16\" if POLICY == "
+             "\"mixed_float8\" else POLICY)");
   expect_has(text, "keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=INITIAL_SCALE");
   expect_has(text, "INITIAL_SCALE = 32768.0\n");
   expect_has(text, "GROWTH_INTERVAL = 2000\n");

@@ -89,6 +89,20 @@ F32_LOSS_RTOL = 1e-4
 # stays 1e-7 over the same 20 steps). Bound: 2 * 2^-8 = 7.8e-3 relative on every step's loss,
 # two bfloat16 epsilons, i.e. four times a single rounding (measured: at most 2.5e-3).
 BF16_LOSS_RTOL = 2 * 2.0**-8
+# mixed_float8 (Keras: mixed_bfloat16 + model.quantize("float8")): both sides round the same
+# bfloat16 values through E4M3/E5M2, but where their bfloat16 values differ by one rounding (as
+# above, 2^-9), a value that close to the midpoint between two E4M3 values rounds to either: a
+# jump of one E4M3 step, 2^-3 relative (4 significant bits). Such flips touch a few products of
+# each matmul and move every step's loss on its own, without a drift: measured over four weight
+# and data seeds, the first step (same weights, forward only) differs by up to 2.7e-3, every
+# later step by 2e-3 typically and 1.3e-2 at worst (step 11 of one seed), the last no more than
+# the first. Bound: 2^-5 = 3.1e-2, a quarter of one E4M3 step.
+FP8_LOSS_RTOL = 2.0**-5
+# The scales after 20 steps: each is computed from its amax history by the same float32
+# operations on both sides, and an amax is a bfloat16 value, so where the two sides' amaxes
+# differ they differ by one bfloat16 ulp: at most 2^-7 relative (measured: 0 on most tensors,
+# up to 6.8e-3 on four seeds).
+FP8_SCALE_RTOL = 2.0**-7
 
 # mixed_float16 (with Keras's dynamic loss scale on both sides): the same argument with
 # float16's 11 significant bits, epsilon 2^-10: 2 * 2^-10 = 2.0e-3.
@@ -638,24 +652,28 @@ def check_peer_training(spec, weights, x, y, lr, jitted):
           f"eager {np.round(eager, 6)})")
 
 
-def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps, tag, evaluate=False):
-    """MixLab's loss of each step; with `evaluate`, (losses, the test loss after the last)."""
+def mixlab_losses(cli, work, path, dataset, batch, optimizer, lr, policy, steps, tag, evaluate=False,
+                  extra=(), result=None):
+    """MixLab's loss of each step; with `evaluate`, (losses, the test loss after the last).
+    `extra`: more train options; `result`: a dict that receives train's --json output."""
     db = work / f"{tag}.sqlite"
     if db.exists():
         db.unlink()
-    result = cli.json("train", "--model", path, "--dataset", dataset, "--steps", steps,
-                      "--batch-size", batch, "--optimizer", optimizer, "--lr", lr,
-                      "--precision", policy, "--loss-scale", "dynamic" if policy == "mixed_float16" else "none",
-                      *([] if evaluate else ["--no-eval"]), "--device", "cpu",
-                      "--db", db, "--json", "--quiet")
-    if result.get("status") != "finished":
-        raise RuntimeError(f"mixlab-cli train {tag}: {result.get('status')}: {result.get('message')}")
-    text = cli.run("runs", "export", result["run_id"], "--steps", "--db", db)
+    out = cli.json("train", "--model", path, "--dataset", dataset, "--steps", steps,
+                   "--batch-size", batch, "--optimizer", optimizer, "--lr", lr,
+                   "--precision", policy, "--loss-scale", "dynamic" if policy == "mixed_float16" else "none",
+                   *([] if evaluate else ["--no-eval"]), "--device", "cpu",
+                   "--db", db, "--json", "--quiet", *extra)
+    if result is not None:
+        result.update(out)
+    if out.get("status") != "finished":
+        raise RuntimeError(f"mixlab-cli train {tag}: {out.get('status')}: {out.get('message')}")
+    text = cli.run("runs", "export", out["run_id"], "--steps", "--db", db)
     rows = sorted(csv.DictReader(io.StringIO(text)), key=lambda r: int(r["step"]))
     losses = np.array([float(r["loss"]) for r in rows])
     if not evaluate:
         return losses
-    shown = cli.json("runs", "show", result["run_id"], "--db", db, "--json")
+    shown = cli.json("runs", "show", out["run_id"], "--db", db, "--json")
     return losses, float(shown["summary"]["test_loss"])
 
 
@@ -1285,6 +1303,67 @@ def part_fp8(tool, work):
                   ("" if same else f"\n  MixLab {mine}\n  Keras  {keras_scales}"))
 
 
+FP8_TRAIN_STEPS = 20
+
+
+def keras_fp8_run(spec, weights, x, y, lr, steps):
+    """Keras's float8 training: the model under mixed_bfloat16, its weights, then
+    model.quantize("float8") (every Dense gets its E4M3 input and kernel scales and an E5M2
+    output-gradient scale, amax histories of 1024); the loss before each SGD step and, after the
+    last, each Dense's three scales."""
+    model = build_keras(spec, "mixed_bfloat16")
+    model.set_weights(weights)
+    model.quantize("float8")
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=lr),
+                  loss=spec.get("loss", "sparse_categorical_crossentropy"))
+    losses = []
+    for _ in range(steps):
+        model.reset_metrics()
+        losses.append(float(model.train_on_batch(x, y)))
+    dense = [l for l in model.layers if isinstance(l, keras.layers.Dense)]
+    scales = [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
+               float(l.outputs_grad_scale.numpy())) for l in dense]
+    return np.array(losses), scales
+
+
+def part_fp8_train(cli, source, work, batch):
+    """mixed_float8 against Keras's float8 training, fashion-mlp (its two Dense layers in FP8,
+    the float32 softmax outside) from the same .keras weights on one batch."""
+    spec = builtin_spec(source, "fashion-mlp")
+    name = spec["name"]
+    path = work / f"{name}.fp8.keras"
+    model = save_keras(spec, path, seed=13)
+    weights = model.get_weights()
+    dataset, (x, y), _ = make_dataset(work, spec, batch, FORWARD_COUNT, seed=98)
+    lr = 0.01
+    tag = f"{name}-sgd-mixed_float8"
+    with attempt(f"train {tag}"):
+        out = {}
+        mixlab = mixlab_losses(cli, work, path, dataset, batch, "sgd", lr, "mixed_float8",
+                               FP8_TRAIN_STEPS, tag, result=out)
+        expected, keras_scales = keras_fp8_run(spec, weights, x, y, lr, FP8_TRAIN_STEPS)
+        # MixLab's scales after the last step, per FP8 matmul (a Dense each here) in layer order.
+        roles = ("input", "kernel", "gradient")
+        by_part = {}
+        for t in out.get("fp8_tensors", []):
+            by_part.setdefault((t["layer"], t["part"]), {})[t["role"]] = t["scale"]
+        mixlab_scales = [tuple(by_part[k].get(r) for r in roles) for k in sorted(by_part)]
+        if check(len(mixlab_scales) == len(keras_scales),
+                 f"fp8 {tag}: MixLab reports {len(mixlab_scales)} FP8 matmuls, Keras quantized "
+                 f"{len(keras_scales)} Dense layers"):
+            for i, (mine, theirs) in enumerate(zip(mixlab_scales, keras_scales)):
+                for role, a, b in zip(roles, mine, theirs):
+                    record(f"{role} scale after {FP8_TRAIN_STEPS} steps (Dense {i})", name,
+                           abs(a - b) / abs(b), FP8_SCALE_RTOL)
+        if check(len(mixlab) == FP8_TRAIN_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
+            diffs = np.abs(mixlab - expected) / np.abs(expected)
+            log(f"  {tag}: losses Keras {expected[0]:.6f} -> {expected[-1]:.6f}, "
+                f"MixLab {mixlab[0]:.6f} -> {mixlab[-1]:.6f}; worst step {int(np.argmax(diffs)) + 1}")
+            record(f"{FP8_TRAIN_STEPS} sgd steps mixed_float8", name, float(np.max(diffs)), FP8_LOSS_RTOL)
+        log(f"  {tag}: Keras's scales after {FP8_TRAIN_STEPS} steps (input, kernel, gradient) "
+            f"per Dense: {keras_scales}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", required=True, help="mixlab-cli")
@@ -1298,7 +1377,8 @@ def main():
     parser.add_argument("--fp8-tool", help="fp8: the fp8_codes filter (tests/core/fp8_codes.cpp)")
     parser.add_argument("parts", nargs="+",
                         choices=["structure", "forward", "names", "train", "graphs", "sequences",
-                                 "attention", "applications", "tfkeras", "torch", "scripts", "fp8"])
+                                 "attention", "applications", "tfkeras", "torch", "scripts", "fp8",
+                                 "fp8_train"])
     args = parser.parse_args()
     cli = Cli(os.path.abspath(args.cli))
     source = pathlib.Path(args.source)
@@ -1318,6 +1398,7 @@ def main():
         "torch": lambda: part_torch_forward(cli, source, work, args.torch_python),
         "scripts": lambda: part_scripts(cli, source, work, args.torch_python),
         "fp8": lambda: part_fp8(args.fp8_tool, work),
+        "fp8_train": lambda: part_fp8_train(cli, source, work, args.batch),
     }
     try:
         for part in args.parts:

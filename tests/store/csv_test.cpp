@@ -318,6 +318,10 @@ class CsvExport : public ::testing::Test {
     r.config.cuda_graphs = true;  // GPU options come out as 1 / 0 columns
     r.config.data_on_device = true;
     r.config.attention = AttentionKernels::unfused;  // a text GPU option
+    r.config.fp8.history = 16;                       // the FP8 settings, off their defaults
+    r.config.fp8.amax = Fp8AmaxAlgo::most_recent;
+    r.config.fp8.margin = 2;
+    r.config.fp8.formats = Fp8Formats::e4m3;
     r.device = "cuda:1";
     r.environment.device_kind = "cuda";
     r.environment.device_name = "Other GPU";
@@ -423,6 +427,10 @@ Columns summary_columns(const RunRecord& r, std::string_view status) {
           {"tf32", std::int64_t{c.tf32 ? 1 : 0}},
           {"cuda_graphs", std::int64_t{c.cuda_graphs ? 1 : 0}},
           {"attention", std::string(to_string(c.attention))},
+          {"fp8_history", std::int64_t{c.fp8.history}},
+          {"fp8_amax", std::string(to_string(c.fp8.amax))},
+          {"fp8_margin", std::int64_t{c.fp8.margin}},
+          {"fp8_format", std::string(to_string(c.fp8.formats))},
           {"data_on_device", std::int64_t{c.data_on_device ? 1 : 0}},
           {"layer_timing", std::int64_t{c.layer_timing ? 1 : 0}},
           {"momentum", c.optimizer.momentum},

@@ -107,7 +107,10 @@ TEST(Heartbeat, RunWithoutAHeartbeatKeepsTheOldRule) {
     // The file as MixLab 5 left it: the run, at version 5, without the column.
     store.connection().exec(
         "ALTER TABLE runs DROP COLUMN heartbeat_at_ms; ALTER TABLE runs DROP COLUMN attention; "
-        "DROP TABLE layer_overflows; PRAGMA user_version = 5");
+        "DROP TABLE layer_overflows; ALTER TABLE runs DROP COLUMN fp8_history; "
+        "ALTER TABLE runs DROP COLUMN fp8_amax; ALTER TABLE runs DROP COLUMN fp8_margin; "
+        "ALTER TABLE runs DROP COLUMN fp8_format; DROP TABLE fp8_tensors; "
+        "PRAGMA user_version = 5");
   }
   RunStore store = RunStore::open(path);
   EXPECT_EQ(store.connection().query_int("PRAGMA user_version"), kSchemaVersion);

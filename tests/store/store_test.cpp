@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <gtest/gtest.h>
@@ -259,6 +260,50 @@ TEST(RunStore, EditsAndDeletesWithEverythingTheRunOwns) {
   EXPECT_EQ(db.query_int("SELECT count(*) FROM run_tags WHERE run_id = " + std::to_string(gone)),
             0);
   EXPECT_EQ(store.step_count(keep), 2);
+}
+
+// mixed_float8's per-step tensors (schema version 9): in order of step, layer, part and role,
+// a NaN amax kept as NULL and read back as NaN.
+TEST(RunStore, Fp8TensorsRoundTripInOrder) {
+  TempDir dir;
+  RunStore store = RunStore::open(dir / "runs.sqlite");
+  const auto id = store.insert_run(sample_run("fp8"));
+  const auto tensor = [](int layer, int part, Fp8Role role, float amax) {
+    Fp8TensorStep t;
+    t.layer = layer;
+    t.part = part;
+    t.role = role;
+    t.amax = amax;
+    t.scale = 0.25f;
+    t.next_scale = 0.5f;
+    t.values = 100;
+    t.saturated = 3;
+    t.flushed = 7;
+    return t;
+  };
+  const std::vector<Fp8TensorStep> step1 = {tensor(2, 0, Fp8Role::gradient, 1.5f),
+                                            tensor(2, 0, Fp8Role::input, 3.0f)};
+  const std::vector<Fp8TensorStep> step0 = {
+      tensor(2, 1, Fp8Role::kernel, std::numeric_limits<float>::quiet_NaN()),
+      tensor(0, 0, Fp8Role::input, 9.0f)};
+  store.insert_fp8_tensors(id, 1, step1);
+  store.insert_fp8_tensors(id, 0, step0);
+  const auto rows = store.fp8_tensors(id);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].step, 0);
+  EXPECT_EQ(rows[0].tensor.layer, 0);
+  EXPECT_EQ(rows[1].tensor.part, 1);
+  EXPECT_TRUE(std::isnan(rows[1].tensor.amax));
+  EXPECT_EQ(rows[2].step, 1);
+  EXPECT_EQ(rows[2].tensor.role, Fp8Role::input);
+  EXPECT_EQ(rows[3].tensor.role, Fp8Role::gradient);
+  EXPECT_EQ(rows[3].tensor.amax, 1.5f);
+  EXPECT_EQ(rows[3].tensor.scale, 0.25f);
+  EXPECT_EQ(rows[3].tensor.next_scale, 0.5f);
+  EXPECT_EQ(rows[3].tensor.values, 100);
+  EXPECT_EQ(rows[3].tensor.saturated, 3);
+  EXPECT_EQ(rows[3].tensor.flushed, 7);
+  EXPECT_TRUE(store.fp8_tensors(id + 1).empty());
 }
 
 TEST(RunStore, CreatesItsFolderAndSetsWalAndVersion) {

@@ -32,12 +32,14 @@ constexpr std::size_t member_count() {
 TEST(RunFields, EveryRunConfigMemberHasARow) {
   // precision, loss_scale, batch_size, epochs, steps, optimizer (7 rows: kind, learning rate,
   // momentum, nesterov, beta_1, beta_2, epsilon), seed, threads, dataset, evaluate,
-  // warmup_steps, tf32, cuda_graphs, data_on_device, attention, layer_timing; and
+  // warmup_steps, tf32, cuda_graphs, data_on_device, attention, fp8 (4 rows: history, amax,
+  // margin, format), layer_timing; and
   // initial_weights, the one member that is not a setting (an imported model's tensors: the
   // run's note names their file).
-  EXPECT_EQ(member_count<RunConfig>(), 17u);
+  EXPECT_EQ(member_count<RunConfig>(), 18u);
   EXPECT_EQ(member_count<OptimizerConfig>(), 7u);
-  EXPECT_EQ(run_fields().size(), 16u - 1 + 7);
+  EXPECT_EQ(member_count<Fp8Recipe>(), 4u);
+  EXPECT_EQ(run_fields().size(), 17u - 2 + 7 + 4);
 }
 
 bool is_snake_case(std::string_view s) {

@@ -4,6 +4,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QSettings>
+#include <QSpinBox>
 #include <QTest>
 #include <tuple>
 
@@ -103,6 +104,38 @@ class RunPanelTest : public QObject {
     QVERIFY(panel.start_action()->isEnabled());
   }
 
+  void fp8_scaling_is_set_under_mixed_float8_and_reaches_the_run() {
+    DeviceInfo cpu;
+    cpu.kind = "cpu";
+    cpu.name = "Test CPU";
+    RunPanel panel({cpu});
+    panel.set_dataset(QStringLiteral("synthetic"));
+    auto* history = panel.findChild<QSpinBox*>(QStringLiteral("fp8_history"));
+    auto* amax = panel.findChild<QComboBox*>(QStringLiteral("fp8_amax"));
+    auto* margin = panel.findChild<QSpinBox*>(QStringLiteral("fp8_margin"));
+    auto* format = panel.findChild<QComboBox*>(QStringLiteral("fp8_format"));
+    QVERIFY(history && amax && margin && format);
+    panel.set_precision(Policy::mixed_bfloat16);
+    for (QWidget* w : std::initializer_list<QWidget*>{history, amax, margin, format})
+      QVERIFY(!w->isEnabled());
+    QCOMPARE(history->value(), 1024);  // Keras's default
+    panel.set_precision(Policy::mixed_float8);
+    for (QWidget* w : std::initializer_list<QWidget*>{history, amax, margin, format})
+      QVERIFY(w->isEnabled());
+    history->setValue(16);
+    amax->setCurrentText(QStringLiteral("most_recent"));
+    margin->setValue(2);
+    format->setCurrentText(QStringLiteral("e4m3"));
+    const RunConfig config = panel.config();
+    QCOMPARE(config.precision, Policy::mixed_float8);
+    QCOMPARE(config.fp8.history, 16);
+    QCOMPARE(config.fp8.amax, Fp8AmaxAlgo::most_recent);
+    QCOMPARE(config.fp8.margin, 2);
+    QCOMPARE(config.fp8.formats, Fp8Formats::e4m3);
+    QVERIFY(panel.start_action()->isEnabled());  // emulated on the CPU
+    QVERIFY(panel.policy_warning().contains(QStringLiteral("FP8 is emulated")));
+  }
+
   void the_policy_flag_and_the_comparison_follow_the_engine_rule() {
     // The panel says what policy_support() says, for CPUs of every isa level and GPUs old and
     // new; an unsupported policy blocks Start with the same reason; "float32 vs mixed" runs
@@ -117,7 +150,7 @@ class RunPanelTest : public QObject {
       devices = {cpu};
       RunPanel panel(devices);
       panel.set_dataset(QStringLiteral("synthetic"));
-      for (const Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
+      for (const Policy p : kAllPolicies) {
         panel.set_precision(p);
         const PolicySupport support = policy_support(cpu, p);
         QCOMPARE(panel.policy_warning(), QString::fromStdString(support.reason));

@@ -169,8 +169,7 @@ void HistoryView::build_layout() {
   precision_combo_ = new QComboBox(this);
   precision_combo_->setObjectName(QStringLiteral("history_precision_filter"));
   QStringList policies;
-  for (const auto policy : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16})
-    policies.append(qstr(to_string(policy)));
+  for (const auto policy : kAllPolicies) policies.append(qstr(to_string(policy)));
   fill_combo(precision_combo_, tr("Any precision"), policies);
   model_combo_ = new QComboBox(this);
   model_combo_->setObjectName(QStringLiteral("history_model_filter"));

@@ -94,7 +94,7 @@ void RunPanel::build() {
   form->addRow(tr("Synthetic"), synth_row);
 
   precision_ = new QComboBox;
-  for (Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16})
+  for (Policy p : kAllPolicies)
     precision_->addItem(QString::fromUtf8(to_string(p).data(), int(to_string(p).size())),
                         static_cast<int>(p));
   precision_->setToolTip(
@@ -121,6 +121,39 @@ void RunPanel::build() {
   scale_row->addWidget(loss_scale_mode_, 1);
   scale_row->addWidget(loss_scale_value_);
   form->addRow(tr("Loss scaling"), scale_row);
+
+  // mixed_float8's delayed scaling (engine/ops/fp8_scaling.h), on one row.
+  fp8_history_ = new QSpinBox;
+  fp8_history_->setObjectName(QStringLiteral("fp8_history"));
+  fp8_history_->setRange(1, Fp8Recipe::kMaxHistory);
+  fp8_history_->setToolTip(
+      tr("mixed_float8: how many steps' amaxes make each FP8 tensor's "
+         "scale (Keras's amax_history_length, 1024)"));
+  fp8_amax_ = new QComboBox;
+  fp8_amax_->setObjectName(QStringLiteral("fp8_amax"));
+  fp8_amax_->addItems({QStringLiteral("max"), QStringLiteral("most_recent")});
+  fp8_amax_->setToolTip(
+      tr("mixed_float8: the scale from the history's largest amax (max, "
+         "Keras's) or from the last step's (most_recent)"));
+  fp8_margin_ = new QSpinBox;
+  fp8_margin_->setObjectName(QStringLiteral("fp8_margin"));
+  fp8_margin_->setRange(0, Fp8Recipe::kMaxMargin);
+  fp8_margin_->setPrefix(tr("margin "));
+  fp8_margin_->setToolTip(
+      tr("mixed_float8: binades of headroom: the amax is mapped to the "
+         "format's largest value / 2^margin"));
+  fp8_format_ = new QComboBox;
+  fp8_format_->setObjectName(QStringLiteral("fp8_format"));
+  fp8_format_->addItems({QStringLiteral("hybrid"), QStringLiteral("e4m3")});
+  fp8_format_->setToolTip(
+      tr("mixed_float8: E4M3 forward and E5M2 gradients (hybrid), or E4M3 "
+         "for both"));
+  auto* fp8_row = new QHBoxLayout;
+  fp8_row->addWidget(fp8_history_);
+  fp8_row->addWidget(fp8_amax_);
+  fp8_row->addWidget(fp8_margin_);
+  fp8_row->addWidget(fp8_format_);
+  form->addRow(tr("FP8 scaling"), fp8_row);
 
   batch_size_ = new QSpinBox;
   batch_size_->setRange(1, 1 << 16);
@@ -296,6 +329,10 @@ void RunPanel::build() {
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_, layer_timing_})
     connect(box, &QCheckBox::toggled, this, changed);
   connect(attention_, &QComboBox::currentIndexChanged, this, changed);
+  for (QComboBox* box : {fp8_amax_, fp8_format_})
+    connect(box, &QComboBox::currentIndexChanged, this, changed);
+  for (QSpinBox* box : {fp8_history_, fp8_margin_})
+    connect(box, &QSpinBox::valueChanged, this, changed);
 }
 
 void RunPanel::settings_edited() {
@@ -394,6 +431,10 @@ void RunPanel::update_state() {
   const bool gpu = d.is_gpu();
   for (QCheckBox* box : {tf32_, cuda_graphs_, data_on_device_}) box->setEnabled(gpu);
   attention_->setEnabled(gpu);
+  const bool fp8 = precision() == Policy::mixed_float8;
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{fp8_history_, fp8_amax_, fp8_margin_, fp8_format_})
+    w->setEnabled(fp8);
 
   QString reason = blocked_reason_;
   if (reason.isEmpty() && support.level == Support::unsupported)

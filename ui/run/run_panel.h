@@ -148,6 +148,11 @@ class RunPanel : public QWidget {
   QCheckBox* data_on_device_ = nullptr;
   QCheckBox* layer_timing_ = nullptr;
   QComboBox* attention_ = nullptr;  // auto, unfused, fused (engine: AttentionKernels)
+  // mixed_float8's delayed scaling (engine: Fp8Recipe)
+  QSpinBox* fp8_history_ = nullptr;
+  QComboBox* fp8_amax_ = nullptr;
+  QSpinBox* fp8_margin_ = nullptr;
+  QComboBox* fp8_format_ = nullptr;
   QPushButton* start_button_ = nullptr;
   QPushButton* stop_button_ = nullptr;
   QPushButton* compare_button_ = nullptr;

@@ -133,6 +133,10 @@ void RunPanel::bind_fields() {
   fields_.bind("data_on_device", FieldBindings::check_box(data_on_device_));
   fields_.bind("layer_timing", FieldBindings::check_box(layer_timing_));
   fields_.bind("attention", FieldBindings::combo_box(attention_));
+  fields_.bind("fp8_history", FieldBindings::spin_box(fp8_history_));
+  fields_.bind("fp8_amax", FieldBindings::combo_box(fp8_amax_));
+  fields_.bind("fp8_margin", FieldBindings::spin_box(fp8_margin_));
+  fields_.bind("fp8_format", FieldBindings::combo_box(fp8_format_));
 }
 
 void RunPanel::load_settings() {

@@ -21,7 +21,7 @@ namespace mixlab::ui {
 
 namespace {
 
-constexpr Policy kPolicies[] = {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16};
+constexpr auto& kPolicies = kAllPolicies;
 
 QString text_of(std::string_view text) {
   return QString::fromUtf8(text.data(), qsizetype(text.size()));

@@ -59,7 +59,7 @@ class SweepDialog : public QDialog {
 
   SweepBase base_;
   QListWidget* models_ = nullptr;
-  std::vector<QCheckBox*> precisions_;  // float32, mixed_float16, mixed_bfloat16
+  std::vector<QCheckBox*> precisions_;  // kAllPolicies, in order
   QLineEdit* batch_sizes_ = nullptr;
   QSpinBox* repeats_ = nullptr;
   QLabel* count_ = nullptr;

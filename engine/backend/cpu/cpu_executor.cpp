@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "engine/backend/cpu/attention.h"
@@ -30,6 +31,13 @@
 namespace mixlab::cpu {
 
 namespace {
+
+// Numbers each layer's FP8 matmuls in the order their nodes ran: three rows (input, kernel,
+// gradient) a matmul.
+void number_fp8_parts(std::vector<Fp8TensorStep>& rows) {
+  std::map<int, int> seen;
+  for (Fp8TensorStep& r : rows) r.part = seen[r.layer]++ / 3;
+}
 
 // FTZ and DAZ in this thread's MXCSR (x86; elsewhere nothing).
 void flush_denormals() {
@@ -87,7 +95,9 @@ void CpuExecutor::use_threads() const {
 void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
   // Below AVX-512 oneDNN has no bfloat16 kernels: bfloat16 layers then compute in float32 and
   // round every value they write to bfloat16, as float16 is emulated everywhere.
-  const bool bf16_kernels = has_bf16_kernels(onednn_isa());
+  // mixed_float8 rounds the bfloat16 values of its FP8 layers itself: emulated bfloat16 there.
+  const bool fp8 = plan_.policy == Policy::mixed_float8;
+  const bool bf16_kernels = has_bf16_kernels(onednn_isa()) && !fp8;
   input_.storage = Storage::f32;
   input_.dims = batch_dims(batch_, plan_.input_shape);
   for (const PlanNode& node : plan_.nodes) {
@@ -110,6 +120,9 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
                 plan_.params.at(static_cast<std::size_t>(p.front())),
                 p.size() > 1 ? &plan_.params.at(static_cast<std::size_t>(p[1])) : nullptr);
           }
+          // FP8 matmuls: Dense and attention's projections (Keras quantizes both: Dense and
+          // EinsumDense), unless the layer stays in float32.
+          if (fp8 && s == Storage::bf16_emulated) dense->enable_fp8(options_.fp8);
           made = std::move(dense);
           break;
         }
@@ -118,6 +131,10 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           auto conv = std::make_unique<Conv2DNode>(ctx_, part.layer, part.info, batch_, s);
           if (layer.type == LayerType::SeparableConv2D && node.groups == 1) {
             conv->set_kernel_kind(ParamKind::pointwise_kernel);
+          }
+          // FP8 matmuls: Conv2D's, not the depthwise or separable convolutions'.
+          if (fp8 && s == Storage::bf16_emulated && layer.type == LayerType::Conv2D) {
+            conv->enable_fp8(options_.fp8);
           }
           made = std::move(conv);
           break;
@@ -422,6 +439,11 @@ void CpuExecutor::launch_step(Phase phase, std::uint64_t step) {
       if (r.applied) apply_gradients(static_cast<float>(1.0 / r.loss_scale), iteration_ + 1);
     }
     if (r.applied) ++iteration_;
+    for (auto& node : nodes_) {
+      node->end_training_step(r.applied);
+      node->append_fp8_steps(r.fp8);
+    }
+    number_fp8_parts(r.fp8);
     if (!r.gradients_finite) r.overflows = layer_overflows();
     r.next_loss_scale = scale_state_.scale;
     r.optimizer_ms = ms_since(t2);

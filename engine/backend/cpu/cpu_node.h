@@ -95,6 +95,12 @@ class CpuNode {
                         const Tensor* dx) = 0;
   // The node's parameter groups (Dense, Conv2D); registered with the executor at planning.
   virtual std::vector<ParamSlot*> params() { return {}; }
+  // The end of a training step (mixed_float8's scale updates); `applied`: the update was made
+  // (not skipped by loss scaling).
+  virtual void end_training_step(bool /*applied*/) {}
+  // mixed_float8: the FP8 tensors' figures of the training step just ended (StepResult::fp8),
+  // with their layer set and `part` 0; nothing otherwise.
+  virtual void append_fp8_steps(std::vector<Fp8TensorStep>& /*out*/) {}
   // The output shares the input's buffer (Flatten): no copy forward, none backward.
   virtual bool aliases_input() const { return false; }
 

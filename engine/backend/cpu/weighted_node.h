@@ -3,9 +3,12 @@
 // file sets up its own primitive descriptors and hands them to init().
 #pragma once
 
+#include <array>
 #include <functional>
+#include <optional>
 
 #include "engine/backend/cpu/cpu_node.h"
+#include "engine/ops/fp8_scaling.h"
 #include "engine/plan/execution_plan.h"
 
 namespace mixlab::cpu {
@@ -28,6 +31,19 @@ class WeightedNode : public CpuNode {
     kernel_.fan_out = kernel.fan_out;
     if (bias) bias_.kind = bias->kind;
   }
+  // mixed_float8 (issue 30): the matmul reads its input and kernel rounded through E4M3, and its
+  // backward the output gradient rounded through the recipe's gradient format (E5M2 in hybrid),
+  // each with its own delayed scale; the bias gradient is the unrounded output gradient's, as in
+  // Keras's Dense._float8_call, where the bias is added after the gradient's quantization.
+  // Needs float32 data rounded to bfloat16 (Storage::bf16_emulated). Call before bind().
+  void enable_fp8(const Fp8Recipe& recipe);
+  void end_training_step(bool applied) override;
+  void append_fp8_steps(std::vector<Fp8TensorStep>& out) override;
+  // The FP8 tensors' scaling state (input, kernel, output gradient); empty outside FP8.
+  struct Fp8Tensors {
+    Fp8TensorScaling input, kernel, gradient;
+  };
+  const std::optional<Fp8Tensors>& fp8() const { return fp8_; }
 
  protected:
   WeightedNode(int layer_index, const char* name, Storage storage, bool use_bias);
@@ -51,6 +67,18 @@ class WeightedNode : public CpuNode {
   ParamSlot kernel_, bias_;
   dnnl::memory src_, dst_, diff_dst_, diff_src_;
   ArgMap fwd_args_, bwd_data_args_, bwd_weights_args_;
+
+  // --- mixed_float8 ---
+  std::optional<Fp8Tensors> fp8_;
+  // The training step's input, kernel and gradient figures; their amaxes update the scales at
+  // its end, and then they are reported once (append_fp8_steps).
+  std::array<Fp8TensorStep, 3> steps_{};
+  bool amax_pending_ = false, reported_ = false;
+  // The rounded input, kernel copies (forward's and, when oneDNN lays it out otherwise,
+  // backward-data's) and output gradient.
+  std::vector<float> input_q_, kernel_q_, backward_kernel_q_, gradient_q_;
+  dnnl::memory kernel_q_mem_, backward_kernel_q_mem_;
+  void backward_bias_from(const Tensor& dy);
 };
 
 }  // namespace mixlab::cpu

@@ -155,6 +155,8 @@ LossTolerance loss_tolerance(const PolicyCase& p) {
       return {5e-3, 3e-2};
     case Policy::mixed_bfloat16:
       return {2e-2, 6e-2};
+    case Policy::mixed_float8:  // refused on the GPU (CudaFp8): never compared
+      break;
   }
   return {0, 0};
 }
@@ -441,6 +443,24 @@ TEST(CudaAttentionKernels, FusedIsRefusedWithTheReasonAutoRunsUnfused) {
   mlp.config.attention = AttentionKernels::fused;
   EXPECT_EQ(run_on(gpu_test::cuda_backend(), mlp.spec, mlp.config, mlp.data).summary.status,
             RunStatus::finished);
+}
+
+// --- mixed_float8 (issue 30) ---
+
+// The CUDA backend has no FP8 kernels yet: a mixed_float8 run is refused with the one rule's
+// reason (below compute capability 8.9: no FP8 tensor cores; from 8.9: the kernels are not
+// built), never run as something else.
+TEST(CudaFp8, MixedFloat8IsRefusedWithTheRulesReason) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  SmallRun mlp(2);
+  mlp.config.precision = Policy::mixed_float8;
+  const TrainRun r = run_on(gpu_test::cuda_backend(), mlp.spec, mlp.config, mlp.data);
+  EXPECT_EQ(r.summary.status, RunStatus::failed);
+  const PolicySupport support =
+      policy_support(gpu_test::cuda_backend().device(), Policy::mixed_float8);
+  ASSERT_EQ(support.level, Support::unsupported);
+  EXPECT_NE(r.summary.message.find(support.reason), std::string::npos) << r.summary.message;
+  EXPECT_TRUE(r.steps.empty());
 }
 
 // --- per-layer timings ---
