@@ -106,9 +106,11 @@ int write_export(const RunsArgs& args, const std::function<void(std::ostream&)>&
 int export_runs(const RunsArgs& args) {
   if (!args.sweep.empty()) {
     // A sweep in long form: one row per member, with every setting and figure of its run.
-    if (!args.positionals.empty() || args.steps || args.layers) {
-      throw UsageError("--sweep ID exports the sweep's members; give no run ids, --steps or "
-                       "--layers with it\nusage: " + args.usage);
+    if (!args.positionals.empty() || args.steps || args.layers || args.fp8) {
+      throw UsageError(
+          "--sweep ID exports the sweep's members; give no run ids, --steps, "
+          "--layers or --fp8 with it\nusage: " +
+          args.usage);
     }
     RunStore store = open_for_reading(store_path(args));
     store::SweepRecord sweep;
@@ -130,8 +132,8 @@ int export_runs(const RunsArgs& args) {
     return write_export(args, [&](std::ostream& out) { store::write_sweep_csv(out, store, sweep); });
   }
   const std::vector<std::int64_t> ids = parse_run_ids(positionals(args, 1, SIZE_MAX));
-  if (int(args.steps) + int(args.summary) + int(args.layers) != 1) {
-    throw UsageError("give one of --steps, --summary, --layers or --sweep ID\nusage: " +
+  if (int(args.steps) + int(args.summary) + int(args.layers) + int(args.fp8) != 1) {
+    throw UsageError("give one of --steps, --summary, --layers, --fp8 or --sweep ID\nusage: " +
                      args.usage);
   }
   OpenRuns open = open_runs(store_path(args), ids, Access::read);
@@ -155,6 +157,8 @@ int export_runs(const RunsArgs& args) {
       store::write_summary_csv(out, open.store, sound);
     } else if (args.layers) {
       store::write_layers_csv(out, open.store, sound);
+    } else if (args.fp8) {
+      store::write_fp8_csv(out, open.store, sound);
     } else if (ids.size() == 1) {
       store::write_steps_csv(out, open.store, sound[0]);
     } else {
@@ -363,6 +367,9 @@ int run_runs(const std::vector<std::string>& argv) {
       app->add_flag("--steps", args.steps, "every step of the runs");
       app->add_flag("--summary", args.summary, "one row per run");
       app->add_flag("--layers", args.layers, "per-layer times, one row per run and layer");
+      app->add_flag("--fp8", args.fp8,
+                    "mixed_float8: each FP8 tensor's amax, scales and rounding counts, one row per "
+                    "run, step, layer, part and tensor");
       command.add_path_option(*app, "-o,--output", args.output, "the CSV file")->type_name("FILE");
       command.add_option(*app, "--sweep", args.sweep,
                          "a sweep's members, one row each with every setting and figure")

@@ -27,6 +27,7 @@ struct RunsArgs {
   bool steps = false;
   bool summary = false;
   bool layers = false;
+  bool fp8 = false;
   bool remove = false;
   std::string output;  // empty: stdout
   std::string sweep;   // export --sweep ID

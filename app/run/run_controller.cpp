@@ -46,6 +46,9 @@ class RunController::BufferSink final : public RunSink {
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
     owner_.push(LayerTimes{run_id_, step, layers});
   }
+  void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) override {
+    owner_.push(Fp8Tensors{run_id_, step, tensors});
+  }
 
  private:
   RunController& owner_;

@@ -72,11 +72,17 @@ struct LayerOverflows {
   std::int64_t step = 0;
   std::vector<LayerOverflow> layers;
 };
+// mixed_float8: a training step's FP8 tensors (StepResult::fp8).
+struct Fp8Tensors {
+  std::int64_t run_id = 0;
+  std::int64_t step = 0;
+  std::vector<Fp8TensorStep> tensors;
+};
 struct QueueFinished {
   QList<qint64> run_ids;  // in order; a run that could not even be recorded has none
 };
-using RunEvent =
-    std::variant<StartedRun, MetricsBatch, LayerTimes, LayerOverflows, RunFinished, QueueFinished>;
+using RunEvent = std::variant<StartedRun, MetricsBatch, LayerTimes, LayerOverflows, Fp8Tensors,
+                              RunFinished, QueueFinished>;
 
 class RunController : public QObject {
   Q_OBJECT

@@ -34,6 +34,7 @@ void RunFeed::drain() {
                    [this](const MetricsBatch& e) { emit metrics(e); },
                    [this](const LayerTimes& e) { emit layer_times(e); },
                    [this](const LayerOverflows& e) { emit layer_overflows(e); },
+                   [this](const Fp8Tensors& e) { emit fp8_tensors(e); },
                    [this](const RunFinished& e) { emit run_finished(e.run_id, e.summary); },
                    [this](const QueueFinished& e) { emit queue_finished(e.run_ids); },
                },

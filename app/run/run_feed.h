@@ -31,6 +31,7 @@ class RunFeed : public QObject {
   void metrics(const mixlab::app::MetricsBatch& batch);
   void layer_times(const mixlab::app::LayerTimes& times);
   void layer_overflows(const mixlab::app::LayerOverflows& overflows);
+  void fp8_tensors(const mixlab::app::Fp8Tensors& tensors);
   void run_finished(qint64 run_id, const mixlab::RunSummary& summary);
   void queue_finished(const QList<qint64>& run_ids);
 

@@ -15,6 +15,7 @@
 #include "app/store/sweep_plan.h"
 #include "app/store/sweeps.h"
 #include "engine/core/error.h"
+#include "engine/spec/layer_text.h"
 #include "engine/train/run_fields.h"
 
 namespace mixlab::store {
@@ -304,6 +305,40 @@ void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::i
           .number(l.backward_ms)
           .number(l.forward_p95_ms)
           .number(l.backward_p95_ms);
+      row.end();
+    }
+  }
+}
+
+void write_fp8_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids) {
+  const std::vector<RunRecord> records = records_of(store, run_ids);
+  RowBuffer row(out);
+  row.raw(
+         "run_id,run_name,step,layer,layer_title,part,role,amax,scale,next_scale,values,"
+         "saturated,flushed")
+      .end();
+  for (const RunRecord& r : records) {
+    std::optional<ModelSpec> spec;
+    try {
+      spec = parse_model_json(r.model_json);
+    } catch (const std::exception&) {
+      // A model this MixLab cannot read: layers keep their numbers.
+    }
+    for (const Fp8TensorRecord& f : store.fp8_tensors(r.id)) {
+      const Fp8TensorStep& t = f.tensor;
+      row.integer(r.id)
+          .text(r.name)
+          .integer(f.step)
+          .integer(t.layer)
+          .text(spec ? layer_title(*spec, t.layer) : "layer " + std::to_string(t.layer))
+          .integer(t.part)
+          .text(to_string(t.role))
+          .number(t.amax)
+          .number(t.scale)
+          .number(t.next_scale)
+          .integer(t.values)
+          .integer(t.saturated)
+          .integer(t.flushed);
       row.end();
     }
   }

@@ -38,6 +38,12 @@ void write_summary_csv(std::ostream& out, RunStore& store, std::span<const std::
 // forward_p95_ms, backward_p95_ms. A run recorded without layer timing has no rows.
 void write_layers_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
 
+// mixed_float8's FP8 tensors (RunStore::fp8_tensors), one row per (run, step, layer, part,
+// role): run_id, run_name, step, layer, layer_title, part, role (input, kernel, gradient), amax
+// (empty for NaN), scale (the step's), next_scale, values, saturated, flushed. A run not in
+// mixed_float8 has no rows.
+void write_fp8_csv(std::ostream& out, RunStore& store, std::span<const std::int64_t> run_ids);
+
 // A sweep in long form, one row per member: sweep_id, sweep_name, member, repeat,
 // member_state, member_message, then the member's run as write_summary_csv writes it (every
 // setting a column; empty for a member without a run).

@@ -471,6 +471,19 @@ TEST_F(TrainStore, Fp8RunStoresEachTensorAndPrintsItsLastScales) {
   EXPECT_EQ(run.config.fp8.history, 4);
   EXPECT_EQ(run.config.fp8.margin, 1);
 
+  // The CSV: one row per step and tensor, the layer named as the editor names it.
+  const Child csv =
+      start_cli(dir_, {"runs", "export", std::to_string(id), "--fp8", "--db", db.string()});
+  ASSERT_EQ(finish(csv), 0) << testing::read_bytes(csv.err);
+  const std::string rows_csv = testing::read_bytes(csv.out);
+  EXPECT_EQ(rows_csv.substr(0, rows_csv.find("\r\n")),
+            "run_id,run_name,step,layer,layer_title,part,role,amax,scale,next_scale,values,"
+            "saturated,flushed");
+  EXPECT_EQ(std::count(rows_csv.begin(), rows_csv.end(), '\n'), 1 + 6 * 3) << rows_csv;
+  EXPECT_TRUE(contains(rows_csv, "\r\n" + std::to_string(id) +
+                                     ",tiny mixed_float8 b32,5,1,\"1 Dense 4, softmax\",0,kernel,"))
+      << rows_csv;
+
   // The text summary's table.
   const Child text = start_cli(dir_, tiny_run({"--db", db.string(), "--steps", "3", "--device",
                                                "cpu", "--precision", "mixed_float8"}));

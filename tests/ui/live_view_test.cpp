@@ -3,12 +3,18 @@
 // per-layer times as rolling medians per layer.
 #include <QChart>
 #include <QChartView>
+#include <QComboBox>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QTest>
 #include <cmath>
 
+#include "app/run/run_controller.h"
+#include "app/run/run_feed.h"
+#include "app/store/run_store.h"
+#include "engine/data/dataset.h"
+#include "tests/store/store_test_util.h"
 #include "ui/charts/chart.h"
 #include "ui/run/live_view.h"
 #include "ui/run/overflow_table.h"
@@ -100,6 +106,98 @@ class LiveViewTest : public QObject {
     view.begin_run(run);
     QCOMPARE(table->rowCount(), 0);
     QVERIFY(table->isHidden());
+  }
+
+  // Issue 30: a mixed_float8 run's FP8 tensors, from its first step: the chosen matmul's amaxes
+  // and scales (an amax of 0 left off the log axis) and its share of saturated and flushed
+  // values; attention's projections named; another run's ignored; a new run starts without.
+  void fp8ChartsFollowTheChosenMatmul() {
+    LiveView view;
+    view.resize(1200, 1100);
+    view.show();
+    app::StartedRun run;
+    run.run_id = 5;
+    run.layer_titles = {QStringLiteral("0 Dense 8, relu"),
+                        QStringLiteral("1 MultiHeadAttention 2x4")};
+    view.begin_run(run);
+    QComboBox* box = view.fp8_matmul_box();
+    LineChart* amax = view.fp8_amax_chart();
+    LineChart* scales = view.fp8_scale_chart();
+    LineChart* rounding = view.fp8_rounding_chart();
+    QVERIFY(!box->isVisible());
+    const auto tensor = [](int layer, int part, Fp8Role role, float amax, float next,
+                           std::int64_t saturated) {
+      Fp8TensorStep t;
+      t.layer = layer;
+      t.part = part;
+      t.role = role;
+      t.amax = amax;
+      t.next_scale = next;
+      t.values = 100;
+      t.saturated = saturated;
+      return t;
+    };
+    const auto step = [&](std::int64_t s, float amax) {
+      return app::Fp8Tensors{5,
+                             s,
+                             {tensor(0, 0, Fp8Role::input, amax, 1.0f, 3),
+                              tensor(0, 0, Fp8Role::kernel, 0.5f, 1.0f, 0),
+                              tensor(0, 0, Fp8Role::gradient, 0.0f, 1.0f, 0),
+                              tensor(1, 2, Fp8Role::input, 2.0f, 0.25f, 0),
+                              tensor(1, 2, Fp8Role::kernel, 1.0f, 0.5f, 0),
+                              tensor(1, 2, Fp8Role::gradient, 1e-3f, 1e-6f, 30)}};
+    };
+    view.add_fp8_tensors(step(0, 40.0f));
+    view.add_fp8_tensors({99, 0, {tensor(0, 0, Fp8Role::input, 1.0f, 1.0f, 0)}});  // another run
+    view.add_fp8_tensors(step(1, 80.0f));
+    QVERIFY(box->isVisible());
+    QCOMPARE(box->count(), 2);
+    QCOMPARE(box->itemText(0), QStringLiteral("0 Dense 8, relu"));
+    QCOMPARE(box->itemText(1), QStringLiteral("1 MultiHeadAttention 2x4: value projection"));
+    QCOMPARE(amax->point_count(0), 2u);    // input
+    QCOMPARE(amax->point_count(2), 0u);    // gradient amax 0: off the log axis
+    QCOMPARE(scales->point_count(2), 2u);  // gradient
+    QCOMPARE(rounding->point_count(0), 2u);
+    box->setCurrentIndex(1);
+    QCOMPARE(amax->point_count(2), 2u);
+    view.begin_run(run);
+    QCOMPARE(box->count(), 0);
+    QVERIFY(!box->isVisible());
+  }
+
+  // Issue 30, end to end: a mixed_float8 run on the CPU streams its FP8 tensors through the run
+  // controller and the feed to the live view, step by step, and the store keeps them.
+  void aMixedFloat8RunsTensorsReachTheChartsAndTheStore() {
+    store::testing::TempDir dir;
+    app::RunController controller(dir / "runs.sqlite");
+    app::RunFeed feed(&controller);
+    LiveView view;
+    view.follow(&feed);
+    std::vector<app::Fp8Tensors> received;
+    QObject::connect(&feed, &app::RunFeed::fp8_tensors,
+                     [&received](const app::Fp8Tensors& t) { received.push_back(t); });
+    qint64 run_id = 0;
+    QObject::connect(&feed, &app::RunFeed::run_finished,
+                     [&run_id](qint64 id, const RunSummary&) { run_id = id; });
+    app::RunRequest request;
+    request.spec = parse_model_json(store::testing::kTinyModel);
+    request.model_name = "tiny";
+    request.config.dataset = parse_dataset_spec("synthetic:8x8x1:4:256");
+    request.config.steps = 12;
+    request.config.threads = 1;
+    request.config.evaluate = false;
+    request.config.precision = Policy::mixed_float8;
+    QVERIFY(controller.start({request}));
+    QVERIFY(QTest::qWaitFor([&] { return run_id != 0 && !controller.busy(); }, 30000));
+    feed.drain();
+    QCOMPARE(received.size(), std::size_t(12));
+    QCOMPARE(received[3].step, 3);
+    QCOMPARE(received[3].tensors.size(), std::size_t(3));  // the Dense's input, kernel, gradient
+    QCOMPARE(view.fp8_matmul_box()->count(), 1);
+    QCOMPARE(view.fp8_matmul_box()->itemText(0), QStringLiteral("1 Dense 4, softmax"));
+    QCOMPARE(view.fp8_scale_chart()->point_count(0), std::size_t(12));  // input scale
+    store::RunStore store = store::RunStore::open(dir / "runs.sqlite");
+    QCOMPARE(store.fp8_tensors(run_id).size(), std::size_t(12 * 3));
   }
 
   void cpuRunsPlotNoDeviceTime() {

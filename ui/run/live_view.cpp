@@ -1,12 +1,16 @@
 #include "ui/run/live_view.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
 #include <QProgressBar>
+#include <QScrollArea>
+#include <QSignalBlocker>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -87,6 +91,48 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   overflows_->setMaximumHeight(160);
   overflows_->hide();
 
+  // mixed_float8: one matmul's FP8 tensors at a time, chosen by name.
+  fp8_matmul_ = new QComboBox;
+  fp8_matmul_->setObjectName(QStringLiteral("fp8_matmul"));
+  fp8_matmul_->setToolTip(tr("The FP8 matmul whose tensors the charts show"));
+  fp8_amax_ = new LineChart(tr("FP8 amax"), tr("step"), tr("amax"));
+  fp8_scales_ = new LineChart(tr("FP8 scale"), tr("step"), tr("scale"));
+  for (LineChart* chart : {fp8_amax_, fp8_scales_}) {
+    chart->set_y_scale(LineChart::Scale::log10);
+    for (const QString& name : {tr("input"), tr("kernel"), tr("gradient")})
+      chart->add_series(name);  // series 0, 1, 2: Fp8Role's order
+  }
+  fp8_amax_->setToolTip(
+      tr("Each FP8 tensor's largest magnitude in the step (the input and "
+         "kernel in E4M3, the gradient in E5M2 under hybrid)"));
+  fp8_scales_->setToolTip(
+      tr("Each FP8 tensor's scale after the step (Keras's: a value x is cast as x / scale), "
+         "made from its amax history: it follows the amaxes one step behind"));
+  fp8_rounding_ = new LineChart(tr("FP8 rounding"), tr("step"), tr("% of values"));
+  saturated_ = fp8_rounding_->add_series(tr("saturated (past the format's maximum)"));
+  flushed_ = fp8_rounding_->add_series(tr("flushed to zero"));
+  fp8_rounding_->setToolTip(
+      tr("The share of the matmul's input, kernel and gradient values that the FP8 cast "
+         "saturated or flushed to zero; a layer that saturates often should stay in bfloat16"));
+  for (LineChart* chart : {fp8_amax_, fp8_scales_, fp8_rounding_}) {
+    auto* save = new QAction(tr("Export chart as PNG or SVG…"), chart);
+    connect(save, &QAction::triggered, this, [this, chart] { export_chart(chart); });
+    chart->addAction(save);
+    chart->setContextMenuPolicy(Qt::ActionsContextMenu);
+  }
+  connect(fp8_matmul_, &QComboBox::currentIndexChanged, this, &LiveView::show_fp8_matmul);
+  fp8_panel_ = new QWidget;
+  auto* fp8_layout = new QGridLayout(fp8_panel_);
+  fp8_layout->setContentsMargins(0, 0, 0, 0);
+  auto* fp8_row = new QHBoxLayout;
+  fp8_row->addWidget(new QLabel(tr("FP8 matmul:")));
+  fp8_row->addWidget(fp8_matmul_, 1);
+  fp8_layout->addLayout(fp8_row, 0, 0, 1, 2);
+  fp8_layout->addWidget(fp8_amax_, 1, 0);
+  fp8_layout->addWidget(fp8_scales_, 1, 1);
+  fp8_layout->addWidget(fp8_rounding_, 2, 0, 1, 2);
+  fp8_panel_->hide();
+
   auto* grid = new QGridLayout;
   grid->addWidget(step_time_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
@@ -95,12 +141,25 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
   grid->addWidget(loss_scale_, 2, 0);
   grid->addWidget(layers_, 2, 1);
   grid->addWidget(overflows_, 3, 0, 1, 2);
+  grid->addWidget(fp8_panel_, 4, 0, 1, 2);
+  // Every chart keeps a readable height; with the FP8 charts (a mixed_float8 run) the grid
+  // scrolls rather than squash them.
+  for (LineChart* chart : {step_time_, throughput_, loss_, accuracy_, loss_scale_, fp8_amax_,
+                           fp8_scales_, fp8_rounding_})
+    chart->setMinimumHeight(200);
+  layers_->setMinimumHeight(200);
+  auto* charts = new QWidget;
+  charts->setLayout(grid);
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(charts);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
   layout->addWidget(progress_);
   layout->addWidget(figures_);
   layout->addWidget(message_);
-  layout->addLayout(grid, 1);
+  layout->addWidget(scroll, 1);
 }
 
 void LiveView::begin_run(const app::StartedRun& run) {
@@ -124,6 +183,14 @@ void LiveView::begin_run(const app::StartedRun& run) {
   layers_->set_rows({});
   overflows_->clear_rows();
   overflows_->hide();
+  fp8_points_.clear();
+  fp8_keys_.clear();
+  {
+    const QSignalBlocker block(fp8_matmul_);
+    fp8_matmul_->clear();
+  }
+  for (LineChart* chart : {fp8_amax_, fp8_scales_, fp8_rounding_}) chart->clear();
+  fp8_panel_->hide();
 }
 
 void LiveView::follow(app::RunFeed* feed) {
@@ -131,6 +198,7 @@ void LiveView::follow(app::RunFeed* feed) {
   connect(feed, &app::RunFeed::metrics, this, &LiveView::add_metrics);
   connect(feed, &app::RunFeed::layer_times, this, &LiveView::add_layer_times);
   connect(feed, &app::RunFeed::layer_overflows, this, &LiveView::add_layer_overflows);
+  connect(feed, &app::RunFeed::fp8_tensors, this, &LiveView::add_fp8_tensors);
   connect(feed, &app::RunFeed::run_finished, this, &LiveView::end_run);
 }
 
@@ -155,6 +223,72 @@ void LiveView::add_layer_overflows(const app::LayerOverflows& overflows) {
     overflows_->add(o.layer, layer_titles_.value(o.layer), overflows.step, o.nonfinite, o.values);
   }
   overflows_->setVisible(!overflows_->rows().empty());
+}
+
+void LiveView::add_fp8_tensors(const app::Fp8Tensors& tensors) {
+  if (tensors.run_id != run_id_) return;
+  const double x = static_cast<double>(tensors.step);
+  // A matmul's three tensors, summed for its rounding shares.
+  std::map<std::pair<int, int>, std::array<std::int64_t, 3>> counts;  // values, sat., flushed
+  std::vector<std::pair<int, int>> touched;
+  for (const Fp8TensorStep& t : tensors.tensors) {
+    const std::pair key{t.layer, t.part};
+    auto [it, added] = fp8_points_.try_emplace(key);
+    if (added) {
+      fp8_keys_.push_back(key);
+      QString name = layer_titles_.value(t.layer, tr("layer %1").arg(t.layer));
+      static const char* const kProjections[] = {"query", "key", "value", "output"};
+      if (t.part > 0 || name.contains(QStringLiteral("MultiHeadAttention")))
+        name += QStringLiteral(": ") +
+                (t.part < 4 ? tr("%1 projection").arg(QLatin1String(kProjections[t.part]))
+                            : tr("matmul %1").arg(t.part));
+      const QSignalBlocker block(fp8_matmul_);
+      fp8_matmul_->addItem(name);
+    }
+    const int role = static_cast<int>(t.role);
+    // A log axis: amaxes of 0 (nothing but zeros) and NaN are left out.
+    if (t.amax > 0.0f && std::isfinite(t.amax)) it->second[role].emplace_back(x, t.amax);
+    it->second[3 + role].emplace_back(x, t.next_scale);
+    auto& c = counts[key];
+    c[0] += t.values;
+    c[1] += t.saturated;
+    c[2] += t.flushed;
+    if (touched.empty() || touched.back() != key) touched.push_back(key);
+  }
+  for (const auto& [key, c] : counts) {
+    Fp8Points& p = fp8_points_[key];
+    const double n = c[0] > 0 ? static_cast<double>(c[0]) : 1.0;
+    p[6].emplace_back(x, 100.0 * static_cast<double>(c[1]) / n);
+    p[7].emplace_back(x, 100.0 * static_cast<double>(c[2]) / n);
+  }
+  if (fp8_panel_->isHidden() && !fp8_keys_.empty()) {
+    fp8_panel_->show();
+    fp8_matmul_->setCurrentIndex(0);
+    show_fp8_matmul(0);
+    return;
+  }
+  // The chosen matmul's new points.
+  const int shown = fp8_matmul_->currentIndex();
+  if (shown < 0 || static_cast<std::size_t>(shown) >= fp8_keys_.size()) return;
+  const auto key = fp8_keys_[static_cast<std::size_t>(shown)];
+  if (std::find(touched.begin(), touched.end(), key) == touched.end()) return;
+  const Fp8Points& p = fp8_points_[key];
+  for (std::size_t s = 0; s < 6; ++s) {
+    if (p[s].empty() || p[s].back().x() != x) continue;
+    (s < 3 ? fp8_amax_ : fp8_scales_)
+        ->append_points(static_cast<int>(s % 3), std::span(&p[s].back(), 1));
+  }
+  fp8_rounding_->append_points(saturated_, std::span(&p[6].back(), 1));
+  fp8_rounding_->append_points(flushed_, std::span(&p[7].back(), 1));
+}
+
+void LiveView::show_fp8_matmul(int index) {
+  if (index < 0 || static_cast<std::size_t>(index) >= fp8_keys_.size()) return;
+  const Fp8Points& p = fp8_points_[fp8_keys_[static_cast<std::size_t>(index)]];
+  for (std::size_t s = 0; s < 6; ++s)
+    (s < 3 ? fp8_amax_ : fp8_scales_)->set_points(static_cast<int>(s % 3), p[s]);
+  fp8_rounding_->set_points(saturated_, p[6]);
+  fp8_rounding_->set_points(flushed_, p[7]);
 }
 
 void LiveView::refresh_layer_chart() {

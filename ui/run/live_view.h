@@ -4,13 +4,18 @@
 // RunFeed: a run's start, steps, epochs, layer times and end arrive in order, in bulk.
 #pragma once
 
+#include <QPointF>
 #include <QWidget>
+#include <array>
 #include <deque>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "app/run/run_controller.h"
 #include "app/run/run_feed.h"
 
+class QComboBox;
 class QLabel;
 class QProgressBar;
 class QTimer;
@@ -41,6 +46,10 @@ class LiveView : public QWidget {
   // A step whose overflow check failed: its layers' inf/NaN gradient counts join the overflow
   // table, shown from the run's first such step.
   void add_layer_overflows(const app::LayerOverflows& overflows);
+  // mixed_float8: a training step's FP8 tensors. The FP8 charts (shown from the run's first
+  // such step) draw the chosen matmul's amaxes and scales on a log axis and the share of its
+  // values that saturated or were flushed to zero, step by step.
+  void add_fp8_tensors(const app::Fp8Tensors& tensors);
   // Shows how the run ended (its message when it failed).
   void end_run(qint64 run_id, const RunSummary& summary);
   // A run that could not start at all (no store): its message.
@@ -56,10 +65,15 @@ class LiveView : public QWidget {
   LineChart* loss_scale_chart() const { return loss_scale_; }
   LayerTimeChart* layer_chart() const { return layers_; }
   OverflowTable* overflow_table() const { return overflows_; }
+  LineChart* fp8_amax_chart() const { return fp8_amax_; }
+  LineChart* fp8_scale_chart() const { return fp8_scales_; }
+  LineChart* fp8_rounding_chart() const { return fp8_rounding_; }
+  QComboBox* fp8_matmul_box() const { return fp8_matmul_; }
 
  private:
   void export_chart(LineChart* chart);
   void refresh_layer_chart();
+  void show_fp8_matmul(int index);
 
   qint64 run_id_ = 0;
   std::int64_t total_steps_ = 0;
@@ -80,12 +94,23 @@ class LiveView : public QWidget {
   LayerTimeChart* layers_ = nullptr;
   OverflowTable* overflows_ = nullptr;
   QTimer* layer_refresh_ = nullptr;
+  // --- mixed_float8 ---
+  QWidget* fp8_panel_ = nullptr;
+  QComboBox* fp8_matmul_ = nullptr;
+  LineChart* fp8_amax_ = nullptr;
+  LineChart* fp8_scales_ = nullptr;
+  LineChart* fp8_rounding_ = nullptr;
+  // Per FP8 matmul (layer, part), its points: the amaxes of input, kernel and gradient (the
+  // series of fp8_amax_), their scales (fp8_scales_'s), then its saturated and flushed shares.
+  using Fp8Points = std::array<std::vector<QPointF>, 8>;
+  std::map<std::pair<int, int>, Fp8Points> fp8_points_;
+  std::vector<std::pair<int, int>> fp8_keys_;  // in the combo's order
   QStringList layer_titles_;
   // The last steps' times per layer, for the rolling medians.
   std::vector<std::deque<double>> layer_forward_ms_, layer_backward_ms_;
   // Series indices.
   int step_ms_ = 0, median_ms_ = 0, device_ms_ = 0, samples_ = 0, train_loss_ = 0, test_loss_ = 0,
-      train_acc_ = 0, test_acc_ = 0, scale_ = 0, skipped_ = 0;
+      train_acc_ = 0, test_acc_ = 0, scale_ = 0, skipped_ = 0, saturated_ = 0, flushed_ = 0;
 };
 
 }  // namespace mixlab::ui
