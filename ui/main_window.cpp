@@ -128,6 +128,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
     controller_->stop();
   });
   connect(run_panel_, &RunPanel::compare_requested, this, &MainWindow::start_precision_comparison);
+  connect(run_panel_, &RunPanel::compare_all_requested, this, &MainWindow::start_policy_comparison);
   connect(run_panel_, &RunPanel::sweep_requested, this, &MainWindow::open_sweep_dialog);
   connect(sweeps_, &SweepsView::error, this, show_error);
   connect(sweeps_, &SweepsView::resume_requested, this, &MainWindow::resume_sweep);
@@ -187,7 +188,7 @@ MainWindow::MainWindow(std::filesystem::path db_path, QWidget* parent)
           });
   connect(feed_, &app::RunFeed::queue_finished, this, [this](const QList<qint64>& ids) {
     set_running(false);
-    if (compare_when_done_ && ids.size() == 2) {
+    if (compare_when_done_ && ids.size() >= 2) {
       compare_->show_runs(ids);
       tabs_->setCurrentWidget(compare_);
     }
@@ -237,6 +238,7 @@ void MainWindow::build_menus() {
   run->addAction(run_panel_->start_action());
   run->addAction(run_panel_->stop_action());
   run->addAction(run_panel_->compare_action());
+  run->addAction(run_panel_->compare_all_action());
   run->addAction(run_panel_->sweep_action());
   run->addSeparator();
   loss_scaling_demo_ = run->addAction(tr("&Loss-scaling demo (tiny-gpt, float16)"), this,
@@ -398,6 +400,20 @@ bool MainWindow::start_precision_comparison() {
     std::vector<app::RunRequest> runs{
         request_for(run_panel_->config_with(Policy::float32)),
         request_for(run_panel_->config_with(run_panel_->mixed_policy()))};
+    compare_when_done_ = launch(std::move(runs));
+    return compare_when_done_;
+  } catch (const Error& e) {
+    live_->show_error(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+bool MainWindow::start_policy_comparison() {
+  if (!document_->validation().ok) return false;
+  try {
+    std::vector<app::RunRequest> runs;
+    for (const Policy p : run_panel_->comparison_policies())
+      runs.push_back(request_for(run_panel_->config_with(p)));
     compare_when_done_ = launch(std::move(runs));
     return compare_when_done_;
   } catch (const Error& e) {

@@ -65,6 +65,8 @@ class MainWindow : public QMainWindow {
   // Queues float32 and the mixed policy with otherwise identical settings; opens their
   // comparison when both have finished.
   bool start_precision_comparison();
+  // "All policies": the model once per policy the device runs, then their comparison.
+  bool start_policy_comparison();
   // Run ▸ Loss-scaling demo (issue 29): tiny-gpt under mixed_float16 from a loss scale of 2^30,
   // where its float16 gradients overflow, as two runs: that scale static (every step skipped,
   // the overflow table filling; the run ends diverged), then dynamic from it (it backs off until

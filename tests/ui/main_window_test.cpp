@@ -281,6 +281,30 @@ class MainWindowTest : public QObject {
     QCOMPARE(s.run(ids[1]).status, store::RecordStatus::finished);
   }
 
+  // Issue 30: "Compare all policies" runs the model once per policy this device runs (the CPU:
+  // all four, FP8 and float16 emulated) and opens their comparison.
+  void all_policies_opens_the_comparison_of_every_policy() {
+    window_->run_panel()->set_steps(8);
+    const std::vector<Policy> policies = window_->run_panel()->comparison_policies();
+    QCOMPARE(policies.size(), std::size(kAllPolicies));  // a CPU
+    QVERIFY(window_->run_panel()->compare_all_action()->isEnabled());
+    QVERIFY(run_and_wait([this] {
+      window_->run_panel()->compare_all_action()->trigger();
+      return true;
+    }));
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->compare_view()));
+    const QList<qint64> ids = window_->compare_view()->run_ids();
+    QCOMPARE(ids.size(), 4);
+    store::RunStore s = store();
+    for (int i = 0; i < 4; ++i) {
+      const store::RunRecord r = s.run(ids[i]);
+      QCOMPARE(r.config.precision, policies[static_cast<std::size_t>(i)]);
+      QCOMPARE(r.status, store::RecordStatus::finished);
+      QCOMPARE(r.config.seed, s.run(ids[0]).config.seed);
+    }
+    QCOMPARE(s.fp8_tensors(ids[3]).empty(), false);  // the mixed_float8 run kept its tensors
+  }
+
   // Issue 29's loss-scaling demo in two clicks (Run ▸ Loss-scaling demo): tiny-gpt under
   // mixed_float16 at a static scale of 2^30 first, whose float16 gradients overflow from the
   // first step: the skipped steps and the per-layer overflow table show it live and in the

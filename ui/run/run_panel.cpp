@@ -12,6 +12,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QRadioButton>
 #include <QSpinBox>
@@ -275,16 +276,30 @@ void RunPanel::build() {
       tr("Run a grid of precision policies and batch sizes with these settings (Ctrl+Shift+R)"));
   start_button_ = new QPushButton(tr("Start"));
   stop_button_ = new QPushButton(tr("Stop"));
-  compare_button_ = new QPushButton(tr("float32 vs mixed"));
+  compare_all_ = new QAction(tr("Compare all policies"), this);
+  compare_all_->setToolTip(
+      tr("Run every precision policy this device runs (float32, mixed_float16, mixed_bfloat16, "
+         "mixed_float8) with otherwise identical settings, then compare them"));
+  compare_button_ = new QToolButton;
+  compare_button_->setObjectName(QStringLiteral("compare"));
+  compare_button_->setText(tr("float32 vs mixed"));
+  compare_button_->setPopupMode(QToolButton::MenuButtonPopup);
+  compare_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  compare_button_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  auto* compare_menu = new QMenu(compare_button_);
+  compare_menu->addAction(compare_);
+  compare_menu->addAction(compare_all_);
+  compare_button_->setMenu(compare_menu);
   sweep_button_ = new QPushButton(tr("Sweep…"));
   sweep_button_->setObjectName(QStringLiteral("sweep"));
   connect(start_button_, &QPushButton::clicked, start_, &QAction::trigger);
   connect(stop_button_, &QPushButton::clicked, stop_, &QAction::trigger);
-  connect(compare_button_, &QPushButton::clicked, compare_, &QAction::trigger);
+  connect(compare_button_, &QToolButton::clicked, compare_, &QAction::trigger);
   connect(sweep_button_, &QPushButton::clicked, sweep_, &QAction::trigger);
   connect(start_, &QAction::triggered, this, &RunPanel::start_requested);
   connect(stop_, &QAction::triggered, this, &RunPanel::stop_requested);
   connect(compare_, &QAction::triggered, this, &RunPanel::compare_requested);
+  connect(compare_all_, &QAction::triggered, this, &RunPanel::compare_all_requested);
   connect(sweep_, &QAction::triggered, this, &RunPanel::sweep_requested);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(start_button_);
@@ -392,6 +407,14 @@ QString RunPanel::policy_warning() const {
   return policy_warning_->text();
 }
 
+std::vector<Policy> RunPanel::comparison_policies() const {
+  std::vector<Policy> policies;
+  for (const Policy p : kAllPolicies) {
+    if (policy_support(device_info(), p).level != Support::unsupported) policies.push_back(p);
+  }
+  return policies;
+}
+
 Policy RunPanel::mixed_policy() const {
   if (precision() != Policy::float32) return precision();
   return comparison_mixed_policy(device_info());
@@ -450,6 +473,7 @@ void RunPanel::update_state() {
   const bool can_start = !running_ && reason.isEmpty();
   start_->setEnabled(can_start);
   compare_->setEnabled(can_start);
+  compare_all_->setEnabled(can_start);
   sweep_->setEnabled(can_start);
   sweep_button_->setEnabled(can_start);
   stop_->setEnabled(running_);

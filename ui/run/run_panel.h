@@ -72,6 +72,10 @@ class RunPanel : public QWidget {
   QAction* start_action() const { return start_; }
   QAction* stop_action() const { return stop_; }
   QAction* compare_action() const { return compare_; }
+  QAction* compare_all_action() const { return compare_all_; }
+  // The policies "all policies" runs: every one this device runs (emulated included), float32
+  // first.
+  std::vector<Policy> comparison_policies() const;
   QAction* sweep_action() const { return sweep_; }
 
   // Sets the dataset as the engine's spec text ("fashion-mnist", "cifar10:/data/c10",
@@ -94,6 +98,7 @@ class RunPanel : public QWidget {
   void start_requested();
   void stop_requested();
   void compare_requested();
+  void compare_all_requested();  // "all policies": one run per policy the device runs
   void sweep_requested();  // Sweep…: a grid of runs with these settings
   void precision_changed(mixlab::Policy policy);
   // The batch size or the optimizer changed (the editor's memory for training follows).
@@ -155,11 +160,12 @@ class RunPanel : public QWidget {
   QComboBox* fp8_format_ = nullptr;
   QPushButton* start_button_ = nullptr;
   QPushButton* stop_button_ = nullptr;
-  QPushButton* compare_button_ = nullptr;
+  QToolButton* compare_button_ = nullptr;  // float32 vs mixed; its menu: all policies
   QPushButton* sweep_button_ = nullptr;
   QAction* start_ = nullptr;
   QAction* stop_ = nullptr;
   QAction* compare_ = nullptr;
+  QAction* compare_all_ = nullptr;
   QAction* sweep_ = nullptr;
   FieldBindings fields_;
 };
