@@ -197,6 +197,16 @@ TEST(CpuFp8, SaturationIsCountedAtTheScaleInUse) {
   EXPECT_EQ(r.fp8[0].amax, 1000.0f);
 }
 
+// The rounded input (kept for backward), kernel and gradient are in the executor's one
+// allocation, so the run's memory figures count them.
+TEST(CpuFp8, ItsRoundedCopiesAreInTheMemoryPlan) {
+  const MemoryPlan bf16 = compile(one_dense(), Policy::mixed_bfloat16)->memory_plan();
+  const MemoryPlan fp8 = compile(one_dense(), Policy::mixed_float8)->memory_plan();
+  EXPECT_GE(fp8.activation_bytes - bf16.activation_bytes, kBatch * kIn * 4);
+  EXPECT_GE(fp8.weight_copy_bytes - bf16.weight_copy_bytes, kIn * kOut * 4);
+  EXPECT_GE(fp8.workspace_bytes - bf16.workspace_bytes, kBatch * kOut * 4);
+}
+
 TEST(CpuFp8, Conv2DUsesFp8AndAPolicyWithoutFp8ReportsNothing) {
   ModelSpec spec;
   spec.name = "fp8-conv";

@@ -148,12 +148,24 @@ std::vector<ParamSlot*> WeightedNode::params() {
   return {&kernel_};
 }
 
-std::size_t WeightedNode::reserve(Arena&) {
+std::size_t WeightedNode::reserve(Arena& arena) {
+  if (fp8_) {
+    const auto take = [&arena](Fp8Buffer& b, const memory::desc& d, Purpose purpose) {
+      b.count = static_cast<std::int64_t>(d.get_size() / sizeof(float));
+      b.id = arena.reserve(d.get_size(), purpose);
+    };
+    take(input_q_, fwd_pd_.src_desc(), Purpose::activations);
+    take(gradient_q_, bwd_data_pd_.diff_dst_desc(), Purpose::workspace);
+    take(kernel_q_, kernel_.copy_desc, Purpose::weight_copies);
+    if (!kernel_.backward_copy_desc.is_zero()) {
+      take(backward_kernel_q_, kernel_.backward_copy_desc, Purpose::weight_copies);
+    }
+  }
   return std::max({fwd_pd_.scratchpad_desc().get_size(), bwd_data_pd_.scratchpad_desc().get_size(),
                    bwd_weights_pd_.scratchpad_desc().get_size()});
 }
 
-void WeightedNode::bind(const Arena&, const memory& scratchpad) {
+void WeightedNode::bind(const Arena& arena, const memory& scratchpad) {
   const auto& eng = fwd_pd_.get_engine();
   src_ = memory(fwd_pd_.src_desc(), eng, nullptr);
   dst_ = memory(fwd_pd_.dst_desc(), eng, nullptr);
@@ -173,16 +185,14 @@ void WeightedNode::bind(const Arena&, const memory& scratchpad) {
     (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad;
   }
   if (fp8_) {
-    const auto floats = [](const memory::desc& d) { return d.get_size() / sizeof(float); };
-    input_q_.assign(floats(fwd_pd_.src_desc()), 0.0f);
-    gradient_q_.assign(floats(bwd_data_pd_.diff_dst_desc()), 0.0f);
-    kernel_q_.assign(floats(kernel_.copy_desc), 0.0f);
-    kernel_q_mem_ = memory(kernel_.copy_desc, eng, kernel_q_.data());
+    for (Fp8Buffer* b : {&input_q_, &gradient_q_, &kernel_q_, &backward_kernel_q_}) {
+      if (b->count > 0) b->data = arena.as<float>(b->id);
+    }
+    kernel_q_mem_ = memory(kernel_.copy_desc, eng, kernel_q_.data);
     fwd_args_[DNNL_ARG_WEIGHTS] = kernel_q_mem_;
     backward_kernel_q_mem_ = kernel_q_mem_;
-    if (!kernel_.backward_copy_desc.is_zero()) {
-      backward_kernel_q_.assign(floats(kernel_.backward_copy_desc), 0.0f);
-      backward_kernel_q_mem_ = memory(kernel_.backward_copy_desc, eng, backward_kernel_q_.data());
+    if (backward_kernel_q_.count > 0) {
+      backward_kernel_q_mem_ = memory(kernel_.backward_copy_desc, eng, backward_kernel_q_.data);
     }
     bwd_data_args_[DNNL_ARG_WEIGHTS] = backward_kernel_q_mem_;
   }
@@ -193,20 +203,20 @@ void WeightedNode::forward(CpuContext& ctx, const Tensor& x, const Tensor& y, Ph
   src_.set_data_handle(x.data);
   if (fp8_) {
     const Fp8TensorStep input =
-        quantize_dequantize(static_cast<const float*>(x.data), input_q_.data(), x.elements(),
+        quantize_dequantize(static_cast<const float*>(x.data), input_q_.data, x.elements(),
                             Fp8Format::e4m3, fp8_->input.scale());
     // The kernel copy's padding (a blocked layout's) is zeros: neither amax nor counts change,
     // but the values counted are the kernel's own.
-    Fp8TensorStep kernel = quantize_dequantize(
-        static_cast<const float*>(kernel_.copy.get_data_handle()), kernel_q_.data(),
-        static_cast<std::int64_t>(kernel_q_.size()), Fp8Format::e4m3, fp8_->kernel.scale());
+    Fp8TensorStep kernel =
+        quantize_dequantize(static_cast<const float*>(kernel_.copy.get_data_handle()),
+                            kernel_q_.data, kernel_q_.count, Fp8Format::e4m3, fp8_->kernel.scale());
     kernel.values = static_cast<std::int64_t>(kernel_.keras_desc.get_size() / sizeof(float));
     if (phase == Phase::train) {
       steps_[0] = input;
       steps_[1] = kernel;
       amax_pending_ = true;
     }
-    src_.set_data_handle(input_q_.data());
+    src_.set_data_handle(input_q_.data);
   }
   dst_.set_data_handle(y.data);
   execute(ctx, fwd_, fwd_args_, label, "forward");
@@ -219,14 +229,13 @@ void WeightedNode::backward(CpuContext& ctx, const Tensor& x, const Tensor&, con
   diff_dst_.set_data_handle(dy.data);
   if (fp8_) {
     // The forward's rounded input (input_q_ still holds it) and the rounded output gradient.
-    src_.set_data_handle(input_q_.data());
-    steps_[2] = quantize_dequantize(static_cast<const float*>(dy.data), gradient_q_.data(),
+    src_.set_data_handle(input_q_.data);
+    steps_[2] = quantize_dequantize(static_cast<const float*>(dy.data), gradient_q_.data,
                                     dy.elements(), fp8_->gradient.format(), fp8_->gradient.scale());
-    diff_dst_.set_data_handle(gradient_q_.data());
-    if (!backward_kernel_q_.empty()) {
+    diff_dst_.set_data_handle(gradient_q_.data);
+    if (backward_kernel_q_.count > 0) {
       quantize_dequantize(static_cast<const float*>(kernel_.backward_copy.get_data_handle()),
-                          backward_kernel_q_.data(),
-                          static_cast<std::int64_t>(backward_kernel_q_.size()), Fp8Format::e4m3,
+                          backward_kernel_q_.data, backward_kernel_q_.count, Fp8Format::e4m3,
                           fp8_->kernel.scale());
     }
   }

@@ -74,9 +74,14 @@ class WeightedNode : public CpuNode {
   // its end, and then they are reported once (append_fp8_steps).
   std::array<Fp8TensorStep, 3> steps_{};
   bool amax_pending_ = false, reported_ = false;
-  // The rounded input, kernel copies (forward's and, when oneDNN lays it out otherwise,
-  // backward-data's) and output gradient.
-  std::vector<float> input_q_, kernel_q_, backward_kernel_q_, gradient_q_;
+  // The rounded input (kept for backward), kernel copies (forward's and, when oneDNN lays it out
+  // otherwise, backward-data's) and output gradient, in the executor's arena.
+  struct Fp8Buffer {
+    Arena::Id id = 0;
+    float* data = nullptr;
+    std::int64_t count = 0;  // floats; 0: none
+  };
+  Fp8Buffer input_q_, kernel_q_, backward_kernel_q_, gradient_q_;
   dnnl::memory kernel_q_mem_, backward_kernel_q_mem_;
   void backward_bias_from(const Tensor& dy);
 };
