@@ -323,6 +323,14 @@ class Importer {
     if (value.is_null()) return "";
     const json cls = value.is_object() ? value.value("class_name", json()) : json();
     if (value.is_object() &&
+        (cls == "QuantizedFloat8DTypePolicy" || cls == "QuantizedDTypePolicy")) {
+      // model.quantize(...): its scales and amax histories are extra weights MixLab does not read.
+      fail(what + ": \"dtype\" of class " + quote(cls.get<std::string>()) +
+           " is a model quantized with model.quantize(); MixLab does not import quantized "
+           "layers: save the model before quantize() and train it with --precision mixed_float8 "
+           "(Keras's float8 training)");
+    }
+    if (value.is_object() &&
         !(cls == "DTypePolicy" || cls == "FloatDTypePolicy" || cls == "Policy")) {
       const std::string problem =
           what + ": \"dtype\" " +

@@ -175,6 +175,15 @@ TEST(KerasRefusals, PolicyOfAnUnknownClassIsNamed) {
         keras3_sequential({input_layer("[null, 4]"), dense(R"("dtype": )" + policy_of(cls))}));
     EXPECT_EQ(model.policy, Policy::mixed_float16) << cls;
   }
+  // A model.quantize("float8") model: refused with the way to train it as mixed_float8.
+  error = error_of(keras3_sequential(
+      {input_layer("[null, 4]"), dense(R"("dtype": )" + policy_of("QuantizedFloat8DTypePolicy"))}));
+  EXPECT_TRUE(contains(error,
+                       "layer 0 'd' (Dense): \"dtype\" of class "
+                       "'QuantizedFloat8DTypePolicy' is a model quantized with "
+                       "model.quantize()"))
+      << error;
+  EXPECT_TRUE(contains(error, "--precision mixed_float8")) << error;
   // Keras ignores a Sequential's own dtype; an unknown class there is a warning.
   std::string text = keras3_sequential({input_layer("[null, 4]"), dense()});
   const std::string model_policy = R"("class_name": "DTypePolicy")";
