@@ -15,7 +15,6 @@
 #include "app/store/sweep_plan.h"
 #include "app/store/sweeps.h"
 #include "engine/core/error.h"
-#include "engine/spec/layer_text.h"
 #include "engine/train/run_fields.h"
 
 namespace mixlab::store {
@@ -318,19 +317,14 @@ void write_fp8_csv(std::ostream& out, RunStore& store, std::span<const std::int6
          "saturated,flushed")
       .end();
   for (const RunRecord& r : records) {
-    std::optional<ModelSpec> spec;
-    try {
-      spec = parse_model_json(r.model_json);
-    } catch (const std::exception&) {
-      // A model this MixLab cannot read: layers keep their numbers.
-    }
+    const StoredLayerTitles title(r.model_json);
     for (const Fp8TensorRecord& f : store.fp8_tensors(r.id)) {
       const Fp8TensorStep& t = f.tensor;
       row.integer(r.id)
           .text(r.name)
           .integer(f.step)
           .integer(t.layer)
-          .text(spec ? layer_title(*spec, t.layer) : "layer " + std::to_string(t.layer))
+          .text(title(t.layer))
           .integer(t.part)
           .text(to_string(t.role))
           .number(t.amax)

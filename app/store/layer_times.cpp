@@ -12,6 +12,18 @@
 
 namespace mixlab::store {
 
+StoredLayerTitles::StoredLayerTitles(const std::string& model_json) {
+  try {
+    spec_ = parse_model_json(model_json);
+  } catch (const std::exception&) {
+    // A model the engine no longer reads: layers keep their numbers.
+  }
+}
+
+std::string StoredLayerTitles::operator()(int layer) const {
+  return spec_ ? layer_title(*spec_, layer) : "layer " + std::to_string(layer);
+}
+
 void RunStore::insert_layer_times(std::int64_t run_id, std::int64_t step,
                                   std::span<const LayerTiming> layers) {
   Statement st = db_.prepare(
@@ -86,12 +98,7 @@ std::vector<Fp8TensorRecord> RunStore::fp8_tensors(std::int64_t run_id) {
 
 std::vector<LayerOverflowSummary> RunStore::layer_overflows(std::int64_t run_id) {
   const RunRecord record = run(run_id);
-  std::optional<ModelSpec> spec;
-  try {
-    spec = parse_model_json(record.model_json);
-  } catch (const std::exception&) {
-    // A model the engine no longer reads: layers keep their numbers.
-  }
+  const StoredLayerTitles title(record.model_json);
   Statement st = db_.prepare(
       "SELECT layer, COUNT(*), SUM(nonfinite), MAX(n_values), MIN(step), MAX(step) "
       "FROM layer_overflows WHERE run_id = ? GROUP BY layer ORDER BY layer");
@@ -100,7 +107,7 @@ std::vector<LayerOverflowSummary> RunStore::layer_overflows(std::int64_t run_id)
   while (st.step()) {
     LayerOverflowSummary s;
     s.layer = static_cast<int>(st.column_int(0));
-    s.title = spec ? layer_title(*spec, s.layer) : "layer " + std::to_string(s.layer);
+    s.title = title(s.layer);
     s.steps = st.column_int(1);
     s.nonfinite = st.column_int(2);
     s.values = st.column_int(3);
@@ -127,12 +134,7 @@ std::vector<LayerTimeSummary> RunStore::layer_times(std::int64_t run_id) {
     forward[layer].push_back(st.column_double(1));
     backward[layer].push_back(st.column_double(2));
   }
-  std::optional<ModelSpec> spec;
-  try {
-    spec = parse_model_json(record.model_json);
-  } catch (const std::exception&) {
-    // A model the engine no longer reads: layers keep their numbers.
-  }
+  const StoredLayerTitles title(record.model_json);
   std::vector<LayerTimeSummary> out;
   for (std::size_t i = 0; i < forward.size(); ++i) {
     const std::size_t n = forward[i].size();
@@ -147,7 +149,7 @@ std::vector<LayerTimeSummary> RunStore::layer_times(std::int64_t run_id) {
                                 backward[i].end());
     LayerTimeSummary s;
     s.layer = static_cast<int>(i);
-    s.title = spec ? layer_title(*spec, s.layer) : "layer " + std::to_string(i);
+    s.title = title(s.layer);
     s.steps = static_cast<std::int64_t>(f.size());
     s.forward_ms = quantile(f, 0.5);
     s.backward_ms = quantile(b, 0.5);

@@ -62,6 +62,17 @@ struct LayerOverflowSummary {
   std::int64_t last_step = 0;
 };
 
+// A stored run's layers named as the editor names them ("1 Dense 4, softmax"), or "layer N"
+// where its model is one this MixLab cannot read.
+class StoredLayerTitles {
+ public:
+  explicit StoredLayerTitles(const std::string& model_json);
+  std::string operator()(int layer) const;
+
+ private:
+  std::optional<ModelSpec> spec_;
+};
+
 // One FP8 tensor of one training step (schema version 9).
 struct Fp8TensorRecord {
   std::int64_t step = 0;

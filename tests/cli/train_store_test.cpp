@@ -464,8 +464,6 @@ TEST_F(TrainStore, Fp8RunStoresEachTensorAndPrintsItsLastScales) {
   for (int i = 0; i < 3; ++i) {
     const Fp8TensorStep& last = rows[rows.size() - 3 + static_cast<std::size_t>(i)].tensor;
     EXPECT_FLOAT_EQ(tensors[static_cast<std::size_t>(i)]["scale"].get<float>(), last.next_scale);
-    // Margin 1: the amaxes map to the format's maximum / 2 (E4M3 448, E5M2 57344).
-    EXPECT_GT(last.next_scale, 0.0f);
   }
   const RunRecord run = store.run(id);
   EXPECT_EQ(run.config.fp8.history, 4);

@@ -30,8 +30,9 @@ Fp8TensorStep quantize_dequantize(const float* src, float* dst, std::int64_t n, 
     const float a = std::fabs(v);
     nan |= static_cast<int>(a != a);
     amax = a > amax ? a : amax;
-    saturated += static_cast<std::int64_t>(std::fabs(round_to_bf16(v / scale_bf16)) > top);
-    const float q = fp8_quantize_bf16(format, v, scale_bf16);
+    const float scaled = round_to_bf16(v / scale_bf16);  // fp8_quantize_bf16's first half
+    saturated += static_cast<std::int64_t>(std::fabs(scaled) > top);
+    const float q = round_to_fp8(format, scaled);
     flushed += static_cast<std::int64_t>(q == 0.0f && v != 0.0f);
     dst[i] = round_to_bf16(q * scale_bf16);
   }
