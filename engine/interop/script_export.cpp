@@ -329,20 +329,37 @@ PyCode keras_layer(const LayerSpec& layer, std::size_t index) {
   return PyCode("keras.layers.") + type + "(" + args + ")";
 }
 
+// out_of_fp8() marks only what Keras's float8 would quantize: Dense and attention (a float32
+// softmax stays as it is, unmarked).
+bool has_matmul(LayerType type) {
+  return type == LayerType::Dense || type == LayerType::MultiHeadAttention;
+}
+
+// keras_layer, wrapped by the template's out_of_fp8() where MixLab keeps the layer out of FP8
+// ("dtype": "bfloat16" or "float32"): quantize_float8() leaves it unquantized under
+// mixed_float8, where Keras's model.quantize() would quantize every Dense.
+PyCode keras_layer_kept(const LayerSpec& layer, std::size_t index, bool fp8) {
+  const PyCode code = keras_layer(layer, index);
+  const bool kept =
+      fp8 && (layer.force_bfloat16 || (layer.force_float32 && has_matmul(layer.type)));
+  return kept ? PyCode("out_of_fp8(") + code + ")" : code;
+}
+
 // The tensor a layer's output is held in by a functional model's code: t3 (inputs: the input).
 PyCode tensor_name(int layer) {
   return layer == kModelInput ? PyCode("inputs") : PyCode("t") + py_int(layer);
 }
 
 // build_model()'s body: a Sequential model for a chain, a functional one for a graph (each
-// layer called on the tensors it reads, in an order where each follows those).
-PyCode keras_model(const ModelSpec& spec) {
+// layer called on the tensors it reads, in an order where each follows those). `fp8`: the run is
+// mixed_float8 (the layers it keeps out of FP8 are marked).
+PyCode keras_model(const ModelSpec& spec, bool fp8) {
   const ModelGraph graph = resolve_graph(spec);
   PyCode lines;
   if (graph.is_chain()) {
     lines = "    return keras.Sequential([\n        keras.Input(shape=INPUT_SHAPE),";
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
-      lines += PyCode("\n        ") + keras_layer(spec.layers[i], i) + ",";
+      lines += PyCode("\n        ") + keras_layer_kept(spec.layers[i], i, fp8) + ",";
     }
     return lines + "\n    ], name=MODEL_NAME)";
   }
@@ -358,7 +375,8 @@ PyCode keras_model(const ModelSpec& spec) {
       args += "]";
     }
     lines += PyCode("\n    ") + tensor_name(i) + " = " +
-             keras_layer(spec.layers[static_cast<std::size_t>(i)], static_cast<std::size_t>(i)) +
+             keras_layer_kept(spec.layers[static_cast<std::size_t>(i)], static_cast<std::size_t>(i),
+                              fp8) +
              "(" + args + ")";
   }
   return lines + "\n    return keras.Model(inputs, " + tensor_name(graph.output) +
@@ -671,7 +689,8 @@ std::string export_script(ScriptKind kind, const ModelSpec& spec, const RunConfi
              py_template(keras ? builtin_export_keras_template : builtin_export_pytorch_template),
              {{"SETTINGS", script_head(spec, table, config, options)},
               {"DATA_LOADER", py_template(builtin_export_data_loader)},
-              {"MODEL", keras ? keras_model(spec) : torch_model(spec, table)}})
+              {"MODEL", keras ? keras_model(spec, config.precision == Policy::mixed_float8)
+                              : torch_model(spec, table)}})
       .text();
 }
 

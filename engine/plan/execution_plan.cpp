@@ -214,6 +214,7 @@ class Lowering {
         const bool fused = rules_.dense_fuses_relu && layer.activation == ActivationFn::relu;
         PlanNode& dense = add(PlanOp::dense, li, s, out, label);
         if (fused) dense.activation = ActivationFn::relu;
+        dense.fp8 = fp8_matmul(layer, s);
         add_slots(info, li);
         if (layer.activation != ActivationFn::linear && !fused) {
           add(PlanOp::activation, li, s, out, label).activation = layer.activation;
@@ -223,8 +224,11 @@ class Lowering {
       case LayerType::Conv2D:
       case LayerType::DepthwiseConv2D:
         cast_to(s, li, label);
-        add(PlanOp::conv2d, li, s, out, label).groups =
-            layer.type == LayerType::DepthwiseConv2D ? static_cast<int>(info.input_shape[2]) : 1;
+        if (layer.type == LayerType::DepthwiseConv2D) {
+          add(PlanOp::conv2d, li, s, out, label).groups = static_cast<int>(info.input_shape[2]);
+        } else {
+          add(PlanOp::conv2d, li, s, out, label).fp8 = fp8_matmul(layer, s);
+        }
         add_slots(info, li);
         if (layer.activation != ActivationFn::linear) {
           add(PlanOp::activation, li, s, out, label).activation = layer.activation;
@@ -348,6 +352,11 @@ class Lowering {
     return {node, n.out_dtype, n.out_shape};
   }
 
+  // Whether a Dense's, a Conv2D's or attention's projections' matmuls run in FP8.
+  bool fp8_matmul(const LayerSpec& layer, DType compute) const {
+    return plan_.policy == Policy::mixed_float8 && compute == DType::bf16 && !layer.force_bfloat16;
+  }
+
   PlanNode& add(PlanOp op, int li, DType out_dtype, const Shape& out_shape, std::string label,
                 std::vector<Tensor> inputs = {}) {
     if (inputs.empty()) inputs.push_back(current_);
@@ -432,7 +441,8 @@ class Lowering {
     for (std::size_t p = 0; p < 3; ++p) {
       current_ = x;
       add(PlanOp::dense, li, s, {steps, static_cast<std::int64_t>(heads) * (p == 2 ? vd : kd)},
-          label + kParts[p]);
+          label + kParts[p])
+          .fp8 = fp8_matmul(layer, s);
       add_slots(info, li, p * per, (p + 1) * per);
       parts.push_back(current_);
     }
@@ -442,7 +452,7 @@ class Lowering {
     core.key_dim = kd;
     core.value_dim = vd;
     core.causal = layer.causal;
-    add(PlanOp::dense, li, s, info.output_shape, label + " output");
+    add(PlanOp::dense, li, s, info.output_shape, label + " output").fp8 = fp8_matmul(layer, s);
     add_slots(info, li, 3 * per, info.params.size());
   }
 

@@ -117,6 +117,10 @@ struct PlanNode {
   MergeOp merge = MergeOp::add;  // merge: which
   int axis = 0;                  // merge concatenate: the axis of the per-sample shape (0-based)
   int groups = 1;  // conv2d: the convolution's groups (DepthwiseConv2D: the input channels)
+  // dense / conv2d under mixed_float8: its matmuls read their input and kernel in scaled E4M3
+  // and its output's gradient in E5M2 (or E4M3): Dense, attention's projections and Conv2D, in
+  // bfloat16 (not kept in float32 or out of FP8 by "dtype": "bfloat16").
+  bool fp8 = false;
   // attention: heads, their query/key and value sizes, the causal mask
   int heads = 0, key_dim = 0, value_dim = 0;
   bool causal = false;

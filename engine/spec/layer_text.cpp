@@ -185,6 +185,7 @@ std::string layer_summary(const LayerSpec& layer) {
     if (!layer.use_bias) parts.emplace_back("no bias");
   }
   if (layer.force_float32) parts.emplace_back("float32");
+  if (layer.force_bfloat16) parts.emplace_back("bfloat16");
   if (!layer.inputs.empty()) {
     std::string from = "from ";
     for (std::size_t i = 0; i < layer.inputs.size(); ++i) {

@@ -391,11 +391,15 @@ LayerSpec parse_layer(const json& value, int index, const std::string& origin_pr
   if (const json* v = in.find("inputs")) layer.inputs = in.get_names("inputs", *v);
   if (const json* v = in.find("dtype")) {
     const std::string dtype = in.get_string("dtype", *v);
-    if (dtype != "float32") {
+    if (dtype == "float32") {
+      layer.force_float32 = true;
+    } else if (dtype == "bfloat16" || dtype == "mixed_bfloat16") {
+      layer.force_bfloat16 = true;
+    } else {
       in.fail("dtype " + quote(dtype) +
-              " is not supported: only \"float32\" is supported as a per-layer override");
+              " is not supported: a layer's dtype is \"float32\" (kept in float32 under a "
+              "mixed policy) or \"bfloat16\" (kept out of FP8 under mixed_float8)");
     }
-    layer.force_float32 = true;
   }
 
   switch (layer.type) {

@@ -211,6 +211,10 @@ struct LayerSpec {
   // "dtype": "float32" keeps this layer in float32 under a mixed policy (Keras's idiom for the
   // final softmax).
   bool force_float32 = false;
+  // "dtype": "bfloat16" keeps this layer out of FP8 under mixed_float8: its matmuls compute in
+  // bfloat16 as under mixed_bfloat16 (Keras's idiom: a layer left unquantized). Under the other
+  // policies the layer follows the model's policy.
+  bool force_bfloat16 = false;
 
   friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
 };

@@ -157,6 +157,7 @@ ordered_json layer_json(const LayerSpec& layer) {
     if (!layer.use_bias) j["use_bias"] = false;
   }
   if (layer.force_float32) j["dtype"] = "float32";
+  if (layer.force_bfloat16) j["dtype"] = "bfloat16";
   return j;
 }
 

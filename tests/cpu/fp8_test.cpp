@@ -236,5 +236,41 @@ TEST(CpuFp8, Conv2DUsesFp8AndAPolicyWithoutFp8ReportsNothing) {
   }
 }
 
+// "dtype": "bfloat16" keeps a layer out of FP8: it reports no tensors and computes what
+// mixed_bfloat16 computes (bfloat16 rounding, no FP8 rounding), while the other Dense stays in.
+TEST(CpuFp8, ALayerKeptInBfloat16ReportsNoTensorsAndComputesAsBfloat16) {
+  ModelSpec spec;
+  spec.name = "fp8-kept";
+  spec.input_shape = {kIn};
+  LayerSpec kept = dense(6, ActivationFn::relu);
+  kept.force_bfloat16 = true;
+  spec.layers.push_back(kept);
+  spec.layers.push_back(dense(4));
+  spec.layers.push_back(activation(ActivationFn::softmax, true));
+  std::mt19937_64 rng(33);
+  const auto x = bf16_values(kBatch * kIn, rng, 3.0);
+  const std::vector<std::int32_t> labels = {0, 1, 2, 3};
+  auto fp8 = compile(spec, Policy::mixed_float8);
+  fp8->load_batch(x, labels, kBatch);
+  fp8->launch_step(Phase::train, 0);
+  const StepResult r = fp8->finish_step();
+  ASSERT_EQ(r.fp8.size(), 3u);
+  for (const Fp8TensorStep& t : r.fp8) EXPECT_EQ(t.layer, 1);
+  // Every layer out of FP8: the loss is mixed_bfloat16's, on the same weights and batch.
+  spec.layers[1].force_bfloat16 = true;
+  auto none = compile(spec, Policy::mixed_float8);
+  auto bf16 = compile(spec, Policy::mixed_bfloat16);
+  float losses[2];
+  int k = 0;
+  for (auto* exec : {none.get(), bf16.get()}) {
+    exec->load_batch(x, labels, kBatch);
+    exec->launch_step(Phase::train, 0);
+    const StepResult s = exec->finish_step();
+    EXPECT_TRUE(s.fp8.empty());
+    losses[k++] = static_cast<float>(s.batch.loss);
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+}
+
 }  // namespace
 }  // namespace mixlab

@@ -93,7 +93,8 @@ TEST(ScriptExport, MixedFloat8IsKerasQuantizeAndNotPytorch) {
   expect_in_order(text, {"keras.mixed_precision.set_dtype_policy(\"mixed_bfloat16\" if POLICY == "
                          "\"mixed_float8\" else POLICY)",
                          "model = build_model()", "if POLICY == \"mixed_float8\":",
-                         "model.quantize(\"float8\")", "model.compile("});
+                         "quantize_float8(model)", "model.compile("});
+  expect_has(text, "model.quantize(\"float8\")");  // quantize_float8's way with nothing kept
   try {
     script(ScriptKind::pytorch, spec, config);
     ADD_FAILURE() << "a PyTorch script under mixed_float8";
@@ -101,6 +102,27 @@ TEST(ScriptExport, MixedFloat8IsKerasQuantizeAndNotPytorch) {
     EXPECT_NE(std::string(e.what()).find("PyTorch's autocast has no FP8"), std::string::npos)
         << e.what();
   }
+}
+
+// Layers MixLab keeps out of FP8 ("dtype": "bfloat16", or a Dense kept in float32) are marked
+// for the script's quantize_float8(), which leaves them unquantized.
+TEST(ScriptExport, LayersKeptOutOfFp8AreMarkedForKeras) {
+  const ModelSpec spec = parse_model_json(R"({"name": "k", "input": {"shape": [8]}, "layers": [
+      {"type": "Dense", "units": 16, "activation": "relu", "dtype": "bfloat16"},
+      {"type": "Dense", "units": 16, "activation": "relu"},
+      {"type": "Dense", "units": 4, "dtype": "float32"},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})",
+                                          "test");
+  const std::string text = script(ScriptKind::keras, spec, fashion_config(Policy::mixed_float8));
+  expect_in_order(
+      text, {"out_of_fp8(keras.layers.Dense(16, activation=\"relu\")),",
+             "keras.layers.Dense(16, activation=\"relu\"),",
+             "out_of_fp8(keras.layers.Dense(4, dtype=\"float32\")),",
+             "keras.layers.Activation(\"softmax\", dtype=\"float32\"),", "quantize_float8(model)"});
+  expect_lacks(text, "out_of_fp8(keras.layers.Activation");
+  expect_lacks(
+      text,
+      "out_of_fp8(keras.layers.Dense(16, activation=\"relu\")),\n        keras.layers.Dense(4");
 }
 
 TEST(ScriptExport, KerasLayersAreKerasCalls) {

@@ -314,13 +314,14 @@ TEST(SpecErrors, EnumValues) {
       "layer 0 (Conv2D): padding 'causal' is not one of valid, same");
 }
 
-TEST(SpecErrors, DtypeOnlyFloat32) {
-  for (const char* dtype : {"float16", "mixed_float16", "bfloat16", "float64"}) {
+TEST(SpecErrors, DtypeIsFloat32OrBfloat16) {
+  for (const char* dtype : {"float16", "mixed_float16", "float64", "float8"}) {
     const std::string msg = error_of(with_layers(
         std::string(R"({"type": "Flatten"}, {"type": "Dense", "units": 3, "dtype": ")") + dtype +
         "\"}"));
     EXPECT_EQ(msg, std::string("layer 1 (Dense): dtype '") + dtype +
-                       "' is not supported: only \"float32\" is supported as a per-layer override");
+                       "' is not supported: a layer's dtype is \"float32\" (kept in float32 under "
+                       "a mixed policy) or \"bfloat16\" (kept out of FP8 under mixed_float8)");
   }
   EXPECT_EQ(layer_error(R"({"type": "Flatten", "dtype": null})"),
             "layer 0 (Flatten): field 'dtype' must be a string, got null");

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "engine/spec/layer_text.h"
 #include "engine/spec/model_spec.h"
 
 namespace mixlab {
@@ -71,6 +72,24 @@ TEST(ParseModel, DenseAllFields) {
   EXPECT_EQ(l.activation, ActivationFn::relu);
   EXPECT_FALSE(l.use_bias);
   EXPECT_TRUE(l.force_float32);
+}
+
+// "bfloat16" (or Keras's "mixed_bfloat16") keeps a layer out of FP8; it is written back as
+// "bfloat16" and shown in the layer's title.
+TEST(ParseModel, DtypeBfloat16KeepsALayerOutOfFp8) {
+  for (const char* dtype : {"bfloat16", "mixed_bfloat16"}) {
+    const LayerSpec l =
+        parse_layer(std::string(R"({"type": "Dense", "units": 7, "dtype": ")") + dtype + "\"}");
+    EXPECT_TRUE(l.force_bfloat16) << dtype;
+    EXPECT_FALSE(l.force_float32) << dtype;
+  }
+  const ModelSpec spec = parse_model_json(R"({"name": "m", "input": {"shape": [4]}, "layers": [
+      {"type": "Dense", "units": 7, "dtype": "mixed_bfloat16"}]})",
+                                          "test");
+  const std::string text = to_json(spec, -1);
+  EXPECT_NE(text.find(R"("dtype":"bfloat16")"), std::string::npos) << text;
+  EXPECT_EQ(parse_model_json(text, "again"), spec);
+  EXPECT_EQ(layer_title(spec, 0), "0 Dense 7, bfloat16");
 }
 
 TEST(ParseModel, Conv2DDefaults) {

@@ -125,6 +125,13 @@ class PropertyPanelTest : public QObject {
     dtype->setCurrentIndex(0);
     states.push_back(json_of(doc.spec()));
     QVERIFY(!layers[6].force_float32);
+    dtype->setCurrentIndex(2);  // out of FP8
+    states.push_back(json_of(doc.spec()));
+    QVERIFY(layers[6].force_bfloat16);
+    QVERIFY(!layers[6].force_float32);
+    dtype->setCurrentIndex(0);
+    states.push_back(json_of(doc.spec()));
+    QVERIFY(!layers[6].force_bfloat16);
     doc.set_policy(Policy::mixed_bfloat16);
     QVERIFY(dtype->itemText(0).contains(QStringLiteral("bfloat16")));
 

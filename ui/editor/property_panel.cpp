@@ -673,13 +673,20 @@ void PropertyPanel::build_layer_group() {
 
   dtype_ = make_combo(QStringLiteral("dtype"),
                       tr("'float32' keeps this layer in float32 under a mixed policy (Keras's "
-                         "idiom for the final softmax)"));
-  dtype_->addItem(QString(), false);
-  dtype_->addItem(QStringLiteral("float32"), true);
+                         "idiom for the final softmax); 'bfloat16' keeps it out of FP8 under "
+                         "mixed_float8"));
+  dtype_->addItem(QString(), 0);
+  dtype_->addItem(QStringLiteral("float32"), 1);
+  dtype_->addItem(QStringLiteral("bfloat16 (out of FP8)"), 2);
   connect(dtype_, &QComboBox::currentIndexChanged, this, [this] {
-    const bool force = dtype_->currentData().toBool();
+    const int choice = dtype_->currentData().toInt();
     edit_layer(
-        LayerField::dtype, [&](LayerSpec& l) { l.force_float32 = force; }, false);
+        LayerField::dtype,
+        [&](LayerSpec& l) {
+          l.force_float32 = choice == 1;
+          l.force_bfloat16 = choice == 2;
+        },
+        false);
   });
   add_layer_row(LayerField::dtype, tr("Dtype"), dtype_);
 }
@@ -766,7 +773,7 @@ void PropertyPanel::refresh_layer() {
   // What "the policy's default" means right now, e.g. float16 under mixed_float16.
   dtype_->setItemText(
       0, tr("Policy default (%1)").arg(text_of(to_string(compute_dtype(doc_->policy(), false)))));
-  show_data(dtype_, layer.force_float32 ? 1 : 0);
+  show_data(dtype_, layer.force_float32 ? 1 : layer.force_bfloat16 ? 2 : 0);
 }
 
 void PropertyPanel::edit_layer(LayerField field, const std::function<void(LayerSpec&)>& change,

@@ -113,6 +113,7 @@ std::string describe_layers(const RunRecord& r) {
     if (has_activation && l.activation != ActivationFn::linear)
       args.push_back(text(to_string(l.activation)));
     if (l.force_float32) args.push_back("float32");
+    if (l.force_bfloat16) args.push_back("bfloat16");
     if (!out.empty()) out += " \u2192 ";
     out += text(to_string(l.type));
     if (args.empty()) continue;

@@ -120,9 +120,9 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
                 plan_.params.at(static_cast<std::size_t>(p.front())),
                 p.size() > 1 ? &plan_.params.at(static_cast<std::size_t>(p[1])) : nullptr);
           }
-          // FP8 matmuls: Dense and attention's projections (Keras quantizes both: Dense and
-          // EinsumDense), unless the layer stays in float32.
-          if (fp8 && s == Storage::bf16_emulated) dense->enable_fp8(options_.fp8);
+          // FP8 matmuls (PlanNode::fp8): Dense and attention's projections (Keras quantizes
+          // both: Dense and EinsumDense), unless the layer stays in float32 or bfloat16.
+          if (node.fp8) dense->enable_fp8(options_.fp8);
           made = std::move(dense);
           break;
         }
@@ -133,9 +133,7 @@ void CpuExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
             conv->set_kernel_kind(ParamKind::pointwise_kernel);
           }
           // FP8 matmuls: Conv2D's, not the depthwise or separable convolutions'.
-          if (fp8 && s == Storage::bf16_emulated && layer.type == LayerType::Conv2D) {
-            conv->enable_fp8(options_.fp8);
-          }
+          if (node.fp8) conv->enable_fp8(options_.fp8);
           made = std::move(conv);
           break;
         }
