@@ -184,7 +184,7 @@ int run_doctor(const std::vector<std::string>& argv) {
   if (settings.given("precision") && config.precision == Policy::float32) {
     throw UsageError(
         "--precision names the mixed policy to set against float32: "
-        "mixed_float16 or mixed_bfloat16");
+        "mixed_float16, mixed_bfloat16 or mixed_float8");
   }
   input.spec = load_model_argument(models[0]);
 
@@ -313,10 +313,15 @@ int run_doctor(const std::vector<std::string>& argv) {
         doctor::cached_bench_layers(in, on, layer_cache, recalibrate || retime, cancel, &use);
     if (!use.note.empty()) std::fprintf(stderr, "mixlab-cli doctor: %s\n", use.note.c_str());
     if (!json && use.cached > 0) {
-      std::fprintf(
-          stderr, "mixlab-cli doctor: the layer times of %s read from %s (%s)\n",
-          use.cached == 2 ? "both policies" : "one policy", layer_cache.c_str(),
-          use.timed == 0 ? "no step run; --retime times them again" : "the other's timed now");
+      std::fprintf(stderr, "mixlab-cli doctor: the layer times of %s read from %s (%s)\n",
+                   use.cached == 3   ? "the three policies"
+                   : use.cached == 1 ? "one policy"
+                   : use.timed == 0  ? "both policies"
+                                     : "two policies",
+                   layer_cache.c_str(),
+                   use.timed == 0   ? "no step run; --retime times them again"
+                   : use.timed == 1 ? "the other's timed now"
+                                    : "the others timed now");
     }
     return m;
   };

@@ -78,6 +78,19 @@ void print_diagnosis(const Diagnosis& d) {
                 doctor::millis(d.measured->mixed.step_ms / 1e3).c_str(),
                 doctor::speedup_words(d.measured->speedup()).c_str());
   }
+  if (d.baseline) {
+    // mixed_float8: the gain FP8 promises is over bfloat16.
+    std::printf("%-22s %14s   %s is %s mixed_bfloat16\n", "predicted bf16 step",
+                doctor::millis(d.baseline->step_s()).c_str(), mixed.c_str(),
+                doctor::speedup_words(d.predicted_fp8_speedup()).c_str());
+    if (d.measured && d.measured->baseline) {
+      std::printf(
+          "%-22s %14s   %s is %s mixed_bfloat16\n", "measured bf16 step",
+          doctor::millis(d.measured->baseline->step_ms / 1e3).c_str(), mixed.c_str(),
+          doctor::speedup_words(d.measured->baseline->step_ms / d.measured->mixed.step_ms).c_str());
+    }
+  }
+  if (!d.mixed.what_if.empty()) std::printf("a prediction only: %s\n", d.mixed.what_if.c_str());
   std::printf("%-22s %14s %16s\n", "training memory", doctor::megabytes(d.float32.memory.total()).c_str(),
               doctor::megabytes(d.mixed.memory.total()).c_str());
   std::printf("\nwhere the time goes (predicted):\n");

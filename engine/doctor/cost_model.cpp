@@ -102,6 +102,12 @@ std::int64_t storage_bytes(const DeviceProfile& device, DType dtype) {
 
 namespace {
 
+// The CPU's FP8 emulation, per value and thread: MixLab's scalar quantize-dequantize loop
+// (weighted_node.cpp) timed by the doctor's layer timing on a 2-core AMD EPYC (AVX2):
+// fashion-mlp's Dense 128 at batch 128 spends 1.5 ms more in mixed_float8 than in
+// mixed_bfloat16 on its 216 K rounded values, 15 ns a value on each of the two threads.
+constexpr double kFp8EmulationSecondsPerValue = 15e-9;
+
 // Builds the items of one step.
 class Model {
  public:
@@ -109,6 +115,8 @@ class Model {
       : plan_(plan), device_(device), run_(run) {
     // CUDA graphs replay the launches: a fraction of the overhead.
     overhead_s_ = device.launch_overhead_s * (device.is_gpu() && run.cuda_graphs ? 0.3 : 1.0);
+    fp8_policy_ = plan.policy == Policy::mixed_float8;
+    fp8_cores_ = fp8_policy_ && has_fp8_roof(device);
   }
 
   std::vector<CostItem> items() {
@@ -131,14 +139,23 @@ class Model {
     }
     items_ = std::move(ordered);
     loss_scaling();
+    fp8_scales();
     optimizer();
     return std::move(items_);
   }
 
  private:
   bool gpu() const { return device_.is_gpu(); }
-  double elem(DType d) const { return static_cast<double>(storage_bytes(device_, d)); }
-  bool emulated(DType d) const { return d != DType::f32 && matmul_peak(device_, d, false) <= 0.0; }
+  // mixed_float8 on the CPU: its bfloat16 is emulated (float32 values rounded), whatever the
+  // CPU's bf16 kernels, for the FP8 rounding to act on them (the CPU executor's lowering).
+  bool cpu_fp8() const { return fp8_policy_ && !gpu(); }
+  double elem(DType d) const {
+    if (cpu_fp8() && d != DType::f32) return 4.0;
+    return static_cast<double>(storage_bytes(device_, d));
+  }
+  bool emulated(DType d) const {
+    return d != DType::f32 && (cpu_fp8() || matmul_peak(device_, d, false) <= 0.0);
+  }
 
   // Adds `bytes` of elements of `dtype` to the item.
   void move(CostItem& item, DType dtype, double elements) const {
@@ -193,7 +210,8 @@ class Model {
   // The roof of a GEMM of `dtype` with these dimensions; records emulation, alignment and
   // quantization on the item. `conv_channels`: a convolution's narrower channel count.
   double gemm_peak(CostItem& item, DType dtype, std::int64_t conv_channels = 0) const {
-    double peak = matmul_peak(device_, dtype, run_.tf32);
+    double peak = cpu_fp8() && dtype != DType::f32 ? 0.0 : matmul_peak(device_, dtype, run_.tf32);
+    if (item.fp8) peak = device_.peak.fp8;
     if (peak <= 0.0) {
       item.emulated = true;  // float32 math with 16-bit rounding (or no such path at all)
       peak = device_.peak.float32;
@@ -269,6 +287,69 @@ class Model {
     r.flops = elements;
     r.launches = 0;
     time(r, 0);
+  }
+
+  // The first of a GEMM's dimensions that is not a multiple of 16, for an FP8 node on FP8
+  // tensor cores; empty otherwise.
+  std::pair<std::string, std::int64_t> fp8_misalignment(
+      const PlanNode& node,
+      std::initializer_list<std::pair<const char*, std::int64_t>> dims) const {
+    if (!node.fp8 || !fp8_cores_) return {};
+    for (const auto& [name, value] : dims) {
+      if (value % kTensorCoreMultipleFp8 != 0) return {name, value};
+    }
+    return {};
+  }
+
+  // An FP8 node's casts of `elements` values (its input and kernel, or its output's gradient):
+  // on FP8 tensor cores (`cores`) a fused cast, transpose and amax kernel per tensor reading the
+  // 16-bit values (the float32 gradient) and writing two FP8 copies, as Transformer Engine's
+  // cast_transpose (cuBLASLt's FP8 GEMMs take A transposed, B not); on the CPU the emulation's
+  // pass over float32 values (scale, round to bfloat16 and FP8, count, amax) in place.
+  void fp8_casts(int n, const PlanNode& node, CostPhase phase, double elements,
+                 const std::string& what, bool cores, int tensors) {
+    if (!node.fp8) return;
+    if (cores) {
+      CostItem& c = add(n, phase, TimeKind::casts, DType::bf16,
+                        node.label + " " + what + " FP8 cast, transpose and amax");
+      if (phase == CostPhase::forward)
+        c.bytes_16 = 2 * elements;
+      else
+        c.bytes_f32 = 4 * elements;
+      c.bytes_8 = 2 * elements;
+      c.flops = 3 * elements;
+      c.launches = tensors;
+      time(c, 0);
+      return;
+    }
+    if (gpu()) return;  // off the FP8 tensor cores a GPU's layer runs in bfloat16
+    CostItem& r = add(n, phase, TimeKind::casts, DType::bf16,
+                      node.label + " " + what + " FP8 rounding (emulated)");
+    r.bytes_f32 = 8 * elements;
+    r.flops = 6 * elements;
+    r.launches = 0;
+    time(r, 0, memory_efficiency(r, false));
+    // Scalar and branchy (a division, three roundings, the format's encode and decode): its
+    // time per value, not the matmul roof, bounds it.
+    r.compute_s = std::max(r.compute_s,
+                           elements * kFp8EmulationSecondsPerValue / std::max(1, device_.threads));
+  }
+
+  // mixed_float8's delayed scaling after the step: every FP8 tensor's amax history rolled and
+  // its scale computed (three tensors a node), in one kernel on a GPU (Transformer Engine's
+  // amax_and_scale_update), in a loop on the CPU.
+  void fp8_scales() {
+    const double tensors =
+        3.0 * static_cast<double>(std::count_if(plan_.nodes.begin(), plan_.nodes.end(),
+                                                [](const PlanNode& node) { return node.fp8; }));
+    if (tensors == 0 || (gpu() && !fp8_cores_)) return;
+    const double history = std::max(1, run_.fp8.history);
+    CostItem& s = add(-1, CostPhase::loss_scaling, TimeKind::loss_scaling, DType::f32,
+                      "FP8 amax histories and scales");
+    s.bytes_f32 = tensors * (8 * history + 8);
+    s.flops = tensors * history;
+    s.launches = gpu() ? 1 : 0;
+    time(s, 0);
   }
 
   void data() {
@@ -565,15 +646,31 @@ class Model {
     const double m = static_cast<double>(rows), k = static_cast<double>(in),
                  u = static_cast<double>(units);
     const std::string& label = node.label;
+    // mixed_float8 on FP8 tensor cores: every dimension a multiple of 16, else the layer runs
+    // in bfloat16.
+    const auto [fp8_miss, fp8_miss_value] =
+        fp8_misalignment(node, {{"batch", rows}, {"input features", in}, {"units", units}});
+    const bool fp8 = node.fp8 && fp8_cores_ && fp8_miss.empty();
+    const auto mark = [&](CostItem& item) {
+      item.fp8 = fp8;
+      item.fp8_misaligned = fp8_miss;
+      item.fp8_misaligned_value = fp8_miss_value;
+    };
     // Forward: (rows x in) x (in x units).
     {
+      fp8_casts(n, node, CostPhase::forward, m * k + k * u, "input and kernel", fp8, 2);
       CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d, label + " forward");
       f.gemm = true;
       f.shape = {rows, units, in};
+      mark(f);
       check_alignment(f, d, {{"batch", rows}, {"input features", in}, {"units", units}});
       f.flops = 2 * m * k * u + (bias ? m * u : 0) + (node.activation != ActivationFn::linear ? m * u : 0);
-      move(f, d, m * k);
-      move(f, d, k * u);
+      if (fp8) {
+        f.bytes_8 += m * k + k * u;  // the E4M3 input and kernel
+      } else {
+        move(f, d, m * k);
+        move(f, d, k * u);
+      }
       move(f, d, m * u);
       if (bias) f.bytes_f32 += 4 * u;
       time(f, gemm_peak(f, d));
@@ -582,7 +679,8 @@ class Model {
     // The incoming gradient as the GEMMs read it: in the layer's dtype (cast below on a GPU, as
     // the CPU stores it).
     const double grad = elem(d);
-    if (gpu() && d != DType::f32) {
+    fp8_casts(n, node, CostPhase::backward_weights, m * u, "gradient", fp8, 1);
+    if (gpu() && d != DType::f32 && !fp8) {
       // The float32 activation gradient is cast to the layer's dtype for the tensor cores.
       CostItem& c = add(n, CostPhase::backward_weights, TimeKind::casts, d,
                         label + " gradient cast");
@@ -606,11 +704,19 @@ class Model {
                         label + " backward weights");
       w.gemm = true;
       w.shape = {in, units, rows};
+      mark(w);
       check_alignment(w, d, {{"batch", rows}, {"input features", in}, {"units", units}});
       w.flops = 2 * m * k * u + (bias ? m * u : 0);
-      move(w, d, m * k);
       w.bytes_f32 += 4 * k * u + (bias ? 4 * u : 0);
-      if (grad == 2) w.bytes_16 += 2 * m * u; else w.bytes_f32 += 4 * m * u;
+      if (fp8) {
+        w.bytes_8 += m * k + m * u;  // the transposed E4M3 input and E5M2 gradient
+      } else {
+        move(w, d, m * k);
+        if (grad == 2)
+          w.bytes_16 += 2 * m * u;
+        else
+          w.bytes_f32 += 4 * m * u;
+      }
       w.launches = gpu() && bias ? 2 : 1;
       time(w, gemm_peak(w, d));
       rounding(n, CostPhase::backward_weights, d, k * u + (bias ? u : 0), label + " gradient");
@@ -621,10 +727,18 @@ class Model {
                         label + " backward data");
       b.gemm = true;
       b.shape = {rows, in, units};
+      mark(b);
       check_alignment(b, d, {{"batch", rows}, {"units", units}, {"input features", in}});
       b.flops = 2 * m * k * u;
-      move(b, d, k * u);
-      if (grad == 2) b.bytes_16 += 2 * m * u; else b.bytes_f32 += 4 * m * u;
+      if (fp8) {
+        b.bytes_8 += k * u + m * u;  // the transposed E4M3 kernel and E5M2 gradient
+      } else {
+        move(b, d, k * u);
+        if (grad == 2)
+          b.bytes_16 += 2 * m * u;
+        else
+          b.bytes_f32 += 4 * m * u;
+      }
       b.bytes_f32 += 4 * m * k;
       time(b, gemm_peak(b, d));
       rounding(n, CostPhase::backward_data, d, m * k, label + " input gradient");
@@ -653,6 +767,10 @@ class Model {
     const auto peak = [&](CostItem& item) {
       return grouped ? 0.0 : gemm_peak(item, d, std::min(c, f));
     };
+    // mixed_float8: the CPU rounds a Conv2D's input, kernel and output gradient through FP8
+    // (fp8_casts); a GPU's prediction keeps convolutions in bfloat16 (cuBLASLt's FP8 matmuls
+    // are GEMMs; the FP8 rule says so).
+    fp8_casts(n, node, CostPhase::forward, in + weights, "input and kernel", false, 2);
     {
       CostItem& fw = add(n, CostPhase::forward, TimeKind::convolution, d, label + " forward");
       fw.gemm = !grouped;
@@ -666,6 +784,7 @@ class Model {
       rounding(n, CostPhase::forward, d, out, label);
     }
     const double grad = elem(d);
+    fp8_casts(n, node, CostPhase::backward_weights, out, "gradient", false, 1);
     if (gpu() && d != DType::f32) {
       CostItem& cast = add(n, CostPhase::backward_weights, TimeKind::casts, d,
                            label + " gradient cast");
@@ -760,6 +879,8 @@ class Model {
   const DeviceProfile& device_;
   const RunConfig& run_;
   double overhead_s_ = 0.0;
+  bool fp8_policy_ = false;  // mixed_float8
+  bool fp8_cores_ = false;   // and the device runs its GEMMs on FP8 tensor cores
   std::vector<CostItem> items_;
 };
 
@@ -943,6 +1064,13 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run
   cost.policy = policy;
   cost.batch = batch;
   cost.support = policy_support(device.device_info(), policy);
+  if (policy == Policy::mixed_float8 && has_fp8_roof(device) &&
+      cost.support.level == Support::unsupported) {
+    // The device has FP8 tensor cores; MixLab's CUDA backend does not use them yet: predicted
+    // as cuBLASLt's FP8 GEMMs would run it.
+    cost.what_if = cost.support.reason;
+    cost.support = {};
+  }
   cost.items = model.items();
   cost.memory = plan.memory();
   cost.device_memory_bytes = device.is_gpu() ? device.memory_bytes : 0;
@@ -967,6 +1095,11 @@ double roofline_bound_s(const ModelSpec& spec, Policy policy, const RunConfig& r
   bare.bf16_normalization_efficiency = 0.0;
   bare.launch_overhead_s = 0.0;
   return predict_step(spec, policy, run, bare).step_s();
+}
+
+bool has_fp8_roof(const DeviceProfile& device) {
+  return device.is_gpu() && device.peak.fp8 > 0 &&
+         has_fp8_tensor_cores(compute_capability_value(device.device_info()));
 }
 
 bool predicts_fused_attention(const DeviceProfile& device, const RunConfig& run) {

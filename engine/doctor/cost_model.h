@@ -76,6 +76,9 @@ GemmQuantization quantize_gemm(const GemmShape& gemm, int sm_count);
 // The multiple a 16-bit GEMM dimension should have for tensor cores (NVIDIA's guide: 8 for
 // float16 and bfloat16, 16 for FP8).
 inline constexpr std::int64_t kTensorCoreMultiple16Bit = 8;
+// cuBLASLt's FP8 matmuls need every dimension a multiple of 16 (its documentation, "FP8 data
+// types": leading dimensions multiples of 16 bytes; Transformer Engine asserts the same).
+inline constexpr std::int64_t kTensorCoreMultipleFp8 = 16;
 
 struct CostItem {
   int node = -1;   // in the plan; -1 for the step's own work
@@ -87,6 +90,7 @@ struct CostItem {
   double flops = 0.0;
   double bytes_f32 = 0.0;  // read and written in 4-byte elements
   double bytes_16 = 0.0;   // read and written in 2-byte elements
+  double bytes_8 = 0.0;    // read and written in 1-byte elements (FP8 operands)
   int launches = 0;
   bool gemm = false;  // a matmul or an implicit-GEMM convolution
   GemmShape shape;
@@ -99,6 +103,12 @@ struct CostItem {
   // (library_rules.h): it runs on the CUDA cores.
   bool misaligned_without_tensor_cores = false;
   bool emulated = false;  // 16-bit math done in float32 (the CPU without native kernels)
+  // mixed_float8: the GEMM reads E4M3 / E5M2 operands on FP8 tensor cores.
+  bool fp8 = false;
+  // mixed_float8 on a GPU with FP8 tensor cores: the dimension that keeps an FP8 layer's GEMM
+  // off them (not a multiple of kTensorCoreMultipleFp8; it runs in bfloat16) and its value.
+  std::string fp8_misaligned;
+  std::int64_t fp8_misaligned_value = 0;
   double peak_flops = 0.0;  // the roof the math ran against, after everything above
   double compute_s = 0.0;
   double memory_s = 0.0;
@@ -111,7 +121,7 @@ struct CostItem {
   // device's roofline model's own time.
   bool scaled = false;
 
-  double bytes() const { return bytes_f32 + bytes_16; }
+  double bytes() const { return bytes_f32 + bytes_16 + bytes_8; }
   double time_s() const { return (compute_s > memory_s ? compute_s : memory_s) + overhead_s; }
   // FLOPs per byte moved.
   double intensity() const { return bytes() > 0 ? flops / bytes() : 0.0; }
@@ -122,6 +132,9 @@ struct StepCost {
   Policy policy = Policy::float32;
   int batch = 0;
   PolicySupport support;  // the engine's rule for this device and policy
+  // Predicted although MixLab does not run it there (mixed_float8 on a GPU with FP8 tensor
+  // cores, which its CUDA backend does not run yet): why; empty otherwise.
+  std::string what_if;
   std::vector<CostItem> items;
   MemoryPlan memory;           // the plan's, for training at this batch
   std::int64_t device_memory_bytes = 0;  // the profile's (0: not known)
@@ -176,6 +189,11 @@ bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node);
 // (doctor --attention fused, a what-if) or by the run (RunConfig::attention fused).
 bool predicts_fused_attention(const DeviceProfile& device, const RunConfig& run);
 std::string fused_attention_blocker(const DeviceProfile& device, const PlanNode& node);
+
+// mixed_float8's FP8 GEMMs run on the device's FP8 tensor cores (a GPU of compute capability
+// 8.9 or later whose profile has an FP8 rate); elsewhere they are emulated (the CPU) or not
+// predicted (an older GPU: policy_support refuses the policy).
+bool has_fp8_roof(const DeviceProfile& device);
 
 StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run,
                       const DeviceProfile& device);

@@ -43,6 +43,8 @@ std::string_view to_string(SuggestedChange::Field field) {
     case F::data_on_device: return "data_on_device";
     case F::layer_float32:
       return "layer_float32";
+    case F::layer_bfloat16:
+      return "layer_bfloat16";
     case F::key_dim:
       return "key_dim";
     case F::sequence_length:
@@ -80,6 +82,14 @@ DiagnosisInput apply_change(const DiagnosisInput& input, const SuggestedChange& 
       }
       out.spec.layers[static_cast<std::size_t>(change.layer)].force_float32 = change.value != 0;
       break;
+    case F::layer_bfloat16:
+      if (change.layer < 0 || change.layer >= static_cast<int>(out.spec.layers.size())) {
+        throw ConfigError("the model has no layer " + std::to_string(change.layer));
+      }
+      out.spec.layers[static_cast<std::size_t>(change.layer)].force_bfloat16 = change.value != 0;
+      if (change.value != 0)
+        out.spec.layers[static_cast<std::size_t>(change.layer)].force_float32 = false;
+      break;
     case F::key_dim: {
       LayerSpec& l = layer(LayerType::MultiHeadAttention);
       // value_dim 0 follows key_dim, as in Keras; an explicit one keeps its size.
@@ -108,6 +118,9 @@ std::string describe(const SuggestedChange& change) {
     case F::layer_float32:
       return "layer " + std::to_string(change.layer) +
              (change.value != 0 ? " in float32" : " in the policy");
+    case F::layer_bfloat16:
+      return "layer " + std::to_string(change.layer) +
+             (change.value != 0 ? " in bfloat16 (out of FP8)" : " in the policy");
     case F::key_dim:
       return "layer " + std::to_string(change.layer) + " key_dim " + v;
     case F::sequence_length:
@@ -135,8 +148,11 @@ std::string verdict(const Diagnosis& d) {
   if (d.mixed.support.level == Support::unsupported) {
     return policy + " cannot run " + where + ": " + d.mixed.support.reason + ".";
   }
-  std::string text = policy + " is predicted " + speedup_words(d.predicted_speedup()) +
-                     " float32 " + where + " for this model" + batch;
+  std::string text =
+      policy + " is predicted " + speedup_words(d.predicted_speedup()) + " float32" +
+      (d.baseline ? " and " + speedup_words(d.predicted_fp8_speedup()) + " mixed_bfloat16"
+                  : std::string()) +
+      " " + where + " for this model" + batch;
   // The most severe finding that explains it, and its fix.
   const Finding* top = nullptr;
   for (const Finding& f : d.findings) {
@@ -161,6 +177,14 @@ std::string verdict(const Diagnosis& d) {
     std::snprintf(ms, sizeof ms, " (median step %.2f ms against %.2f ms).",
                   d.measured->mixed.step_ms, d.measured->float32.step_ms);
     text += " Measured: " + speedup_words(d.measured->speedup()) + " float32" + ms;
+    if (d.measured->baseline && d.measured->baseline->step_ms > 0) {
+      std::snprintf(ms, sizeof ms, " (its median step %.2f ms).", d.measured->baseline->step_ms);
+      text += " And " + speedup_words(d.measured->baseline->step_ms / d.measured->mixed.step_ms) +
+              " mixed_bfloat16" + ms;
+    }
+  }
+  if (!d.mixed.what_if.empty()) {
+    text += " (A prediction only: " + d.mixed.what_if + ".)";
   }
   return text;
 }
@@ -170,17 +194,13 @@ std::string verdict(const Diagnosis& d) {
 Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>& measured,
                    const std::optional<Measurement>& layer_times,
                    const std::optional<ScaleFrom>& scale_from) {
-  if (input.mixed == Policy::mixed_float8) {
-    // Its cost model would read it as mixed_bfloat16 and promise nothing of FP8's matmul rate.
-    throw ConfigError(
-        "the doctor does not model mixed_float8 yet (FP8 matmul rates, the casts and amax "
-        "reductions, the scale updates): ask it about mixed_bfloat16, and train mixed_float8 on "
-        "the CPU to see its scales and whether the model trains");
-  }
   Diagnosis d;
   d.input = input;
   d.float32 = predict_step(input.spec, Policy::float32, input.run, input.device);
   d.mixed = predict_step(input.spec, input.mixed, input.run, input.device);
+  if (input.mixed == Policy::mixed_float8) {
+    d.baseline = predict_step(input.spec, Policy::mixed_bfloat16, input.run, input.device);
+  }
   d.measured = measured;
   d.layer_times = layer_times;
   if (layer_times) {
@@ -192,6 +212,7 @@ Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>
     };
     apply(d.float32, layer_times->float32);
     apply(d.mixed, layer_times->mixed);
+    if (d.baseline && layer_times->baseline) apply(*d.baseline, *layer_times->baseline);
   }
   if (scale_from) {
     const auto scale = [&](StepCost& there, Policy policy, const MeasuredRun& run) {
@@ -202,13 +223,16 @@ Diagnosis diagnose(const DiagnosisInput& input, const std::optional<Measurement>
     };
     scale(d.float32, Policy::float32, scale_from->times.float32);
     scale(d.mixed, input.mixed, scale_from->times.mixed);
+    if (d.baseline && scale_from->times.baseline) {
+      scale(*d.baseline, Policy::mixed_bfloat16, *scale_from->times.baseline);
+    }
   }
   using Rule = std::vector<Finding> (*)(const Diagnosis&);
   for (const Rule rule :
        {rules::memory_fit, rules::capability, rules::weight_bound, rules::input_bound,
         rules::overhead_bound, rules::memory_bound, rules::normalization_bound,
         rules::attention_bound, rules::alignment, rules::quantization, rules::loss_scaling,
-        rules::mixed_no_gain, rules::measured_vs_predicted}) {
+        rules::fp8, rules::mixed_no_gain, rules::measured_vs_predicted}) {
     for (Finding& f : rule(d)) d.findings.push_back(std::move(f));
   }
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& a, const Finding& b) {

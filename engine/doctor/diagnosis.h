@@ -31,6 +31,7 @@ struct SuggestedChange {
     cuda_graphs,
     data_on_device,
     layer_float32,    // `layer` kept in float32 under the mixed policy ("dtype": "float32")
+    layer_bfloat16,   // `layer` kept out of FP8 under mixed_float8 ("dtype": "bfloat16")
     key_dim,          // of `layer` (MultiHeadAttention): its queries' and keys' head size
     sequence_length,  // the model input's first dimension (its steps), for sequence models
   };
@@ -54,6 +55,15 @@ struct Finding {
   SuggestedChange change;  // the suggestion as a change, where it is one
 };
 
+// mixed_float8: the FP8 tensor of a layer with the largest share of saturated values (clipped
+// to its format's largest) in any step of a measured run.
+struct Fp8Saturation {
+  int layer = 0;
+  std::string tensor;  // "input", "kernel", "gradient"
+  double share = 0.0;  // saturated / values in that step
+  std::int64_t step = 0;
+};
+
 // One policy's measured run (a warm-up left out).
 struct MeasuredRun {
   Policy policy = Policy::float32;
@@ -71,6 +81,8 @@ struct MeasuredRun {
   // Median forward and backward ms per Keras layer (empty: not timed).
   std::vector<double> layer_forward_ms, layer_backward_ms;
   std::string run_id;  // in the run store, when recorded
+  // mixed_float8: each FP8 layer's worst tensor (every step counted: saturation is numerics).
+  std::vector<Fp8Saturation> fp8_saturation;
   // Read from the layer-times cache (layer_cache.h): "timed 2026-12-05 11:40 UTC, kept in
   // PATH"; empty when timed now.
   std::string cached;
@@ -79,6 +91,8 @@ struct MeasuredRun {
 struct Measurement {
   MeasuredRun float32;
   MeasuredRun mixed;
+  // mixed_float8 is also set against mixed_bfloat16, what FP8 replaces: its run.
+  std::optional<MeasuredRun> baseline;
   double speedup() const { return float32.step_ms / mixed.step_ms; }
 };
 
@@ -98,6 +112,9 @@ struct Diagnosis {
   DiagnosisInput input;
   StepCost float32;
   StepCost mixed;
+  // mixed_float8: mixed_bfloat16's step, which FP8 is set against as well (the gain it
+  // promises is over bfloat16, not float32).
+  std::optional<StepCost> baseline;
   std::optional<Measurement> measured;
   // Each policy's layers timed on this device (bench_layers), set over the model's predictions
   // (apply_layer_times); absent for a device that is not here.
@@ -110,6 +127,10 @@ struct Diagnosis {
 
   // float32's predicted step time over the mixed policy's: below 1, mixed is slower.
   double predicted_speedup() const { return float32.step_s() / mixed.step_s(); }
+  // mixed_bfloat16's predicted step time over mixed_float8's; 0 without a baseline.
+  double predicted_fp8_speedup() const {
+    return baseline ? baseline->step_s() / mixed.step_s() : 0.0;
+  }
 };
 
 // A timing of the model's layers on this machine's device (`device`, its profile), to scale to
@@ -158,6 +179,12 @@ std::vector<Finding> loss_scaling(const Diagnosis& d);
 std::vector<Finding> memory_fit(const Diagnosis& d);
 std::vector<Finding> measured_vs_predicted(const Diagnosis& d);
 std::vector<Finding> mixed_no_gain(const Diagnosis& d);
+// mixed_float8: what the FP8 tensor cores gain over mixed_bfloat16, the layers they do not
+// reach (dimensions off multiples of 16, convolutions on a GPU) or do not pay for (the casts
+// cost more than the GEMMs save), and the layers whose measured saturation says to keep them
+// in bfloat16.
+inline constexpr double kFp8SaturationThreshold = 0.01;
+std::vector<Finding> fp8(const Diagnosis& d);
 }  // namespace rules
 
 }  // namespace mixlab::doctor

@@ -103,6 +103,11 @@ std::string layer_times_key(const DiagnosisInput& input, Policy policy, const De
 
 json to_json(const MeasuredRun& run, const std::string& key, const std::string& model,
              const std::string& device, const std::string& timed_at) {
+  json saturation = json::array();
+  for (const Fp8Saturation& s : run.fp8_saturation) {
+    saturation.push_back(
+        {{"layer", s.layer}, {"tensor", s.tensor}, {"share", s.share}, {"step", s.step}});
+  }
   return {{"format", kFormat},
           {"key", key},
           {"model", model},
@@ -121,14 +126,15 @@ json to_json(const MeasuredRun& run, const std::string& key, const std::string& 
           {"scale_halvings", run.scale_halvings},
           {"first_step_skipped", run.first_step_skipped},
           {"layer_forward_ms", run.layer_forward_ms},
-          {"layer_backward_ms", run.layer_backward_ms}};
+          {"layer_backward_ms", run.layer_backward_ms},
+          {"fp8_saturation", std::move(saturation)}};
 }
 
 MeasuredRun measured_run_from_json(const json& e, std::size_t layers, std::string& problem) {
   MeasuredRun m;
   problem.clear();
   const std::string policy = e.at("policy").get<std::string>();
-  for (const Policy p : {Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}) {
+  for (const Policy p : kAllPolicies) {
     if (to_string(p) == policy) m.policy = p;
   }
   m.steps = e.at("steps").get<std::int64_t>();
@@ -144,6 +150,19 @@ MeasuredRun measured_run_from_json(const json& e, std::size_t layers, std::strin
   m.first_step_skipped = e.at("first_step_skipped").get<bool>();
   m.layer_forward_ms = times(e, "layer_forward_ms", layers, problem);
   m.layer_backward_ms = times(e, "layer_backward_ms", layers, problem);
+  // mixed_float8's saturation (absent from entries written before it was kept: none then).
+  if (const auto it = e.find("fp8_saturation"); it != e.end() && it->is_array()) {
+    for (const json& s : *it) {
+      Fp8Saturation row{s.at("layer").get<int>(), s.at("tensor").get<std::string>(),
+                        s.at("share").get<double>(), s.at("step").get<std::int64_t>()};
+      if (row.layer < 0 || static_cast<std::size_t>(row.layer) >= layers || !(row.share >= 0) ||
+          row.share > 1) {
+        if (problem.empty()) problem = "its FP8 saturation is not a run's";
+        continue;
+      }
+      m.fp8_saturation.push_back(std::move(row));
+    }
+  }
   for (const auto& [value, what] : {std::pair{m.step_ms, "the step"},
                                     std::pair{m.data_wait_ms, "the data wait"},
                                     std::pair{m.forward_ms, "the forward pass"},
@@ -219,10 +238,16 @@ Measurement cached_bench_layers(const DiagnosisInput& input, Backend& backend,
   auto [mixed, mixed_entry] = policy_run(input.mixed);
   out.float32 = std::move(f32);
   out.mixed = std::move(mixed);
+  json baseline_entry;
+  if (input.mixed == Policy::mixed_float8) {
+    auto [baseline, entry] = policy_run(Policy::mixed_bfloat16);
+    out.baseline = std::move(baseline);
+    baseline_entry = std::move(entry);
+  }
   if (u.timed == 0) return out;
 
   std::vector<std::string> replaced;
-  for (const json* e : {&f32_entry, &mixed_entry}) {
+  for (const json* e : {&f32_entry, &mixed_entry, &baseline_entry}) {
     if (!e->is_null()) replaced.push_back((*e)["key"].get<std::string>());
   }
   for (const json& e : entries) {
@@ -230,7 +255,7 @@ Measurement cached_bench_layers(const DiagnosisInput& input, Backend& backend,
     const std::string key = text_of(e, "key");
     if (std::find(replaced.begin(), replaced.end(), key) == replaced.end()) kept.push_back(e);
   }
-  for (const json* e : {&f32_entry, &mixed_entry}) {
+  for (const json* e : {&f32_entry, &mixed_entry, &baseline_entry}) {
     if (!e->is_null()) kept.push_back(*e);
   }
   if (kept.size() > static_cast<std::size_t>(kLayerCacheEntries)) {

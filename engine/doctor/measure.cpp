@@ -52,12 +52,27 @@ class MeasureSink final : public RunSink {
     }
     if (also_ != nullptr) also_->on_layer_timings(step, layers);
   }
+  void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) override {
+    for (const Fp8TensorStep& t : tensors) {
+      if (t.values <= 0) continue;
+      const double share = static_cast<double>(t.saturated) / static_cast<double>(t.values);
+      auto it = std::find_if(fp8.begin(), fp8.end(),
+                             [&](const Fp8Saturation& s) { return s.layer == t.layer; });
+      if (it == fp8.end()) {
+        fp8.push_back({t.layer, std::string(to_string(t.role)), share, step});
+      } else if (share > it->share) {
+        *it = {t.layer, std::string(to_string(t.role)), share, step};
+      }
+    }
+    if (also_ != nullptr) also_->on_fp8_tensors(step, tensors);
+  }
   void on_finish(const RunSummary& summary) override {
     if (also_ != nullptr) also_->on_finish(summary);
   }
 
   std::vector<StepMetrics> steps;
   std::vector<std::vector<double>> forward, backward;
+  std::vector<Fp8Saturation> fp8;
   double initial_scale = 1.0, last_scale = 1.0;
   int halvings = 0;
   bool first_skipped = false;
@@ -122,6 +137,9 @@ MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& 
   m.final_loss_scale = s.final_loss_scale;
   m.scale_halvings = sink.halvings;
   m.first_step_skipped = sink.first_skipped;
+  m.fp8_saturation = std::move(sink.fp8);
+  std::sort(m.fp8_saturation.begin(), m.fp8_saturation.end(),
+            [](const Fp8Saturation& a, const Fp8Saturation& b) { return a.layer < b.layer; });
   for (std::size_t i = 0; i < sink.forward.size(); ++i) {
     m.layer_forward_ms.push_back(median_after(sink.forward[i], warm));
     m.layer_backward_ms.push_back(median_after(sink.backward[i], warm));
@@ -143,6 +161,9 @@ Measurement bench_layers(const DiagnosisInput& input, Backend& backend,
   Measurement m;
   m.float32 = bench_layers(input, Policy::float32, backend, cancel);
   m.mixed = bench_layers(input, input.mixed, backend, cancel);
+  if (input.mixed == Policy::mixed_float8) {
+    m.baseline = bench_layers(input, Policy::mixed_bfloat16, backend, cancel);
+  }
   return m;
 }
 
@@ -151,6 +172,9 @@ Measurement measure(const DiagnosisInput& input, Backend& backend, const Measure
   Measurement m;
   m.float32 = measure_policy(input, Policy::float32, backend, options, cancel);
   m.mixed = measure_policy(input, input.mixed, backend, options, cancel);
+  if (input.mixed == Policy::mixed_float8) {
+    m.baseline = measure_policy(input, Policy::mixed_bfloat16, backend, options, cancel);
+  }
   return m;
 }
 

@@ -34,7 +34,7 @@ RunConfig measure_config(const DiagnosisInput& input, Policy policy, const Measu
 MeasuredRun measure_policy(const DiagnosisInput& input, Policy policy, Backend& backend,
                            const MeasureOptions& options, const std::atomic<bool>& cancel);
 
-// float32, then the input's mixed policy.
+// float32, then the input's mixed policy (and mixed_float8's baseline, mixed_bfloat16).
 Measurement measure(const DiagnosisInput& input, Backend& backend, const MeasureOptions& options,
                     const std::atomic<bool>& cancel);
 

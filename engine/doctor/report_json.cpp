@@ -28,6 +28,7 @@ ordered_json items_json(const StepCost& cost) {
                    {"flops", item.flops},
                    {"bytes_f32", item.bytes_f32},
                    {"bytes_16", item.bytes_16},
+                   {"bytes_8", item.bytes_8},
                    {"launches", item.launches},
                    {"intensity_flop_per_byte", item.intensity()},
                    {"peak_flops", item.peak_flops},
@@ -35,17 +36,20 @@ ordered_json items_json(const StepCost& cost) {
                    {"source", item.measured ? "measured" : "modelled"},
                    {"model_ms", ms(item.measured ? item.model_s : item.time_s())},
                    {"bound", item.memory_bound() ? "memory" : "compute"},
-                   {"emulated", item.emulated}};
+                   {"emulated", item.emulated},
+                   {"fp8", item.fp8}};
     if (item.gemm) {
-      j["gemm"] = {{"m", item.shape.m},
-                   {"n", item.shape.n},
-                   {"k", item.shape.k},
-                   {"tile", std::to_string(item.quantization.tile_m) + "x" +
-                                std::to_string(item.quantization.tile_n)},
-                   {"tile_efficiency", item.quantization.tile_efficiency},
-                   {"wave_efficiency", item.quantization.wave_efficiency},
-                   {"misaligned", item.misaligned.empty() ? ordered_json()
-                                                          : ordered_json(item.misaligned)}};
+      j["gemm"] = {
+          {"m", item.shape.m},
+          {"n", item.shape.n},
+          {"k", item.shape.k},
+          {"tile", std::to_string(item.quantization.tile_m) + "x" +
+                       std::to_string(item.quantization.tile_n)},
+          {"tile_efficiency", item.quantization.tile_efficiency},
+          {"wave_efficiency", item.quantization.wave_efficiency},
+          {"misaligned", item.misaligned.empty() ? ordered_json() : ordered_json(item.misaligned)},
+          {"fp8_misaligned",
+           item.fp8_misaligned.empty() ? ordered_json() : ordered_json(item.fp8_misaligned)}};
     }
     items.push_back(std::move(j));
   }
@@ -138,6 +142,23 @@ ordered_json to_json(const Diagnosis& d) {
   j["mixed_policy"] = mixed;
   j["support"] = {{"level", std::string(to_string(d.mixed.support.level))},
                   {"reason", d.mixed.support.reason}};
+  if (!d.mixed.what_if.empty()) j["what_if"] = d.mixed.what_if;
+  if (d.baseline) {
+    // mixed_float8 set against mixed_bfloat16 too.
+    const std::string bf16(to_string(d.baseline->policy));
+    j["baseline"] = {{"policy", bf16},
+                     {"predicted_step_ms", ms(d.baseline->step_s())},
+                     {"predicted_speedup", number_or_null(d.predicted_fp8_speedup())},
+                     {"layers_source", d.baseline->measured_source.empty()
+                                           ? ordered_json("roofline model")
+                                           : ordered_json(d.baseline->measured_source)},
+                     {"time_breakdown_ms", breakdown_json(*d.baseline)}};
+    if (d.measured && d.measured->baseline) {
+      j["baseline"]["measured_step_ms"] = d.measured->baseline->step_ms;
+      j["baseline"]["measured_speedup"] =
+          number_or_null(d.measured->baseline->step_ms / d.measured->mixed.step_ms);
+    }
+  }
   j["predicted_step_ms"] = {{f32, ms(d.float32.step_s())}, {mixed, ms(d.mixed.step_s())}};
   j["predicted_speedup"] = number_or_null(d.predicted_speedup());
   const auto bound = [&](Policy p) {

@@ -864,4 +864,208 @@ std::vector<Finding> mixed_no_gain(const Diagnosis& d) {
   return out;
 }
 
+// mixed_float8 (issue 30). FP8 tensor cores run GEMMs at twice the 16-bit rate (the profiles'
+// FP8 roofs: NVIDIA's Ada and Hopper whitepapers); cuBLASLt's FP8 GEMMs need dimensions in
+// multiples of 16 and operands cast (with their amax) and transposed first, which a small GEMM
+// does not repay. Saturation: delayed scaling sets a tensor's scale from its past amaxes; a
+// tensor that outgrows them clips at the format's largest value (E4M3 448, E5M2 57344). One
+// value in a hundred clipped in a step (kFp8SaturationThreshold) is a tensor whose range the
+// history does not follow, which Transformer Engine's guidance keeps in higher precision.
+std::vector<Finding> fp8(const Diagnosis& d) {
+  if (d.input.mixed != Policy::mixed_float8) return {};
+  std::vector<Finding> out;
+  const DeviceProfile& dev = d.input.device;
+  const ShapeTable table = infer_shapes(d.input.spec, d.input.mixed);
+  const int layers = static_cast<int>(d.input.spec.layers.size());
+  const auto layer_s = [](const StepCost& c, int li) {
+    return c.layer_seconds(li, false) + c.layer_seconds(li, true);
+  };
+  // The FP8 layers (PlanNode::fp8), and those that reach the FP8 tensor cores.
+  std::set<int> fp8_layers, on_cores;
+  std::map<int, const CostItem*> missed;  // a layer's first GEMM kept off them by a dimension
+  double fp8_gemm_s = 0.0, cast_s = 0.0;
+  for (const CostItem& item : d.mixed.items) {
+    if (item.fp8) {
+      on_cores.insert(item.layer);
+      fp8_gemm_s += item.time_s();
+    }
+    if (!item.fp8_misaligned.empty() && !missed.count(item.layer)) missed[item.layer] = &item;
+    if (item.label.find(" FP8 ") != std::string::npos) {
+      fp8_layers.insert(item.layer);
+      cast_s += item.time_s();
+    }
+  }
+  for (const auto& [li, item] : missed) fp8_layers.insert(li);
+  if (has_fp8_roof(dev)) {
+    Finding f;
+    f.id = "fp8";
+    f.severity = Severity::info;
+    f.layers.assign(on_cores.begin(), on_cores.end());
+    f.figures["fp8_layers"] = static_cast<double>(fp8_layers.size());
+    f.figures["on_fp8_tensor_cores"] = static_cast<double>(on_cores.size());
+    f.figures["fp8_gemm_ms"] = fp8_gemm_s * 1e3;
+    f.figures["fp8_cast_ms"] = cast_s * 1e3;
+    f.figures["fp8_tflops"] = dev.peak.fp8 / 1e12;
+    if (d.baseline) f.figures["gain_over_mixed_bfloat16"] = d.predicted_fp8_speedup();
+    f.message = std::to_string(on_cores.size()) + " of " + std::to_string(fp8_layers.size()) +
+                " FP8 layers run on " + dev.name + "'s FP8 tensor cores (" +
+                count(dev.peak.fp8 / 1e12) + " TFLOP/s, twice bfloat16's): their GEMMs take " +
+                millis(fp8_gemm_s) + " of the " + millis(d.mixed.step_s()) +
+                " step, their casts, transposes and amaxes " + millis(cast_s);
+    out.push_back(std::move(f));
+  }
+  // Dimensions off multiples of 16.
+  for (const auto& [li, item] : missed) {
+    // The alignment rule's finding on the same dimension (off a multiple of 8 too) says it.
+    if (item->misaligned == item->fp8_misaligned) continue;
+    // A Dense's input features are the units of the Dense before it, whose finding carries it.
+    if (item->fp8_misaligned == "input features" && li > 0 &&
+        d.input.spec.layers[static_cast<std::size_t>(li) - 1].type == LayerType::Dense) {
+      continue;
+    }
+    Finding f;
+    f.id = "fp8-alignment";
+    f.layers = {li};
+    const std::int64_t aligned =
+        nearest_multiple(item->fp8_misaligned_value, kTensorCoreMultipleFp8);
+    f.figures["value"] = static_cast<double>(item->fp8_misaligned_value);
+    f.figures["aligned_value"] = static_cast<double>(aligned);
+    f.severity = Severity::low;
+    const std::string what =
+        item->fp8_misaligned + " " + std::to_string(item->fp8_misaligned_value);
+    f.message = title(d, li) + ": " + what +
+                " is not a multiple of 16, which cuBLASLt's FP8 "
+                "GEMMs need: it runs in bfloat16 and gains nothing from FP8";
+    SuggestedChange change;
+    if (item->fp8_misaligned == "batch") {
+      change = {Field::batch_size, -1, aligned};
+      f.suggestion = "use batch " + std::to_string(aligned);
+    } else if (item->fp8_misaligned == "units" &&
+               d.input.spec.layers[static_cast<std::size_t>(li)].type == LayerType::Dense &&
+               !output_layer(d, li)) {
+      change = {Field::units, li, aligned};
+      f.suggestion = "make it " + std::to_string(aligned) + " units";
+    } else if (item->fp8_misaligned == "units") {
+      f.severity = Severity::info;
+      f.message += "; it is the model's output size, which the data fixes";
+    }
+    if (change) {
+      const StepCost after = repredict(d, d.input.mixed, change);
+      f.predicted_gain = change.field == Field::batch_size ? per_sample_gain(d.mixed, after)
+                                                           : d.mixed.step_s() / after.step_s();
+      f.change = change;
+      if (f.predicted_gain >= 1.05) f.severity = Severity::medium;
+    }
+    out.push_back(std::move(f));
+  }
+  // Layers on the FP8 tensor cores slower than in bfloat16: too small to repay the casts. One
+  // finding for them all (a transformer has many alike), its change the layer that loses most,
+  // its gain that of keeping them all in bfloat16.
+  if (d.baseline) {
+    std::vector<int> small;
+    int worst = -1;
+    double worst_loss = 0.0, fp8_total = 0.0, bf16_total = 0.0;
+    for (const int li : on_cores) {
+      const double fp8_s = layer_s(d.mixed, li), bf16_s = layer_s(*d.baseline, li);
+      if (fp8_s <= bf16_s || fp8_s <= 0.0) continue;
+      small.push_back(li);
+      fp8_total += fp8_s;
+      bf16_total += bf16_s;
+      if (fp8_s - bf16_s > worst_loss) {
+        worst_loss = fp8_s - bf16_s;
+        worst = li;
+      }
+    }
+    if (!small.empty()) {
+      const LayerInfo& info = table.layers[static_cast<std::size_t>(worst)];
+      const double fp8_s = layer_s(d.mixed, worst), bf16_s = layer_s(*d.baseline, worst);
+      Finding f;
+      f.id = "fp8-too-small";
+      f.layers = small;
+      f.figures["layers"] = static_cast<double>(small.size());
+      f.figures["fp8_ms"] = fp8_total * 1e3;
+      f.figures["bfloat16_ms"] = bf16_total * 1e3;
+      f.severity =
+          fp8_total - bf16_total >= 0.02 * d.mixed.step_s() ? Severity::medium : Severity::low;
+      const std::string gemm =
+          std::to_string(info.output_shape.empty() ? 0 : info.output_shape.back()) + " outputs";
+      f.message = small.size() == 1
+                      ? title(d, worst) + " takes " + millis(fp8_s) + " in FP8 against " +
+                            millis(bf16_s) + " in bfloat16: its GEMMs (" + gemm +
+                            ") are too small for the FP8 rate to repay its casts, transposes "
+                            "and amaxes"
+                      : std::to_string(small.size()) + " FP8 layers take " + millis(fp8_total) +
+                            " against " + millis(bf16_total) +
+                            " in bfloat16: their GEMMs are too small for the FP8 rate to repay "
+                            "their casts, transposes and amaxes (most: " +
+                            title(d, worst) + ", " + millis(fp8_s) + " against " + millis(bf16_s) +
+                            ")";
+      f.change = {Field::layer_bfloat16, worst, 1};
+      DiagnosisInput kept = d.input;
+      for (const int li : small)
+        kept.spec.layers[static_cast<std::size_t>(li)].force_bfloat16 = true;
+      const StepCost after = predict_step(kept.spec, kept.mixed, kept.run, kept.device);
+      f.predicted_gain = d.mixed.step_s() / after.step_s();
+      f.suggestion = small.size() == 1
+                         ? "keep it in bfloat16 (\"dtype\": \"bfloat16\")"
+                         : "keep them in bfloat16 (\"dtype\": \"bfloat16\"; --what-if keeps " +
+                               title(d, worst) + ")";
+      out.push_back(std::move(f));
+    }
+  }
+  // A GPU's prediction keeps Conv2D in bfloat16.
+  if (dev.is_gpu()) {
+    std::vector<int> convs;
+    for (int li = 0; li < layers; ++li) {
+      const LayerSpec& l = d.input.spec.layers[static_cast<std::size_t>(li)];
+      if (l.type == LayerType::Conv2D && !l.force_float32 && !l.force_bfloat16) convs.push_back(li);
+    }
+    if (!convs.empty() && has_fp8_roof(dev)) {
+      Finding f;
+      f.id = "fp8-convolutions";
+      f.severity = Severity::info;
+      f.layers = convs;
+      f.message = std::to_string(convs.size()) +
+                  " Conv2D layers are predicted in bfloat16: cuBLASLt's FP8 matmuls are GEMMs, "
+                  "and MixLab plans no FP8 convolutions on a GPU (the CPU emulates them, as its "
+                  "runs show; Keras quantizes only Dense and EinsumDense)";
+      out.push_back(std::move(f));
+    }
+  }
+  // Measured saturation (any device: the CPU's emulation is the GPU's numerics).
+  const std::vector<Fp8Saturation>* saturation = nullptr;
+  std::string where;
+  if (d.measured && !d.measured->mixed.fp8_saturation.empty()) {
+    saturation = &d.measured->mixed.fp8_saturation;
+    where = "the measured run";
+  } else if (d.layer_times && !d.layer_times->mixed.fp8_saturation.empty()) {
+    saturation = &d.layer_times->mixed.fp8_saturation;
+    where = "the timing run";
+  }
+  if (saturation != nullptr) {
+    for (const Fp8Saturation& s : *saturation) {
+      if (s.share <= kFp8SaturationThreshold || s.layer < 0 || s.layer >= layers) continue;
+      Finding f;
+      f.id = "fp8-saturation";
+      f.severity = Severity::medium;
+      f.layers = {s.layer};
+      f.figures["saturated_share"] = s.share;
+      f.figures["step"] = static_cast<double>(s.step);
+      f.figures["threshold"] = kFp8SaturationThreshold;
+      const bool gradient = s.tensor == "gradient";
+      f.message = title(d, s.layer) + ": " + percent(s.share) + " of its " + s.tensor +
+                  "'s values saturated at " +
+                  (gradient && d.input.run.fp8.formats == Fp8Formats::hybrid ? "E5M2's largest"
+                                                                             : "E4M3's largest") +
+                  " in step " + std::to_string(s.step) + " of " + where + " (over " +
+                  percent(kFp8SaturationThreshold) +
+                  "): delayed scaling does not follow its range, and FP8 clips it";
+      f.change = {Field::layer_bfloat16, s.layer, 1};
+      f.suggestion = "keep it in bfloat16 (\"dtype\": \"bfloat16\"), or raise --fp8-margin";
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
 }  // namespace mixlab::doctor::rules

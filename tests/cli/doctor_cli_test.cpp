@@ -74,6 +74,48 @@ TEST(Doctor, PrecisionNamesTheMixedPolicy) {
   EXPECT_EQ(t4.out.rfind("mixed_bfloat16 cannot run on a T4", 0), 0u) << t4.out;
 }
 
+// mixed_float8 (issue 30): on an H100 predicted against mixed_bfloat16 too, a prediction MixLab
+// says it cannot run yet; on this CPU measured, its saturating layer named.
+TEST(Doctor, MixedFloat8IsSetAgainstBfloat16) {
+  const json h100 = parse(
+      run_cli("doctor cifar10-mlp --profile 'H100 SXM' --precision mixed_float8 --batch-size 4096 "
+              "--data-on-device --json"));
+  EXPECT_EQ(h100["mixed_policy"], "mixed_float8");
+  EXPECT_EQ(h100["baseline"]["policy"], "mixed_bfloat16");
+  EXPECT_NE(h100["what_if"].get<std::string>().find("does not run FP8"), std::string::npos);
+  // Its Dense 3000 is off a multiple of 16: in bfloat16, and FP8 gains nothing until it is
+  // 3008 units, which the verdict says first.
+  EXPECT_LT(h100["baseline"]["predicted_speedup"].get<double>(), 1.0);
+  const std::string verdict = h100["verdict"];
+  EXPECT_NE(verdict.find("slower than mixed_bfloat16"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("units 3000 is not a multiple of 16"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("Make it 3008 units"), std::string::npos) << verdict;
+  // An input rescaled past E4M3's 448: at the first step's scale of 1 most of it saturates.
+  const std::string model = write_temp("hot.json", R"({"name": "hot", "input": {"shape": [16]},
+      "layers": [{"type": "Rescaling", "scale": 4}, {"type": "Dense", "units": 16,
+      "activation": "relu"}, {"type": "Dense", "units": 4},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / ("mixlab-doctor-fp8-" + std::to_string(getpid()));
+  const Result r = run_cli("doctor " + model +
+                               " --device cpu --threads 1 --precision mixed_float8 --measure "
+                               "--no-store --steps 6 --warmup 1 --json",
+                           "XDG_CACHE_HOME=" + cache.string());
+  std::filesystem::remove_all(cache);
+  std::filesystem::remove(model);
+  const json cpu = parse(r);
+  EXPECT_GT(cpu["baseline"]["measured_step_ms"].get<double>(), 0.0);
+  const auto& findings = cpu["findings"];
+  const auto saturation = std::find_if(findings.begin(), findings.end(),
+                                       [](const json& f) { return f["id"] == "fp8-saturation"; });
+  ASSERT_NE(saturation, findings.end()) << cpu["findings"].dump(1);
+  EXPECT_EQ((*saturation)["layers"], json::array({1}));
+  EXPECT_NE((*saturation)["message"].get<std::string>().find("of its input's values saturated"),
+            std::string::npos)
+      << (*saturation)["message"];
+  EXPECT_EQ((*saturation)["change"]["field"], "layer_bfloat16");
+}
+
 TEST(Doctor, BadInputIsNamed) {
   const Result unknown = run_cli("doctor cifar10-mlp --profile 'RTX 9999'");
   EXPECT_EQ(unknown.exit_code, 2);

@@ -120,6 +120,48 @@ TEST(LayerCache, ASecondDiagnosisReadsTheTimesAndRetimeMeasuresAgain) {
   EXPECT_EQ(read(cache).size(), 3u);  // replaced, not added
 }
 
+// mixed_float8 also times its baseline, mixed_bfloat16 (one more entry), and its entry keeps
+// the run's saturation: a rescaled input past E4M3's 448 saturates at the first step's scale.
+TEST(LayerCache, MixedFloat8KeepsItsBaselineAndItsSaturation) {
+  const mixlab::test::TempDir temp;
+  const fs::path cache = temp / "layer-times.json";
+  DiagnosisInput in;
+  in.spec = test::model(R"({"name": "hot", "input": {"shape": [8]}, "layers": [
+      {"type": "Rescaling", "scale": 8}, {"type": "Dense", "units": 8},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})");
+  in.device = test::round_cpu();
+  in.run.batch_size = 8;
+  in.run.threads = 1;
+  in.mixed = Policy::mixed_float8;
+  in.run.optimizer = default_optimizer(OptimizerKind::sgd);
+  const auto backend = make_cpu_backend(1);
+  const std::atomic<bool> cancel{false};
+  LayerCacheUse first;
+  const Measurement a = cached_bench_layers(in, *backend, cache, false, cancel, &first);
+  EXPECT_EQ(first.timed, 3);
+  ASSERT_TRUE(a.baseline.has_value());
+  EXPECT_EQ(a.baseline->policy, Policy::mixed_bfloat16);
+  ASSERT_EQ(a.mixed.fp8_saturation.size(), 1u);
+  EXPECT_EQ(a.mixed.fp8_saturation[0].layer, 1);
+  EXPECT_EQ(a.mixed.fp8_saturation[0].tensor, "input");
+  EXPECT_GT(a.mixed.fp8_saturation[0].share, rules::kFp8SaturationThreshold);
+  EXPECT_TRUE(a.baseline->fp8_saturation.empty());
+  LayerCacheUse second;
+  const Measurement b = cached_bench_layers(in, *backend, cache, false, cancel, &second);
+  EXPECT_EQ(second.cached, 3);
+  EXPECT_EQ(b.mixed.policy, Policy::mixed_float8);
+  ASSERT_EQ(b.mixed.fp8_saturation.size(), 1u);
+  EXPECT_EQ(b.mixed.fp8_saturation[0].share, a.mixed.fp8_saturation[0].share);
+  EXPECT_EQ(b.mixed.fp8_saturation[0].step, a.mixed.fp8_saturation[0].step);
+  ASSERT_TRUE(b.baseline.has_value());
+  EXPECT_EQ(b.baseline->layer_forward_ms, a.baseline->layer_forward_ms);
+  // The diagnosis names the layer from the cached timing.
+  const Diagnosis d = diagnose(in, std::nullopt, b);
+  EXPECT_TRUE(std::any_of(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.id == "fp8-saturation" && f.layers == std::vector<int>{1};
+  }));
+}
+
 TEST(LayerCache, AbsurdEntriesAreTimedOverAndAFifoIsLeftAlone) {
   const mixlab::test::TempDir temp;
   const fs::path cache = temp / "layer-times.json";

@@ -77,18 +77,6 @@ TEST(Rules, CapabilityFiresForBfloat16OnTuringAndNoTensorCores) {
                   .empty());
 }
 
-// mixed_float8 is not in the cost model yet: the doctor says so rather than predict it as
-// mixed_bfloat16.
-TEST(Rules, MixedFloat8IsRefusedUntilTheCostModelHasIt) {
-  try {
-    diagnosis(input(wide(), gpu("H100 SXM"), 4096, Policy::mixed_float8));
-    ADD_FAILURE() << "mixed_float8 diagnosed";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("does not model mixed_float8 yet"), std::string::npos)
-        << e.what();
-  }
-}
-
 TEST(Rules, AlignmentNamesTheBatchAndItsAlignedValue) {
   const Diagnosis d = diagnosis(input(wide(), gpu("A100 40GB"), 1020, Policy::mixed_float16));
   const auto f = run(rules::alignment, d);

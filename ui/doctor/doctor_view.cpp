@@ -184,7 +184,7 @@ QWidget* DoctorView::build_controls() {
   policy_->setObjectName(QStringLiteral("doctor_policy"));
   policy_->setToolTip(tr("The mixed policy set against float32"));
   policy_->addItem(QString(), -1);  // the device's choice: update_policy_choice() names it
-  for (const Policy p : {Policy::mixed_float16, Policy::mixed_bfloat16})
+  for (const Policy p : {Policy::mixed_float16, Policy::mixed_bfloat16, Policy::mixed_float8})
     policy_->addItem(qt_text(to_string(p)), static_cast<int>(p));
 
   measure_ = new QPushButton(tr("Measure"));
