@@ -25,6 +25,13 @@ std::string input_label(const ModelSpec& spec, int layer) {
   return name.empty() ? "#" + std::to_string(layer) : runs::one_line(name, 40);
 }
 
+// A layer's compute dtype; "fp8" for a layer whose matmuls mixed_float8 runs in FP8 (the rest
+// of it in bfloat16).
+std::string dtype_text(Policy policy, const ModelSpec& spec, const LayerInfo& l) {
+  if (fp8_layer(policy, spec.layers[static_cast<std::size_t>(l.index)], l.compute)) return "fp8";
+  return std::string(to_string(l.compute));
+}
+
 std::string inputs_text(const ModelSpec& spec, const LayerInfo& l) {
   std::string text;
   for (const int i : l.inputs) text += (text.empty() ? "" : ", ") + input_label(spec, i);
@@ -94,7 +101,7 @@ int run_inspect(const std::vector<std::string>& argv) {
                                     {"params", l.param_count},
                                     {"flops", l.flops},
                                     {"activation_bytes", l.activation_bytes},
-                                    {"dtype", std::string(to_string(l.compute))}};
+                                    {"dtype", dtype_text(policy, spec, l)}};
       for (const int i : l.inputs) {
         row["inputs"].push_back(i == kModelInput ? std::string(kModelInputName)
                                                  : spec.layers[static_cast<std::size_t>(i)].name);
@@ -113,7 +120,7 @@ int run_inspect(const std::vector<std::string>& argv) {
               "act. bytes", graph ? "dtype     name <- inputs" : "dtype");
   for (const int index : table.order) {
     const LayerInfo& l = table.layers[static_cast<std::size_t>(index)];
-    std::string dtype(to_string(l.compute));
+    std::string dtype = dtype_text(policy, spec, l);
     if (graph) {
       dtype.resize(std::max<std::size_t>(dtype.size(), 8), ' ');
       dtype += "  " + input_label(spec, l.index) + " <- " + inputs_text(spec, l);

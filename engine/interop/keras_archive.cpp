@@ -21,6 +21,10 @@
 namespace mixlab {
 namespace {
 
+// The variables model.quantize("float8") adds to a Dense: inputs_scale, inputs_amax_history,
+// kernel_scale, kernel_amax_history, outputs_grad_scale, outputs_grad_amax_history.
+constexpr std::size_t kKerasFp8Variables = 6;
+
 // What an entry of the archive may inflate to, decided before it is read, and stated in the
 // error that refuses it. An entry's header is never trusted for an allocation: entries are read
 // in chunks, and the read stops as soon as the bound is passed.
@@ -283,6 +287,10 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
     }
     return {};
   };
+  const auto layer_spec_out_of_fp8 = [&](std::size_t at) {
+    const LayerSpec& l = model.spec.layers.at(at);
+    return l.force_bfloat16 || l.force_float32 || l.type != LayerType::Dense;
+  };
   for (std::size_t at = 0; at < model.spec.layers.size(); ++at) {
     LayerSpec& layer = model.spec.layers[at];
     if (layer.type != LayerType::Normalization || !layer.mean.empty()) continue;
@@ -343,9 +351,26 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
       std::vector<float> values = file.read(dataset, info.params[i].shape, part);
       layer.values(info.params[i].kind) = std::move(values);
     }
-    if (!attention && file.exists(group + "/" + std::to_string(info.params.size()))) {
+    // A float8-quantized layer (model.quantize("float8")) files six more after its kernel and
+    // bias: each FP8 tensor's scale and amax history (input, kernel, output gradient). MixLab
+    // starts them afresh (the import's warning says so).
+    const bool fp8 = model.policy == Policy::mixed_float8 && !layer_spec_out_of_fp8(at);
+    const std::size_t extra = fp8 ? kKerasFp8Variables : 0;
+    if (attention && model.policy == Policy::mixed_float8 &&
+        file.exists(base + "/query_dense/vars/2")) {
+      // Keras quantizes attention's EinsumDense sub-layers, not the layer: it is in FP8.
+      model.spec.layers[at].force_bfloat16 = false;
+    }
+    if (fp8 && !attention &&
+        !file.exists(group + "/" + std::to_string(info.params.size() + extra - 1))) {
+      throw SpecError(name + " (model.weights.h5): " + what + " is float8-quantized but lacks " +
+                          "its scales and amax histories (" + std::to_string(extra) +
+                          " variables after its " + std::to_string(info.params.size()) + ")",
+                      info.index);
+    }
+    if (!attention && file.exists(group + "/" + std::to_string(info.params.size() + extra))) {
       throw SpecError(name + " (model.weights.h5): " + what + " has more variables than its " +
-                          std::to_string(info.params.size()) + " in MixLab",
+                          std::to_string(info.params.size() + extra) + " in MixLab",
                       info.index);
     }
     weights->layers.push_back(std::move(layer));

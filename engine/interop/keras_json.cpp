@@ -322,14 +322,13 @@ class Importer {
     std::string name;
     if (value.is_null()) return "";
     const json cls = value.is_object() ? value.value("class_name", json()) : json();
-    if (value.is_object() &&
-        (cls == "QuantizedFloat8DTypePolicy" || cls == "QuantizedDTypePolicy")) {
-      // model.quantize(...): its scales and amax histories are extra weights MixLab does not read.
+    if (value.is_object() && cls == "QuantizedDTypePolicy") {
+      // model.quantize("int8") and the like: integer weights MixLab does not train.
       fail(what + ": \"dtype\" of class " + quote(cls.get<std::string>()) +
-           " is a model quantized with model.quantize(); MixLab does not import quantized "
-           "layers: save the model before quantize() and train it with --precision mixed_float8 "
-           "(Keras's float8 training)");
+           " is a layer quantized with model.quantize() to integers; MixLab imports only "
+           "float8 quantization (Keras's float8 training): save the model before quantize()");
     }
+    if (value.is_object() && cls == "QuantizedFloat8DTypePolicy") return float8_policy(value, what);
     if (value.is_object() &&
         !(cls == "DTypePolicy" || cls == "FloatDTypePolicy" || cls == "Policy")) {
       const std::string problem =
@@ -350,7 +349,37 @@ class Importer {
     }
     if (name == "float32" || parse_policy(name)) return name;
     fail(what + ": dtype policy " + quote(name) +
-         " is not one MixLab runs (float32, mixed_float16, mixed_bfloat16)");
+         " is not one MixLab runs (float32, mixed_float16, mixed_bfloat16, or float8-quantized "
+         "mixed_bfloat16)");
+  }
+
+  // model.quantize("float8")'s policy on a layer: {"mode": "float8", "source_name":
+  // "mixed_bfloat16", "amax_history_length": 1024} (Keras 3.12; older ones name it
+  // "float8_from_mixed_bfloat16"). MixLab's mixed_float8 is float8 from mixed_bfloat16.
+  std::string float8_policy(const json& value, const std::string& what) {
+    const json config = value.value("config", json::object());
+    std::string source = config.value("source_name", std::string());
+    const std::string name = config.value("name", std::string());
+    if (source.empty() && name.starts_with("float8_from_")) source = name.substr(12);
+    if (config.value("mode", std::string("float8")) != "float8" || source != "mixed_bfloat16") {
+      fail(what + ": float8 quantization from " + quote(source.empty() ? "?" : source) +
+           ": MixLab's mixed_float8 quantizes a mixed_bfloat16 model (Keras: "
+           "set_dtype_policy(\"mixed_bfloat16\") before model.quantize(\"float8\"))");
+    }
+    const json history = config.value("amax_history_length", json(1024));
+    if (history.is_number_integer() && history.get<std::int64_t>() != 1024) {
+      const std::string n = std::to_string(history.get<std::int64_t>());
+      out_.warnings.push_back(what + ": an amax history of " + n +
+                              " steps: a run's history is its setting, give --fp8-history " + n);
+    }
+    return "mixed_float8";
+  }
+
+  // Whether a MixLab layer's JSON is one whose matmuls mixed_float8 runs in FP8 (Dense,
+  // MultiHeadAttention, Conv2D): the layers a "bfloat16" opt-out means something for.
+  static bool fp8_capable(const ordered_json& layer) {
+    const std::string type = layer.value("type", std::string());
+    return type == "Dense" || type == "MultiHeadAttention" || type == "Conv2D";
   }
 
   // An activation given by name ("relu"), or as a serialized function or object.
@@ -793,6 +822,22 @@ class Importer {
     for (std::size_t i = 0; i < layer_policies_.size() && (policy.empty() || policy == "float32");
          ++i) {
       if (layer_policies_[i].starts_with("mixed_") || policy.empty()) policy = layer_policies_[i];
+    }
+    // A model with float8-quantized layers (model.quantize("float8") on a mixed_bfloat16 model,
+    // or on some of its layers) is mixed_float8; its unquantized mixed_bfloat16 layers stay out
+    // of FP8, as Keras leaves them.
+    const bool float8 = std::find(layer_policies_.begin(), layer_policies_.end(), "mixed_float8") !=
+                        layer_policies_.end();
+    if (float8) {
+      policy = "mixed_float8";
+      for (std::size_t i = 0; i < layer_policies_.size(); ++i) {
+        if (layer_policies_[i] != "mixed_bfloat16") continue;
+        layer_policies_[i] = "mixed_float8";
+        if (fp8_capable(layers_[i])) layers_[i]["dtype"] = "bfloat16";
+      }
+      out_.warnings.push_back(
+          "float8-quantized layers: their FP8 scales and amax histories are not imported; a "
+          "MixLab run starts them afresh (scale 1, an empty history), as model.quantize() does");
     }
     for (std::size_t i = 0; i < layer_policies_.size(); ++i) {
       const std::string& p = layer_policies_[i];

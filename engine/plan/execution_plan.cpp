@@ -163,6 +163,14 @@ std::int64_t ExecutionPlan::out_elements(int node) const {
   return batch * num_elements(nodes.at(static_cast<std::size_t>(node)).out_shape);
 }
 
+bool fp8_layer(Policy policy, const LayerSpec& layer, DType compute) {
+  const bool matmul = layer.type == LayerType::Dense ||
+                      layer.type == LayerType::MultiHeadAttention ||
+                      layer.type == LayerType::Conv2D;
+  return policy == Policy::mixed_float8 && matmul && compute == DType::bf16 &&
+         !layer.force_bfloat16;
+}
+
 namespace {
 
 std::string layer_label(const ModelSpec& spec, int layer) {
@@ -352,9 +360,8 @@ class Lowering {
     return {node, n.out_dtype, n.out_shape};
   }
 
-  // Whether a Dense's, a Conv2D's or attention's projections' matmuls run in FP8.
   bool fp8_matmul(const LayerSpec& layer, DType compute) const {
-    return plan_.policy == Policy::mixed_float8 && compute == DType::bf16 && !layer.force_bfloat16;
+    return fp8_layer(plan_.policy, layer, compute);
   }
 
   PlanNode& add(PlanOp op, int li, DType out_dtype, const Shape& out_shape, std::string label,

@@ -103,6 +103,11 @@ struct PlanInput {
   bool accumulate = false;
 };
 
+// Whether `policy` runs a layer's matmuls in FP8 (PlanNode::fp8): mixed_float8, a Dense,
+// MultiHeadAttention (its projections) or Conv2D computing in bfloat16, not kept out of FP8
+// ("dtype": "bfloat16").
+bool fp8_layer(Policy policy, const LayerSpec& layer, DType compute);
+
 struct PlanNode {
   PlanOp op = PlanOp::cast;
   int layer = 0;  // the Keras layer it belongs to

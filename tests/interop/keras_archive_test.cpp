@@ -94,6 +94,70 @@ TEST(KerasArchive, WeightsBecomeTheStartingWeightsInKerasLayout) {
   EXPECT_FLOAT_EQ(y[1], 100.0f * -2 + 102.0f * 0 + 104.0f * 2);
 }
 
+// A model.quantize("float8") model (Keras 3.12's config and variables, as the archive of
+// `keras.Sequential([...]); model.layers[0].quantize("float8")` holds them): mixed_float8, the
+// quantized Dense in FP8 and the unquantized one kept out ("dtype": "bfloat16"); the kernels
+// and biases imported, the six scale and history variables passed over with a warning.
+TEST(KerasArchive, AFloat8QuantizedModelIsMixedFloat8WithItsUnquantizedLayersKeptOut) {
+  const std::string float8 = R"({"module": "keras.dtype_policies", "class_name":
+      "QuantizedFloat8DTypePolicy", "config": {"mode": "float8", "source_name":
+      "mixed_bfloat16", "amax_history_length": 1024}, "registered_name": null})";
+  const std::string bf16 = R"({"module": "keras", "class_name": "DTypePolicy", "config":
+      {"name": "mixed_bfloat16"}, "registered_name": null})";
+  const std::string config = keras3_sequential(
+      {keras3_layer("InputLayer", R"("batch_shape": [null, 4], "dtype": "float32",
+                                   "name": "input_layer")"),
+       keras3_layer("Dense",
+                    R"("name": "hidden", "units": 3, "activation": "relu", "dtype": )" + float8),
+       keras3_layer("Dense",
+                    R"("name": "head", "units": 2, "use_bias": false, "dtype": )" + bf16)});
+  std::vector<H5Dataset> weights = good_weights();
+  for (int v = 2; v < 8; ++v) {
+    const bool history = v % 2 == 1;
+    weights.push_back(
+        {"layers/dense/vars/" + std::to_string(v),
+         history ? std::vector<unsigned long long>{1024} : std::vector<unsigned long long>{},
+         std::vector<float>(history ? 1024 : 1, 1.0f)});
+  }
+  const test::TempDir dir;
+  test::write_h5(dir / "w.h5", weights);
+  test::write_zip(dir / "q.keras", {{"config.json", config},
+                                    {"metadata.json", R"({"keras_version": "3.12.0"})"},
+                                    {"model.weights.h5", test::read_bytes(dir / "w.h5")}});
+  const ImportedModel m = load_model_source(dir / "q.keras");
+  ASSERT_EQ(m.policy, Policy::mixed_float8);
+  EXPECT_FALSE(m.spec.layers[0].force_bfloat16);
+  EXPECT_TRUE(m.spec.layers[1].force_bfloat16);
+  ASSERT_NE(m.weights, nullptr);
+  EXPECT_EQ(m.weights->layers.at(0).kernel, iota(12, 0.0f));
+  EXPECT_TRUE(std::any_of(m.warnings.begin(), m.warnings.end(), [](const std::string& w) {
+    return w.find("FP8 scales and amax histories are not imported") != std::string::npos;
+  }));
+  // Trained here it reports FP8 tensors for the quantized layer only.
+  ExecutorOptions options;
+  options.initial_weights = m.weights;
+  options.policy = Policy::mixed_float8;
+  auto exec =
+      make_cpu_backend(1)->compile(m.spec, infer_shapes(m.spec, Policy::mixed_float8), options);
+  const std::vector<std::int32_t> labels = {0, 1};
+  exec->load_batch(std::vector<float>(8, 0.5f), labels, 2);
+  exec->launch_step(Phase::train, 0);
+  const StepResult r = exec->finish_step();
+  ASSERT_EQ(r.fp8.size(), 3u);
+  for (const Fp8TensorStep& t : r.fp8) EXPECT_EQ(t.layer, 0);
+
+  // Without its scale and history variables the quantized layer is named.
+  weights.resize(good_weights().size() + 3);
+  test::write_h5(dir / "w.h5", weights);
+  test::write_zip(dir / "short.keras",
+                  {{"config.json", config}, {"model.weights.h5", test::read_bytes(dir / "w.h5")}});
+  const std::string error = error_of(dir / "short.keras");
+  EXPECT_NE(error.find("layer 0 'hidden' is float8-quantized but lacks its scales and amax "
+                       "histories (6 variables after its 2)"),
+            std::string::npos)
+      << error;
+}
+
 TEST(KerasArchive, WeightsOfTheWrongCountAreRefusedByTheExecutorNamingTheOrigin) {
   const ModelSpec spec = import_keras_json(kConfig).spec;
   auto weights = std::make_shared<ModelWeights>();

@@ -175,15 +175,22 @@ TEST(KerasRefusals, PolicyOfAnUnknownClassIsNamed) {
         keras3_sequential({input_layer("[null, 4]"), dense(R"("dtype": )" + policy_of(cls))}));
     EXPECT_EQ(model.policy, Policy::mixed_float16) << cls;
   }
-  // A model.quantize("float8") model: refused with the way to train it as mixed_float8.
+  // A model.quantize("int8") model: refused; float8 from anything but mixed_bfloat16 too
+  // (float8 imports: keras_archive_test.cpp).
   error = error_of(keras3_sequential(
-      {input_layer("[null, 4]"), dense(R"("dtype": )" + policy_of("QuantizedFloat8DTypePolicy"))}));
+      {input_layer("[null, 4]"), dense(R"("dtype": )" + policy_of("QuantizedDTypePolicy"))}));
   EXPECT_TRUE(contains(error,
-                       "layer 0 'd' (Dense): \"dtype\" of class "
-                       "'QuantizedFloat8DTypePolicy' is a model quantized with "
-                       "model.quantize()"))
+                       "layer 0 'd' (Dense): \"dtype\" of class 'QuantizedDTypePolicy' is a layer "
+                       "quantized with model.quantize() to integers"))
       << error;
-  EXPECT_TRUE(contains(error, "--precision mixed_float8")) << error;
+  error = error_of(keras3_sequential(
+      {input_layer("[null, 4]"), dense(R"("dtype": {"module": "keras.dtype_policies", "class_name":
+             "QuantizedFloat8DTypePolicy", "config": {"mode": "float8", "source_name":
+             "mixed_float16", "amax_history_length": 1024}, "registered_name": null})")}));
+  EXPECT_TRUE(contains(error,
+                       "layer 0 'd' (Dense): float8 quantization from 'mixed_float16': MixLab's "
+                       "mixed_float8 quantizes a mixed_bfloat16 model"))
+      << error;
   // Keras ignores a Sequential's own dtype; an unknown class there is a warning.
   std::string text = keras3_sequential({input_layer("[null, 4]"), dense()});
   const std::string model_policy = R"("class_name": "DTypePolicy")";
