@@ -90,7 +90,6 @@ void print_diagnosis(const Diagnosis& d) {
           doctor::speedup_words(d.measured->baseline->step_ms / d.measured->mixed.step_ms).c_str());
     }
   }
-  if (!d.mixed.what_if.empty()) std::printf("a prediction only: %s\n", d.mixed.what_if.c_str());
   std::printf("%-22s %14s %16s\n", "training memory", doctor::megabytes(d.float32.memory.total()).c_str(),
               doctor::megabytes(d.mixed.memory.total()).c_str());
   std::printf("\nwhere the time goes (predicted):\n");

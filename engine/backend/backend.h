@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -146,6 +147,13 @@ struct Fp8TensorStep {
   std::int64_t saturated = 0;  // values whose x / scale reached past the format's maximum
   std::int64_t flushed = 0;    // nonzero values rounded to zero
 };
+
+// Numbers each layer's FP8 matmuls in the order their nodes ran: three rows (input, kernel,
+// gradient) a matmul (both backends' StepResult::fp8).
+inline void number_fp8_parts(std::vector<Fp8TensorStep>& rows) {
+  std::map<int, int> seen;
+  for (Fp8TensorStep& r : rows) r.part = seen[r.layer]++ / 3;
+}
 
 // What one step reports. Times are the device's (CUDA events) on a GPU and the host's clock on
 // the CPU, where the step runs on the calling thread.

@@ -768,8 +768,8 @@ class Model {
       return grouped ? 0.0 : gemm_peak(item, d, std::min(c, f));
     };
     // mixed_float8: the CPU rounds a Conv2D's input, kernel and output gradient through FP8
-    // (fp8_casts); a GPU's prediction keeps convolutions in bfloat16 (cuBLASLt's FP8 matmuls
-    // are GEMMs; the FP8 rule says so).
+    // (fp8_casts); a GPU runs convolutions in bfloat16 (cuBLASLt's FP8 matmuls are GEMMs; the
+    // CUDA backend does the same, and the FP8 rule says so).
     fp8_casts(n, node, CostPhase::forward, in + weights, "input and kernel", false, 2);
     {
       CostItem& fw = add(n, CostPhase::forward, TimeKind::convolution, d, label + " forward");
@@ -1064,13 +1064,6 @@ StepCost predict_step(const ModelSpec& spec, Policy policy, const RunConfig& run
   cost.policy = policy;
   cost.batch = batch;
   cost.support = policy_support(device.device_info(), policy);
-  if (policy == Policy::mixed_float8 && has_fp8_roof(device) &&
-      cost.support.level == Support::unsupported) {
-    // The device has FP8 tensor cores; MixLab's CUDA backend does not use them yet: predicted
-    // as cuBLASLt's FP8 GEMMs would run it.
-    cost.what_if = cost.support.reason;
-    cost.support = {};
-  }
   cost.items = model.items();
   cost.memory = plan.memory();
   cost.device_memory_bytes = device.is_gpu() ? device.memory_bytes : 0;

@@ -132,9 +132,6 @@ struct StepCost {
   Policy policy = Policy::float32;
   int batch = 0;
   PolicySupport support;  // the engine's rule for this device and policy
-  // Predicted although MixLab does not run it there (mixed_float8 on a GPU with FP8 tensor
-  // cores, which its CUDA backend does not run yet): why; empty otherwise.
-  std::string what_if;
   std::vector<CostItem> items;
   MemoryPlan memory;           // the plan's, for training at this batch
   std::int64_t device_memory_bytes = 0;  // the profile's (0: not known)

@@ -183,9 +183,6 @@ std::string verdict(const Diagnosis& d) {
               " mixed_bfloat16" + ms;
     }
   }
-  if (!d.mixed.what_if.empty()) {
-    text += " (A prediction only: " + d.mixed.what_if + ".)";
-  }
   return text;
 }
 

@@ -142,7 +142,6 @@ ordered_json to_json(const Diagnosis& d) {
   j["mixed_policy"] = mixed;
   j["support"] = {{"level", std::string(to_string(d.mixed.support.level))},
                   {"reason", d.mixed.support.reason}};
-  if (!d.mixed.what_if.empty()) j["what_if"] = d.mixed.what_if;
   if (d.baseline) {
     // mixed_float8 set against mixed_bfloat16 too.
     const std::string bf16(to_string(d.baseline->policy));

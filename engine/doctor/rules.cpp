@@ -1026,9 +1026,9 @@ std::vector<Finding> fp8(const Diagnosis& d) {
       f.severity = Severity::info;
       f.layers = convs;
       f.message = std::to_string(convs.size()) +
-                  " Conv2D layers are predicted in bfloat16: cuBLASLt's FP8 matmuls are GEMMs, "
-                  "and MixLab plans no FP8 convolutions on a GPU (the CPU emulates them, as its "
-                  "runs show; Keras quantizes only Dense and EinsumDense)";
+                  " Conv2D layers are predicted in bfloat16, as MixLab's CUDA backend runs "
+                  "them: cuBLASLt's FP8 matmuls are GEMMs (the CPU emulates FP8 convolutions, "
+                  "as its runs show; Keras quantizes only Dense and EinsumDense)";
       out.push_back(std::move(f));
     }
   }

@@ -82,6 +82,62 @@ TEST(CudaLayouts, DenseProductsAreTheLayersRowMajorProducts) {
   }
 }
 
+// A row-major (r, c) matrix's transpose, row-major: the cast kernels' second copy.
+std::vector<double> transpose(const std::vector<double>& m, std::int64_t rows, std::int64_t cols) {
+  std::vector<double> t(m.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      t[static_cast<std::size_t>(c * rows + r)] = at(m, cols, r, c);
+  return t;
+}
+
+// mixed_float8's products: all "TN", each on the row-major copies dense_fp8_products names.
+TEST(CudaLayouts, Fp8DenseProductsAreTnOnTheCastCopies) {
+  const std::int64_t rows = 5, in = 7, units = 3;
+  const auto x = random(rows * in, 4), w = random(in * units, 5), dy = random(rows * units, 6);
+  const Fp8DenseProducts p =
+      dense_fp8_products(rows, in, units, DType::bf16, true, true, LtFp8::e5m2);
+  for (const LtMatmulShape* s : {&p.forward, &p.data_grad, &p.weight_grad}) {
+    EXPECT_TRUE(s->transa);
+    EXPECT_FALSE(s->transb);
+    EXPECT_TRUE(s->fp8());
+  }
+  EXPECT_EQ(p.forward.a8, LtFp8::e4m3);
+  EXPECT_EQ(p.forward.b8, LtFp8::e4m3);
+  EXPECT_EQ(p.data_grad.b8, LtFp8::e5m2);  // E4M3 x E5M2: cuBLASLt has no E5M2 x E5M2
+  EXPECT_EQ(p.weight_grad.a8, LtFp8::e5m2);
+  EXPECT_EQ(p.weight_grad.b8, LtFp8::e4m3);
+  EXPECT_EQ(p.forward.epilogue, LtEpilogue::relu_bias);
+  EXPECT_EQ(p.forward.cd, DType::bf16);
+  EXPECT_EQ(p.weight_grad.cd, DType::f32);
+
+  const auto y = gemm(p.forward, transpose(w, in, units), x);
+  const auto dx = gemm(p.data_grad, w, dy);
+  const auto dw = gemm(p.weight_grad, transpose(dy, rows, units), transpose(x, rows, in));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t u = 0; u < units; ++u) {
+      double want = 0;
+      for (std::int64_t i = 0; i < in; ++i) want += at(x, in, r, i) * at(w, units, i, u);
+      EXPECT_EQ(at(y, units, r, u), want) << "Y[" << r << "][" << u << "]";
+    }
+    for (std::int64_t i = 0; i < in; ++i) {
+      double want = 0;
+      for (std::int64_t u = 0; u < units; ++u) want += at(dy, units, r, u) * at(w, units, i, u);
+      EXPECT_EQ(at(dx, in, r, i), want) << "dX[" << r << "][" << i << "]";
+    }
+  }
+  for (std::int64_t i = 0; i < in; ++i) {
+    for (std::int64_t u = 0; u < units; ++u) {
+      double want = 0;
+      for (std::int64_t r = 0; r < rows; ++r) want += at(x, in, r, i) * at(dy, units, r, u);
+      EXPECT_EQ(at(dw, units, i, u), want) << "dW[" << i << "][" << u << "]";
+    }
+  }
+  EXPECT_TRUE(fp8_dense_aligned(4096, 784, 128));  // 784 = 49 x 16
+  EXPECT_FALSE(fp8_dense_aligned(4096, 100, 128));
+  EXPECT_FALSE(fp8_dense_aligned(4104, 784, 128));
+}
+
 TEST(CudaLayouts, DenseProductsTypesAndEpilogues) {
   const DenseProducts bf16 = dense_products(4, 6, 2, DType::bf16, false, false, true);
   EXPECT_EQ(bf16.forward.ab, DType::bf16);

@@ -5,6 +5,8 @@
 // below, ui.run_panel, cli.Cli.DevicesJsonGivesEveryPolicy).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -59,10 +61,10 @@ const std::vector<Row>& table() {
        P::mixed_float16, true},
       {gpu("NVIDIA A100-SXM4-80GB", 8, 0), S::native, S::native, S::native, S::unsupported,
        P::mixed_bfloat16, true},
-      // FP8 tensor cores from 8.9, but the CUDA backend has no FP8 kernels yet.
-      {gpu("NVIDIA GeForce RTX 4090", 8, 9), S::native, S::native, S::native, S::unsupported,
+      // FP8 tensor cores from 8.9: the CUDA backend's FP8 GEMMs.
+      {gpu("NVIDIA GeForce RTX 4090", 8, 9), S::native, S::native, S::native, S::native,
        P::mixed_bfloat16, true},
-      {gpu("NVIDIA H200", 9, 0), S::native, S::native, S::native, S::unsupported, P::mixed_bfloat16,
+      {gpu("NVIDIA H200", 9, 0), S::native, S::native, S::native, S::native, P::mixed_bfloat16,
        true},
   };
   return rows;
@@ -108,7 +110,7 @@ TEST(PolicySupport, WhatIsNotNativeSaysWhyAndNamesTheGpu) {
   const PolicySupport avx2 = policy_support(cpu(CpuIsa::avx2), Policy::mixed_bfloat16);
   EXPECT_NE(avx2.reason.find("emulates bf16"), std::string::npos) << avx2.reason;
   // mixed_float8: emulated on the CPU; below 8.9 the GPU has no FP8 tensor cores; from 8.9 the
-  // CUDA backend's FP8 kernels are what is missing, and the reason says so.
+  // CUDA backend runs it on them.
   const PolicySupport fp8_cpu = policy_support(cpu(CpuIsa::avx2), Policy::mixed_float8);
   EXPECT_NE(fp8_cpu.reason.find("emulated on the CPU"), std::string::npos) << fp8_cpu.reason;
   const PolicySupport a100 =
@@ -117,8 +119,12 @@ TEST(PolicySupport, WhatIsNotNativeSaysWhyAndNamesTheGpu) {
   EXPECT_NE(a100.reason.find("use mixed_bfloat16,"), std::string::npos) << a100.reason;
   const PolicySupport t4 = policy_support(gpu("Tesla T4", 7, 5), Policy::mixed_float8);
   EXPECT_NE(t4.reason.find("or mixed_float16"), std::string::npos) << t4.reason;
-  const PolicySupport h200 = policy_support(gpu("NVIDIA H200", 9, 0), Policy::mixed_float8);
-  EXPECT_NE(h200.reason.find("does not run FP8"), std::string::npos) << h200.reason;
+  for (const auto& [name, major, minor] :
+       {std::tuple{"NVIDIA H200", 9, 0}, std::tuple{"NVIDIA GeForce RTX 4090", 8, 9}}) {
+    const PolicySupport fp8 = policy_support(gpu(name, major, minor), Policy::mixed_float8);
+    EXPECT_EQ(fp8.level, Support::native) << name;
+    EXPECT_TRUE(fp8.reason.empty()) << fp8.reason;
+  }
 }
 
 TEST(PolicySupport, GpuDescriptionsComeFromOneBuilder) {

@@ -58,9 +58,8 @@ TEST(Fp8Doctor, LargeGemmsOnAnH100RunAtTheFp8RateAndBeatBfloat16) {
   const Diagnosis d = diagnose(input(mlp4096(), gpu("H100 SXM"), 4096));
   ASSERT_TRUE(d.baseline.has_value());
   EXPECT_EQ(d.baseline->policy, Policy::mixed_bfloat16);
-  // MixLab's CUDA backend does not run FP8 yet: a prediction, said so, not a refusal.
   EXPECT_EQ(d.mixed.support.level, Support::native);
-  EXPECT_NE(d.mixed.what_if.find("does not run FP8"), std::string::npos) << d.mixed.what_if;
+  EXPECT_TRUE(d.mixed.support.reason.empty());
   // Forward, weight gradient and data gradient (the first layer's input needs none).
   EXPECT_EQ(fp8_gemms(d.mixed, 0), 2);
   for (int layer = 1; layer < 5; ++layer) EXPECT_EQ(fp8_gemms(d.mixed, layer), 3) << layer;
@@ -89,7 +88,6 @@ TEST(Fp8Doctor, LargeGemmsOnAnH100RunAtTheFp8RateAndBeatBfloat16) {
 TEST(Fp8Doctor, BelowComputeCapability89ItCannotRunAndSaysWhy) {
   const Diagnosis d = diagnose(input(mlp4096(), gpu("A100 80GB"), 4096));
   EXPECT_EQ(d.mixed.support.level, Support::unsupported);
-  EXPECT_TRUE(d.mixed.what_if.empty());
   EXPECT_EQ(std::count_if(d.mixed.items.begin(), d.mixed.items.end(),
                           [](const CostItem& i) { return i.fp8; }),
             0);

@@ -5,7 +5,10 @@ issue's targets, each marked pass or FAIL:
 
 - every row: MixLab's median step time <= 1.0x PyTorch's for the same model, batch and policy;
 - the batch-32 MLP with CUDA graphs: <= 0.8x PyTorch's (eager) step;
-- the 4 x Dense(4096) MLP: each mixed policy >= 4x faster than strict float32 (MixLab's own).
+- the 4 x Dense(4096) MLP: each mixed policy >= 4x faster than strict float32 (MixLab's own);
+- mixed_float8, which PyTorch's autocast has no counterpart of: <= 1.0x MixLab's own
+  mixed_bfloat16 step for the same model and batch (issue 30: FP8 tensor cores must pay for
+  their casts where the GEMMs are large).
 
 usage: compare.py MIXLAB_JSON PYTORCH_JSON
 Exit status: 0 when every check passes, 1 when one fails, 2 for unreadable input.
@@ -18,6 +21,7 @@ from typing import Optional
 RATIO_TARGET = 1.0
 GRAPHS_RATIO_TARGET = 0.8
 MIXED_SPEEDUP_TARGET = 4.0
+FP8_RATIO_TARGET = 1.0
 SPEEDUP_MODEL = "mlp-4x4096"
 
 
@@ -46,8 +50,18 @@ def compare(mixlab_rows, peer_rows):
     for p in peer_rows:
         if not p.get("cuda_graphs"):  # MixLab's graphs rows are held to PyTorch's eager step
             peers[(p["model"], p["batch_size"], policy_of(p))] = p["median_step_ms"]
+    bf16 = {(r["model"], r["batch_size"]): r["median_step_ms"] for r in mixlab_rows
+            if policy_of(r) == "mixed_bfloat16" and not r.get("cuda_graphs")}
     checks = []
     for r in mixlab_rows:
+        if policy_of(r) == "mixed_float8":
+            mine = r.get("median_step_ms")
+            base = bf16.get((r["model"], r["batch_size"]))
+            ratio = mine / base if mine is not None and base else None
+            checks.append(Check(row_name(r) + " vs bf16", "mixed_float8", mine, base, ratio,
+                                f"<= {FP8_RATIO_TARGET:.1f}x bf16",
+                                ratio is not None and ratio <= FP8_RATIO_TARGET))
+            continue
         graphs = bool(r.get("cuda_graphs"))
         target = GRAPHS_RATIO_TARGET if graphs else RATIO_TARGET
         mine = r.get("median_step_ms")

@@ -27,6 +27,7 @@ MIXLAB = [
     row("mlp-4x4096", 4096, "float32", 40.0),                # 1.00x: pass (the bound holds)
     row("mlp-4x4096", 4096, "mixed_float16", 8.0),           # 5x float32: pass
     row("mlp-4x4096", 4096, "mixed_bfloat16", 12.0),         # 3.3x float32: FAIL
+    row("mlp-4x4096", 4096, "mixed_float8", 9.0),            # 0.75x bf16: pass; 4.4x float32
 ]
 PEER = [
     row("cifar10-mlp", 32, "float32", 1.0),
@@ -63,8 +64,10 @@ class CompareTest(unittest.TestCase):
             ("mlp-4x4096 b4096", "float32", 1.0, "<= 1.0x", True),
             ("mlp-4x4096 b4096", "mixed_float16", 1.143, "<= 1.0x", False),
             ("mlp-4x4096 b4096", "mixed_bfloat16", 1.091, "<= 1.0x", False),
+            ("mlp-4x4096 b4096 vs bf16", "mixed_float8", 0.75, "<= 1.0x bf16", True),
             ("mlp-4x4096 b4096 speedup", "mixed_float16", 5.0, ">= 4x float32", True),
             ("mlp-4x4096 b4096 speedup", "mixed_bfloat16", 3.333, ">= 4x float32", False),
+            ("mlp-4x4096 b4096 speedup", "mixed_float8", 4.444, ">= 4x float32", True),
         ])
 
     def test_the_printed_table_marks_each_row_and_the_run_fails(self):
@@ -72,15 +75,15 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stderr)
         lines = result.stdout.splitlines()
         table = [l for l in lines if l.startswith(("cifar", "mlp-"))]
-        self.assertEqual(len(table), 10)
+        self.assertEqual(len(table), 12)
         self.assertEqual([l.split()[-1] for l in table],
                          ["pass", "FAIL", "FAIL", "pass", "FAIL", "pass", "FAIL", "FAIL", "pass",
-                          "FAIL"])
+                          "pass", "FAIL", "pass"])
         first = table[0].split()
         self.assertEqual(first[:6], ["cifar10-mlp", "b32", "float32", "0.900", "1.000", "0.90"])
         missing = table[4].split()
         self.assertEqual(missing[3:6], ["5.000", "-", "-"])
-        self.assertEqual(lines[-1], "4 of 10 checks pass, 6 FAIL")
+        self.assertEqual(lines[-1], "6 of 12 checks pass, 6 FAIL")
 
     def test_all_passing_exits_zero(self):
         mixlab = [row("cifar10-mlp", 32, "float32", 0.5),

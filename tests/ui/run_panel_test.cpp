@@ -134,11 +134,14 @@ class RunPanelTest : public QObject {
     QCOMPARE(config.fp8.formats, Fp8Formats::e4m3);
     QVERIFY(panel.start_action()->isEnabled());  // emulated on the CPU
     QVERIFY(panel.policy_warning().contains(QStringLiteral("FP8 is emulated")));
-    // "Compare all policies": every policy the device runs; the CPU runs all four, an H200 on
-    // MixLab's CUDA backend not mixed_float8 (refused there).
+    // "Compare all policies": every policy the device runs; the CPU runs all four, an H200 all
+    // four too, an A100 (no FP8 tensor cores) not mixed_float8.
     QCOMPARE(panel.comparison_policies().size(), std::size(kAllPolicies));
-    RunPanel both({cpu, gpu_device_info("NVIDIA H200", 9, 0, std::int64_t{1} << 30)});
+    RunPanel both({cpu, gpu_device_info("NVIDIA H200", 9, 0, std::int64_t{1} << 30),
+                   gpu_device_info("NVIDIA A100-SXM4-80GB", 8, 0, std::int64_t{1} << 30)});
     both.findChild<QComboBox*>(QStringLiteral("device"))->setCurrentIndex(1);
+    QCOMPARE(both.comparison_policies().size(), std::size(kAllPolicies));
+    both.findChild<QComboBox*>(QStringLiteral("device"))->setCurrentIndex(2);
     QCOMPARE(both.comparison_policies(),
              (std::vector<Policy>{Policy::float32, Policy::mixed_float16, Policy::mixed_bfloat16}));
   }

@@ -32,13 +32,6 @@ namespace mixlab::cpu {
 
 namespace {
 
-// Numbers each layer's FP8 matmuls in the order their nodes ran: three rows (input, kernel,
-// gradient) a matmul.
-void number_fp8_parts(std::vector<Fp8TensorStep>& rows) {
-  std::map<int, int> seen;
-  for (Fp8TensorStep& r : rows) r.part = seen[r.layer]++ / 3;
-}
-
 // FTZ and DAZ in this thread's MXCSR (x86; elsewhere nothing).
 void flush_denormals() {
 #if defined(__SSE2__)

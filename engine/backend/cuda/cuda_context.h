@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend.h"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/plan/arena_layout.h"
 
@@ -118,6 +119,13 @@ class CudaNode {
                         const DTensor* dx) = 0;
   // Dense and Conv2D: their kernel (then bias), in the plan's order.
   virtual std::vector<ParamSlot*> params() { return {}; }
+  // mixed_float8: after a training step, the FP8 tensors' amaxes update their scales (when the
+  // step was applied) and the step's figures are reported once (append_fp8_steps).
+  virtual void end_training_step(CudaContext& ctx, bool applied) {
+    (void)ctx;
+    (void)applied;
+  }
+  virtual void append_fp8_steps(std::vector<Fp8TensorStep>& out) { (void)out; }
 
   const int layer;
   const DType out_dtype;

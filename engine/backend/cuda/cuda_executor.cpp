@@ -157,9 +157,16 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
     std::unique_ptr<CudaNode> made;
     try {
       switch (node.op) {
-        case PlanOp::dense:
-          made = std::make_unique<DenseNode>(ctx_, plan_, node);
+        case PlanOp::dense: {
+          // mixed_float8: an FP8 node on FP8 tensor cores where its dimensions allow cuBLASLt's
+          // FP8 GEMMs (multiples of 16); otherwise, and Conv2D, in bfloat16 (the doctor models
+          // the same; the CPU emulates both in FP8).
+          const std::int64_t in = node.in_shape.back();
+          const std::int64_t rows = plan_.batch * num_elements(node.in_shape) / in;
+          const bool fp8 = node.fp8 && fp8_dense_aligned(rows, in, node.out_shape.back());
+          made = std::make_unique<DenseNode>(ctx_, plan_, node, fp8 ? &options_.fp8 : nullptr);
           break;
+        }
         case PlanOp::conv2d: {
           const ConvPart part = conv_part(layer, info, node);
           made = std::make_unique<ConvNode>(ctx_, plan_, node, part.layer, part.info);

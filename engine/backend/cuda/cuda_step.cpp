@@ -295,6 +295,13 @@ StepResult CudaExecutor::finish_step() {
   r.gradients_finite = s.nonfinite == 0;
   if (!r.gradients_finite) r.overflows = layer_overflows();
   r.applied = s.applied != 0;
+  if (plan_.policy == Policy::mixed_float8) {
+    for (auto& node : nodes_) {
+      node->end_training_step(ctx_, r.applied);
+      node->append_fp8_steps(r.fp8);
+    }
+    number_fp8_parts(r.fp8);
+  }
   r.loss_scale = s.step_scale;
   r.next_loss_scale = s.scaler.scale;
   if (graph_exec_) {

@@ -44,6 +44,10 @@ cudaDataType_t cuda_type(DType dtype) {
   return CUDA_R_32F;
 }
 
+cudaDataType_t cuda_type(LtFp8 format) {
+  return format == LtFp8::e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+}
+
 LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t workspace_bytes,
                    std::string what)
     : handle_(handle), workspace_bytes_(workspace_bytes), what_(std::move(what)) {
@@ -70,6 +74,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
         break;
     }
     has_bias_ = s.epilogue == LtEpilogue::bias || s.epilogue == LtEpilogue::relu_bias;
+    fp8_ = s.fp8();
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                 sizeof epilogue));
     if (has_bias_) {
@@ -80,11 +85,11 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
     // Stored (not operated) dimensions, column-major, packed.
     const std::int64_t a_rows = s.transa ? s.k : s.m, a_cols = s.transa ? s.m : s.k;
     const std::int64_t b_rows = s.transb ? s.n : s.k, b_cols = s.transb ? s.k : s.n;
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, cuda_type(s.ab),
-                                            static_cast<std::uint64_t>(a_rows),
+    const cudaDataType_t a_type = fp8_ ? cuda_type(s.a8) : cuda_type(s.ab);
+    const cudaDataType_t b_type = fp8_ ? cuda_type(s.b8) : cuda_type(s.ab);
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, a_type, static_cast<std::uint64_t>(a_rows),
                                             static_cast<std::uint64_t>(a_cols), a_rows));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, cuda_type(s.ab),
-                                            static_cast<std::uint64_t>(b_rows),
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, b_type, static_cast<std::uint64_t>(b_rows),
                                             static_cast<std::uint64_t>(b_cols), b_rows));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_, cuda_type(s.cd), static_cast<std::uint64_t>(s.m),
                                             static_cast<std::uint64_t>(s.n), s.m));
@@ -104,13 +109,15 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
     // NOT_SUPPORTED is how the heuristic says "no algorithm" too: both name the product, its
     // types and its epilogue (what a first run on a new GPU or library needs to know).
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
-      throw BackendError(
-          what_ + ": cuBLASLt has no algorithm for a " + std::to_string(s.m) + "x" +
-          std::to_string(s.n) + "x" + std::to_string(s.k) + " matmul of " +
-          std::string(to_string(s.ab)) + " into " + std::string(to_string(s.cd)) +
-          (s.tf32 && s.ab == DType::f32 ? " on TF32" : "") +
-          (s.epilogue == LtEpilogue::none ? "" : " with a bias or relu epilogue") + " (" +
-          cublas_status_name(status) + ")");
+      throw BackendError(what_ + ": cuBLASLt has no algorithm for a " + std::to_string(s.m) + "x" +
+                         std::to_string(s.n) + "x" + std::to_string(s.k) + " matmul of " +
+                         (fp8_ ? std::string(s.a8 == LtFp8::e5m2 ? "E5M2" : "E4M3") + " x " +
+                                     (s.b8 == LtFp8::e5m2 ? "E5M2" : "E4M3")
+                               : std::string(to_string(s.ab))) +
+                         " into " + std::string(to_string(s.cd)) +
+                         (s.tf32 && s.ab == DType::f32 ? " on TF32" : "") +
+                         (s.epilogue == LtEpilogue::none ? "" : " with a bias or relu epilogue") +
+                         " (" + cublas_status_name(status) + ")");
     }
     CUBLAS_CHECK(status);
     algo_ = result.algo;
@@ -140,6 +147,7 @@ LtMatmul& LtMatmul::operator=(LtMatmul&& o) noexcept {
     algo_ = o.algo_;
     workspace_bytes_ = o.workspace_bytes_;
     has_bias_ = o.has_bias_;
+    fp8_ = o.fp8_;
     what_ = std::move(o.what_);
   }
   return *this;
@@ -152,6 +160,16 @@ void LtMatmul::release() {
   if (op_) cublasLtMatmulDescDestroy(op_);
   op_ = nullptr;
   a_ = b_ = d_ = nullptr;
+}
+
+void LtMatmul::run_fp8(const void* a, const float* a_scale, const void* b, const float* b_scale,
+                       void* d, const void* bias, void* workspace, cudaStream_t stream) const {
+  if (!fp8_) throw BackendError(what_ + ": an FP8 run of a matmul configured without FP8");
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
+                                              sizeof a_scale));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
+                                              sizeof b_scale));
+  run(a, b, d, bias, workspace, stream);
 }
 
 void LtMatmul::run(const void* a, const void* b, void* d, const void* bias, void* workspace,

@@ -30,6 +30,10 @@ class LtMatmul {
   // D = op(A) . op(B) (+ bias, ReLU by the epilogue); beta = 0.
   void run(const void* a, const void* b, void* d, const void* bias, void* workspace,
            cudaStream_t stream) const;
+  // An FP8 product (LtMatmulShape::fp8): D = a_scale * b_scale * op(A) . op(B) (+ epilogue),
+  // the scales device floats (the operands' dequantising scales).
+  void run_fp8(const void* a, const float* a_scale, const void* b, const float* b_scale, void* d,
+               const void* bias, void* workspace, cudaStream_t stream) const;
   const std::string& what() const { return what_; }
 
  private:
@@ -41,9 +45,11 @@ class LtMatmul {
   cublasLtMatmulAlgo_t algo_{};
   std::size_t workspace_bytes_ = 0;
   bool has_bias_ = false;
+  bool fp8_ = false;
   std::string what_;
 };
 
 cudaDataType_t cuda_type(DType dtype);
+cudaDataType_t cuda_type(LtFp8 format);
 
 }  // namespace mixlab::cuda

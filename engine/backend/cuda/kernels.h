@@ -126,6 +126,24 @@ void accumulate(const void* src, void* dst, DType dtype, std::int64_t n, cudaStr
 void bias_gradient(const void* dy, DType dtype, std::int64_t rows, int channels, float* db,
                    cudaStream_t stream);
 
+// mixed_float8: what one FP8 cast found, accumulated on the device (zero it before the step):
+// the largest magnitude (as float32 bits: a NaN is larger than every number, so a tensor with
+// one reports NaN), the values whose scaled value passed the format's largest, and the nonzero
+// values rounded to zero.
+struct Fp8CastStats {
+  unsigned int amax_bits = 0;
+  unsigned long long saturated = 0;
+  unsigned long long flushed = 0;
+};
+// The n = rows x cols values of `src` (row-major, `dtype`) as FP8 codes of `format` (E5M2 when
+// `e5m2`), each x / scale rounded to bfloat16 and then to the format, saturating at `top` (its
+// largest value) as the CPU's emulation does it (engine/core/fp8.h); `scale` is a device float,
+// the dequantising scale already rounded to bfloat16. Writes the codes into `out` and, when
+// `out_t` is not null, their transpose (cols, rows) into it; adds to *stats.
+void fp8_cast(const void* src, DType dtype, std::int64_t rows, std::int64_t cols, bool e5m2,
+              float top, const float* scale, std::uint8_t* out, std::uint8_t* out_t,
+              Fp8CastStats* stats, cudaStream_t stream);
+
 // NHWC zero padding for Keras's asymmetric 'same' padding: copies x (n, h, w, c) into the
 // interior of xp (n, hp, wp, c) at (top, left); the border must already be zero (it never
 // changes). crop_nhwc is its backward: dx = the interior of dxp.

@@ -14,6 +14,9 @@ namespace mixlab::cuda {
 
 enum class LtEpilogue : std::uint8_t { none, bias, relu, relu_bias };
 
+// An FP8 operand's format (cuBLASLt's CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2); none: `ab`'s dtype.
+enum class LtFp8 : std::uint8_t { none, e4m3, e5m2 };
+
 struct LtMatmulShape {
   // C (m, n) = op(A) (m, k) . op(B) (k, n), column-major, leading dimensions packed: A is stored
   // (m, k) or, transposed, (k, m); B (k, n) or (n, k).
@@ -23,6 +26,10 @@ struct LtMatmulShape {
   DType cd = DType::f32;  // C and D (the bias has this type too)
   bool tf32 = false;      // float32 inputs: TF32 tensor cores
   LtEpilogue epilogue = LtEpilogue::none;
+  // FP8 operands (mixed_float8): A and B in these formats, each with a dequantising scale given
+  // when the product runs; cuBLASLt runs FP8 only as "TN" (A transposed, B not).
+  LtFp8 a8 = LtFp8::none, b8 = LtFp8::none;
+  bool fp8() const { return a8 != LtFp8::none; }
 };
 
 // Row-major tensors are column-major transposes, so the three products of a Dense layer with
@@ -58,6 +65,54 @@ inline DenseProducts dense_products(std::int64_t rows, std::int64_t in, std::int
   }
   p.weight_grad.cd = DType::f32;
   return p;
+}
+
+// mixed_float8's Dense products on FP8 tensor cores. cuBLASLt takes FP8 only as "TN", both
+// operands contiguous along the reduction, so each is the row-major FP8 copy that is (the
+// cast kernels write a tensor and, where a product needs it, its transpose):
+//   forward      Y^T (units, rows) = op(A) (units, in) . X^T (in, rows)    A = W^T (units, in)
+//   data grad   dX^T (in, rows)    = op(A) (in, units) . dY^T (units, rows) A = W  (in, units)
+//   weight grad dW^T (units, in)   = op(A) (units, rows) . X (rows, in)     A = dY^T (units, rows)
+//                                                                           B = X^T (in, rows)
+// with B = X (rows, in) and dY (rows, units) in the first two. The input and the kernel are
+// E4M3, the gradient `gradient` (E5M2 under the hybrid recipe); the kernel's gradient float32.
+struct Fp8DenseProducts {
+  LtMatmulShape forward, data_grad, weight_grad;
+};
+
+inline Fp8DenseProducts dense_fp8_products(std::int64_t rows, std::int64_t in, std::int64_t units,
+                                           DType out, bool relu, bool bias, LtFp8 gradient) {
+  Fp8DenseProducts p;
+  p.forward.m = units;
+  p.forward.n = rows;
+  p.forward.k = in;
+  p.forward.a8 = p.forward.b8 = LtFp8::e4m3;
+  p.forward.epilogue = relu ? (bias ? LtEpilogue::relu_bias : LtEpilogue::relu)
+                            : (bias ? LtEpilogue::bias : LtEpilogue::none);
+  p.data_grad.m = in;
+  p.data_grad.n = rows;
+  p.data_grad.k = units;
+  p.data_grad.a8 = LtFp8::e4m3;
+  p.data_grad.b8 = gradient;
+  p.weight_grad.m = units;
+  p.weight_grad.n = in;
+  p.weight_grad.k = rows;
+  p.weight_grad.a8 = gradient;
+  p.weight_grad.b8 = LtFp8::e4m3;
+  for (LtMatmulShape* s : {&p.forward, &p.data_grad, &p.weight_grad}) {
+    s->transa = true;  // TN
+    s->transb = false;
+    s->ab = s->cd = out;
+  }
+  p.weight_grad.cd = DType::f32;
+  return p;
+}
+
+// cuBLASLt's FP8 GEMMs need 16-byte aligned leading dimensions (FP8: multiples of 16 elements)
+// and, for a 16-bit output, its rows too: every dimension of the layer a multiple of 16 (what
+// the doctor's kTensorCoreMultipleFp8 models). Off them the layer runs in bfloat16.
+inline bool fp8_dense_aligned(std::int64_t rows, std::int64_t in, std::int64_t units) {
+  return rows % 16 == 0 && in % 16 == 0 && units % 16 == 0;
 }
 
 // A Conv2D kernel: Keras's (kh, kw, in, filters) and cuDNN's NHWC filter layout KRSC

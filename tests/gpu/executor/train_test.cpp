@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/core/device_info.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 #include "resources/builtin_models.h"
@@ -31,7 +32,13 @@ struct CollectingSink : RunSink {
   std::vector<StepMetrics> steps;
   std::vector<std::pair<std::int64_t, std::vector<LayerTiming>>> layer_timings;
   std::map<std::int64_t, std::vector<LayerOverflow>> overflows;
+  std::vector<std::vector<Fp8TensorStep>> fp8;  // mixed_float8: each step's FP8 tensors
   void on_step(const StepMetrics& s) override { steps.push_back(s); }
+  void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) override {
+    if (fp8.size() <= static_cast<std::size_t>(step))
+      fp8.resize(static_cast<std::size_t>(step) + 1);
+    fp8[static_cast<std::size_t>(step)] = tensors;
+  }
   void on_layer_timings(std::int64_t step, const std::vector<LayerTiming>& layers) override {
     layer_timings.emplace_back(step, layers);
   }
@@ -45,6 +52,7 @@ struct TrainRun {
   std::vector<StepMetrics> steps;
   std::vector<std::pair<std::int64_t, std::vector<LayerTiming>>> layer_timings;
   std::map<std::int64_t, std::vector<LayerOverflow>> overflows;
+  std::vector<std::vector<Fp8TensorStep>> fp8;
 };
 
 TrainRun run_on(Backend& backend, const ModelSpec& spec, const RunConfig& config,
@@ -56,6 +64,7 @@ TrainRun run_on(Backend& backend, const ModelSpec& spec, const RunConfig& config
   r.steps = std::move(sink.steps);
   r.layer_timings = std::move(sink.layer_timings);
   r.overflows = std::move(sink.overflows);
+  r.fp8 = std::move(sink.fp8);
   return r;
 }
 
@@ -447,11 +456,41 @@ TEST(CudaAttentionKernels, FusedIsRefusedWithTheReasonAutoRunsUnfused) {
 
 // --- mixed_float8 (issue 30) ---
 
-// The CUDA backend has no FP8 kernels yet: a mixed_float8 run is refused with the one rule's
-// reason (below compute capability 8.9: no FP8 tensor cores; from 8.9: the kernels are not
-// built), never run as something else.
-TEST(CudaFp8, MixedFloat8IsRefusedWithTheRulesReason) {
+// An MLP whose Dense layers have every dimension a multiple of 16 (cuBLASLt's FP8 GEMMs), and a
+// 16-unit head: every matmul in FP8 on both backends.
+ModelSpec fp8_mlp() {
+  return parse_model_json(R"({"name": "fp8-mlp", "input": {"shape": [28, 28, 1]}, "layers": [
+      {"type": "Rescaling", "scale": 0.00392156862745098}, {"type": "Flatten"},
+      {"type": "Dense", "units": 128, "activation": "relu"}, {"type": "Dense", "units": 16},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})",
+                          "fp8-mlp");
+}
+
+RunConfig fp8_config() {
+  RunConfig c;
+  c.precision = Policy::mixed_float8;
+  c.batch_size = 64;
+  c.steps = 20;
+  c.epochs = 1;
+  c.optimizer = default_optimizer(OptimizerKind::sgd);
+  c.optimizer.learning_rate = 0.01;
+  c.seed = 8;
+  c.threads = 0;
+  c.dataset = synthetic_spec({28, 28, 1}, 16, 640);
+  c.evaluate = false;
+  c.warmup_steps = 2;
+  return c;
+}
+
+bool gpu_has_fp8() {
+  return has_fp8_tensor_cores(compute_capability_value(gpu_test::cuda_backend().device()));
+}
+
+// Below compute capability 8.9 mixed_float8 is refused with the one rule's reason, never run as
+// something else.
+TEST(CudaFp8, BelowComputeCapability89ItIsRefusedWithTheRulesReason) {
   MIXLAB_SKIP_WITHOUT_CUDA();
+  if (gpu_has_fp8()) GTEST_SKIP() << "this GPU has FP8 tensor cores (CudaFp8.* run on it)";
   SmallRun mlp(2);
   mlp.config.precision = Policy::mixed_float8;
   const TrainRun r = run_on(gpu_test::cuda_backend(), mlp.spec, mlp.config, mlp.data);
@@ -461,6 +500,81 @@ TEST(CudaFp8, MixedFloat8IsRefusedWithTheRulesReason) {
   ASSERT_EQ(support.level, Support::unsupported);
   EXPECT_NE(r.summary.message.find(support.reason), std::string::npos) << r.summary.message;
   EXPECT_TRUE(r.steps.empty());
+}
+
+// 20 SGD steps on FP8 tensor cores against the CPU's emulation of the same recipe: the losses
+// within FP8's bound (2^-5, the Keras parity's: a value near an E4M3 midpoint may round either
+// way where the two sides' bfloat16 differ, and cuBLASLt applies the scales after the sum where
+// the emulation rounds each dequantized value to bfloat16), the same tensors reported, the
+// input's figures identical (the same batches through the same rounding code: amax, scale,
+// saturated and flushed counts), the other scales within a bfloat16 ulp of an amax (2^-7).
+TEST(CudaFp8, TrainsLikeTheCpuEmulationWithTheSameScales) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
+  const ModelSpec spec = fp8_mlp();
+  const RunConfig c = fp8_config();
+  const DatasetPair data = load_dataset(c.dataset);
+  const TrainRun cpu = run_on(gpu_test::cpu_backend(), spec, c, data);
+  const TrainRun gpu = run_on(gpu_test::cuda_backend(), spec, c, data);
+  ASSERT_EQ(gpu.summary.status, RunStatus::finished) << gpu.summary.message;
+  ASSERT_EQ(cpu.summary.status, RunStatus::finished) << cpu.summary.message;
+  ASSERT_EQ(gpu.steps.size(), cpu.steps.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < gpu.steps.size(); ++i) {
+    const double rel =
+        std::abs(gpu.steps[i].loss - cpu.steps[i].loss) / std::abs(cpu.steps[i].loss);
+    worst = std::max(worst, rel);
+    EXPECT_LE(rel, 1.0 / 32) << "step " << i;
+  }
+  std::printf(
+      "[ figures  ] fp8-mlp mixed_float8 CUDA vs CPU: largest relative loss difference %.3g\n",
+      worst);
+  ASSERT_EQ(gpu.fp8.size(), cpu.fp8.size());
+  double worst_scale = 0;
+  for (std::size_t step = 0; step < gpu.fp8.size(); ++step) {
+    const auto &g = gpu.fp8[step], &w = cpu.fp8[step];
+    ASSERT_EQ(g.size(), 6u) << "step " << step;  // two Dense, three tensors each
+    ASSERT_EQ(w.size(), g.size()) << "step " << step;
+    for (std::size_t t = 0; t < g.size(); ++t) {
+      SCOPED_TRACE("step " + std::to_string(step) + " tensor " + std::to_string(t));
+      EXPECT_EQ(g[t].layer, w[t].layer);
+      EXPECT_EQ(g[t].role, w[t].role);
+      EXPECT_EQ(g[t].values, w[t].values);
+      if (t == 0) {  // the first Dense's input: the batch, rescaled
+        EXPECT_EQ(g[t].amax, w[t].amax);
+        EXPECT_EQ(g[t].scale, w[t].scale);
+        EXPECT_EQ(g[t].next_scale, w[t].next_scale);
+        EXPECT_EQ(g[t].saturated, w[t].saturated);
+        EXPECT_EQ(g[t].flushed, w[t].flushed);
+      } else {
+        const double rel = std::abs(g[t].next_scale - w[t].next_scale) / w[t].next_scale;
+        worst_scale = std::max(worst_scale, rel);
+        EXPECT_LE(rel, 1.0 / 128);
+      }
+    }
+  }
+  std::printf("[ figures  ] fp8-mlp: largest relative scale difference %.3g after %zu steps\n",
+              worst_scale, gpu.fp8.size());
+  EXPECT_LT(gpu.steps.back().loss, gpu.steps.front().loss);
+}
+
+// A Dense whose dimensions are not all multiples of 16 runs in bfloat16 on the GPU and reports
+// no FP8 tensors (the CPU emulates it in FP8); the aligned one still runs in FP8.
+TEST(CudaFp8, ADenseOffMultiplesOf16RunsInBfloat16) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
+  const ModelSpec spec = builtin("fashion-mlp");  // Dense 128, then Dense 10
+  RunConfig c = fp8_config();
+  c.dataset = synthetic_spec({28, 28, 1}, 10, 640);
+  c.steps = 3;
+  const DatasetPair data = load_dataset(c.dataset);
+  const TrainRun gpu = run_on(gpu_test::cuda_backend(), spec, c, data);
+  ASSERT_EQ(gpu.summary.status, RunStatus::finished) << gpu.summary.message;
+  ASSERT_FALSE(gpu.fp8.empty());
+  for (const auto& step : gpu.fp8) {
+    ASSERT_EQ(step.size(), 3u);
+    for (const Fp8TensorStep& t : step) EXPECT_EQ(t.layer, 2);  // the Dense 128
+  }
 }
 
 // --- per-layer timings ---
