@@ -648,13 +648,13 @@ class Model {
     const std::string& label = node.label;
     // mixed_float8 on FP8 tensor cores: every dimension a multiple of 16, else the layer runs
     // in bfloat16.
-    const auto [fp8_miss, fp8_miss_value] =
+    const std::pair<std::string, std::int64_t> fp8_miss =
         fp8_misalignment(node, {{"batch", rows}, {"input features", in}, {"units", units}});
-    const bool fp8 = node.fp8 && fp8_cores_ && fp8_miss.empty();
+    const bool fp8 = node.fp8 && fp8_cores_ && fp8_miss.first.empty();
     const auto mark = [&](CostItem& item) {
       item.fp8 = fp8;
-      item.fp8_misaligned = fp8_miss;
-      item.fp8_misaligned_value = fp8_miss_value;
+      item.fp8_misaligned = fp8_miss.first;
+      item.fp8_misaligned_value = fp8_miss.second;
     };
     // Forward: (rows x in) x (in x units).
     {
