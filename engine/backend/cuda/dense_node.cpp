@@ -88,12 +88,10 @@ void DenseNode::bind(const DeviceArena& arena) {
 // The three scales the next products use, as the casts and cuBLASLt read them: rounded to
 // bfloat16, as Keras's bfloat16 quantize-dequantize casts its scale (the CPU emulation does).
 void DenseNode::upload_scales(CudaContext& ctx) {
-  float scales[3];
-  for (int i = 0; i < 3; ++i)
-    scales[i] = round_to_bf16(fp8_->scaling[static_cast<std::size_t>(i)].scale());
-  CUDA_CHECK(
-      cudaMemcpyAsync(dev_.scales, scales, sizeof scales, cudaMemcpyHostToDevice, ctx.stream));
-  CUDA_CHECK(cudaStreamSynchronize(ctx.stream));  // `scales` is on this stack
+  for (std::size_t i = 0; i < 3; ++i) fp8_->uploaded[i] = round_to_bf16(fp8_->scaling[i].scale());
+  // Kept in the node, so no wait for the copy: the next step's casts follow it on the stream.
+  CUDA_CHECK(cudaMemcpyAsync(dev_.scales, fp8_->uploaded.data(), sizeof fp8_->uploaded,
+                             cudaMemcpyHostToDevice, ctx.stream));
   scales_uploaded_ = true;
 }
 

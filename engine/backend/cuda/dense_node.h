@@ -29,7 +29,6 @@ class DenseNode final : public CudaNode {
                 const DTensor* dx) override;
   void end_training_step(CudaContext& ctx, bool applied) override;
   void append_fp8_steps(std::vector<Fp8TensorStep>& out) override;
-  bool fp8() const { return fp8_.has_value(); }
 
  private:
   // The device side of FP8: each operand's codes (and transposed codes), the three dequantising
@@ -43,6 +42,7 @@ class DenseNode final : public CudaNode {
   struct Fp8Host {
     std::array<Fp8TensorScaling, 3> scaling;
     std::array<Fp8TensorStep, 3> steps{};
+    std::array<float, 3> uploaded{};  // the scales' source for the asynchronous copy
     bool reported = false;
   };
   void fp8_forward(CudaContext& ctx, const DTensor& x, const DTensor& y);
