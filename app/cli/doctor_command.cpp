@@ -79,20 +79,14 @@ int run_doctor(const std::vector<std::string>& argv) {
                   "with --profile: time the layers on this machine's DEVICE (cpu, cuda, "
                   "cuda:N) and scale them to the profile's GPU where the kernels match")
       ->type_name("DEVICE");
-  std::string libraries_text, attention_text = "unfused";
+  std::string libraries_text;
   command
       .add_option(app, "--libraries", libraries_text,
                   "predict a GPU with these library versions (a what-if on your stack; "
                   "default: the present GPU's, or MixLab's own for a profile)")
       ->type_name("cublas=11.2,cudnn=8.1");
-  app.add_option("--attention", attention_text,
-                 "MultiHeadAttention's kernels to predict: unfused (MixLab's own, the default) or "
-                 "fused (cuDNN 9's scaled dot-product attention on a GPU of compute capability "
-                 "8.0 or later: a what-if, MixLab's CUDA backend does not run it yet)")
-      ->type_name("unfused|fused");
-  const RunFieldOptions settings(
-      command, {"precision", "batch_size", "optimizer", "threads", "tf32", "cuda_graphs",
-                "data_on_device"});
+  const RunFieldOptions settings(command, {"precision", "batch_size", "optimizer", "threads",
+                                           "tf32", "cuda_graphs", "data_on_device", "attention"});
   app.get_option("--precision")
       ->description("the mixed policy set against float32 (default: the best the device runs)")
       ->default_str("");
@@ -252,16 +246,13 @@ int run_doctor(const std::vector<std::string>& argv) {
     input.device.libraries = doctor::parse_library_versions(libraries_text, input.device.libraries);
     input.device.sources["libraries"] = "--libraries " + libraries_text;
   }
-  if (attention_text != "unfused" && attention_text != "fused") {
-    throw UsageError("--attention " + attention_text + ": expected unfused or fused");
-  }
-  if (attention_text == "fused") {
-    if (!input.device.is_gpu()) {
+  // --attention: the kernels a run would take (auto: cuDNN's fused attention where it applies).
+  if (settings.given("attention")) {
+    if (config.attention == AttentionKernels::fused && !input.device.is_gpu()) {
       throw UsageError("--attention fused predicts cuDNN's fused attention on a GPU; " +
                        input.device.name + " is a CPU (predict a GPU with --profile NAME)");
     }
-    input.device.fused_attention = true;
-    input.device.sources["attention"] = "--attention fused (cuDNN 9's fused attention, a what-if)";
+    input.device.sources["attention"] = "--attention " + std::string(to_string(config.attention));
   }
   if (settings.given("precision")) {
     input.mixed = config.precision;

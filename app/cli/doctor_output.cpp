@@ -1,5 +1,6 @@
 #include "app/cli/doctor_output.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -55,10 +56,15 @@ void print_diagnosis(const Diagnosis& d) {
               std::string(to_string(d.input.run.optimizer.kind)).c_str());
   if (dev.is_gpu() && !dev.libraries.cublas.empty()) {
     const auto source = dev.sources.find("libraries");
-    if (dev.fused_attention) {
-      std::printf(
-          "attention: cuDNN 9's fused scaled dot-product attention where it applies "
-          "(--attention fused: a what-if, MixLab's CUDA backend runs its unfused kernels)\n");
+    const bool attention =
+        std::any_of(d.input.spec.layers.begin(), d.input.spec.layers.end(),
+                    [](const LayerSpec& l) { return l.type == LayerType::MultiHeadAttention; });
+    if (attention) {
+      const bool fused = d.input.run.attention != AttentionKernels::unfused;
+      std::printf("attention: %s (--attention %s)\n",
+                  fused ? "cuDNN 9's fused scaled dot-product attention where it applies"
+                        : "MixLab's unfused kernels (cuBLASLt and a float32 softmax)",
+                  std::string(to_string(d.input.run.attention)).c_str());
     }
     std::printf("libraries: %s (%s)\n", doctor::describe_gpu_libraries(dev.libraries).c_str(),
                 source == dev.sources.end() ? "" : source->second.c_str());

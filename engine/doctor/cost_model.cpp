@@ -502,8 +502,48 @@ class Model {
           }
           break;
         }
-        // MixLab's unfused attention (a first version on both backends): the scores and the
-        // weighted values in float32 arithmetic (no tensor cores, no GEMM library), the
+        if (gpu()) {
+          // MixLab's unfused attention on a GPU: six cuBLASLt strided-batched GEMMs (a launch
+          // per head each) on tensor cores, the scores and weights through memory in the
+          // layer's dtype, and the float32 softmax and its backward as kernels between them.
+          // Forward: Q K^T writes S, the softmax reads it and writes P in place, P V reads P.
+          CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d,
+                            label + " (unfused: cuBLASLt scores and weighted values)");
+          f.gemm = true;
+          f.flops = 2 * scores * (kd + vd);
+          move(f, d, projections + out + 2 * scores);
+          f.launches = 2 * h;
+          check_alignment(f, d, {{"sequence length", node.out_shape.front()}});
+          time(f, gemm_peak(f, d));
+          CostItem& sm = add(n, CostPhase::forward, TimeKind::elementwise, d,
+                             label + " softmax (float32, the scores through memory)");
+          move(sm, d, 2 * scores);
+          sm.flops = 5 * scores;
+          sm.launches = 1;
+          time(sm, 0, memory_efficiency(sm, true));
+          if (node.backward) {
+            // dP = dY V^T (float32) and dV = P^T dY; the softmax's backward reads P and dP and
+            // writes dS; dK = dS^T Q and dQ = dS K (float32), then cast into their buffers.
+            CostItem& g = add(n, CostPhase::backward_data, TimeKind::matmul, d,
+                              label + " backward (unfused: cuBLASLt)");
+            g.gemm = true;
+            g.flops = 4 * scores * (kd + vd);
+            move(g, d, 2 * projections + out + 3 * scores);
+            g.bytes_f32 += 4 * scores + 4 * projections;
+            g.launches = 4 * h;
+            check_alignment(g, d, {{"sequence length", node.out_shape.front()}});
+            time(g, gemm_peak(g, d));
+            CostItem& sb = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
+                               label + " softmax backward and the gradients' casts");
+            move(sb, d, 2 * scores + projections);
+            sb.bytes_f32 += 4 * scores + 4 * projections;
+            sb.flops = 4 * scores;
+            sb.launches = 4;
+            time(sb, 0, memory_efficiency(sb, true));
+          }
+          break;
+        }
+        // MixLab's unfused attention on the CPU: oneDNN's float32 GEMMs a head at a time, the
         // steps x steps weights of every head written in float32 and read back by backward.
         CostItem& f = add(n, CostPhase::forward, TimeKind::matmul, d,
                           label + " (scores, float32 softmax, weighted values)");
@@ -511,7 +551,6 @@ class Model {
         move(f, d, projections);
         move(f, d, out);
         f.bytes_f32 = 4 * scores;
-        f.launches = gpu() ? 1 : 0;
         time(f, 0);
         if (node.backward) {
           CostItem& g = add(n, CostPhase::backward_data, TimeKind::matmul, d, label + " backward");
@@ -519,7 +558,6 @@ class Model {
           move(g, d, projections + out);
           move(g, d, projections);  // the three gradients cast into their buffers
           g.bytes_f32 = 4 * scores + 8 * projections;
-          g.launches = gpu() ? 6 : 0;
           time(g, 0);
         }
         break;
@@ -1096,7 +1134,7 @@ bool has_fp8_roof(const DeviceProfile& device) {
 }
 
 bool predicts_fused_attention(const DeviceProfile& device, const RunConfig& run) {
-  return device.fused_attention || run.attention == AttentionKernels::fused;
+  return device.is_gpu() && run.attention != AttentionKernels::unfused;
 }
 
 bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node) {
@@ -1109,12 +1147,16 @@ std::string fused_attention_blocker(const DeviceProfile& device, const PlanNode&
     return "cuDNN fuses 16-bit attention only (float32 runs unfused)";
   const double cc = std::atof(device.compute_capability.c_str());
   if (cc < 8.0) return "cuDNN 9's fused attention needs compute capability 8.0 (Ampere) or later";
+  // engine/backend/cuda/fused_attention.cpp's limits (the backward's, cudnn-frontend's checks):
+  // heads of at most 256 on Hopper, 128 elsewhere.
+  const int limit = cc >= 9.0 && cc < 10.0 ? 256 : 128;
   for (const int dim : {node.key_dim, node.value_dim}) {
-    if (dim > 128 || dim % 8 != 0) {
-      return "a head size of " + std::to_string(dim) +
-             ": cuDNN fuses heads of at most 128 in multiples of 8";
+    if (dim > limit || dim % 8 != 0) {
+      return "a head size of " + std::to_string(dim) + ": cuDNN fuses heads of at most " +
+             std::to_string(limit) + " in multiples of 8";
     }
   }
+  if (node.out_shape.front() < 2) return "one step (cuDNN's fused backward needs two or more)";
   return {};
 }
 

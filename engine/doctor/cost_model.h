@@ -180,10 +180,10 @@ void apply_layer_times(StepCost& cost, const std::vector<double>& forward_ms,
 // and SpecError for an invalid model.
 // Whether cuDNN 9's fused attention runs an attention node on this device (a GPU of compute
 // capability 8.0 or later, 16-bit tensors, heads of at most 128 in multiples of 8), and if not,
-// why ("" when it does). DeviceProfile::fused_attention asks the model to predict it there.
+// why ("" when it does).
 bool fused_attention_applies(const DeviceProfile& device, const PlanNode& node);
-// Whether the model predicts cuDNN's fused attention where it applies: asked by the profile
-// (doctor --attention fused, a what-if) or by the run (RunConfig::attention fused).
+// Whether the model predicts cuDNN's fused attention where it applies: on a GPU, as a run with
+// RunConfig::attention auto or fused takes it (unfused keeps MixLab's kernels).
 bool predicts_fused_attention(const DeviceProfile& device, const RunConfig& run);
 std::string fused_attention_blocker(const DeviceProfile& device, const PlanNode& node);
 

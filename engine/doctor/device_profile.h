@@ -85,11 +85,6 @@ struct DeviceProfile {
   // own for a published profile, or `--libraries`; sources["libraries"] says which. Empty:
   // MixLab's own.
   LibraryVersions libraries;
-  // MultiHeadAttention's kernels predicted: false, MixLab's own unfused ones (float32
-  // arithmetic, the steps x steps weights through memory); true, cuDNN 9's fused scaled
-  // dot-product attention (`doctor --attention fused`: a what-if, MixLab's CUDA backend does not
-  // run it yet), where it applies (fused_attention_applies).
-  bool fused_attention = false;
   // A 16-bit GEMM with a dimension off a multiple of 8, on tensor cores, as a fraction of the
   // aligned rate (the GPU calibration's measured; 0: not measured, kMisalignedEfficiencyEstimate).
   double misaligned_matmul_efficiency = 0.0;

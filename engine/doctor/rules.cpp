@@ -195,12 +195,12 @@ std::vector<Finding> alignment(const Diagnosis& d) {
 }
 
 // Issue 29: attention's head size and sequence length, on a GPU in 16 bits. cuDNN 9 fuses
-// scaled dot-product attention only for head sizes that are multiples of 8 up to 128
-// (fused_attention_blocker), so a key_dim off a multiple of 8 keeps the S x S scores in memory;
-// the sequence length is both dimensions of the score GEMMs, which the tensor cores tile by 8
-// (NVIDIA's Matrix Multiplication Background guide). The head size's gain is predicted with the
-// fused kernels (doctor --attention fused: MixLab's CUDA backend runs attention unfused today);
-// the sequence length's as the profile runs attention.
+// scaled dot-product attention only for head sizes that are multiples of 8 up to 128 (256 on
+// Hopper; fused_attention_blocker), so a key_dim off a multiple of 8 keeps the S x S scores in
+// memory; the sequence length is both dimensions of the score GEMMs, which the tensor cores tile
+// by 8 (NVIDIA's Matrix Multiplication Background guide). The head size's gain is predicted with
+// the fused kernels (what --attention auto takes once the heads are aligned); the sequence
+// length's as the run would run attention.
 std::vector<Finding> attention_alignment(const Diagnosis& d) {
   const DeviceProfile& dev = d.input.device;
   if (!dev.is_gpu() || d.input.mixed == Policy::float32) return {};
@@ -217,8 +217,10 @@ std::vector<Finding> attention_alignment(const Diagnosis& d) {
     const bool key = layer.key_dim % kTensorCoreMultiple16Bit != 0;
     if (key || value_dim % kTensorCoreMultiple16Bit != 0) {
       const int dim = key ? layer.key_dim : value_dim;
-      const std::int64_t aligned =
-          std::min<std::int64_t>(nearest_multiple(dim, kTensorCoreMultiple16Bit), 128);
+      // At most the fused kernels' largest head (fused_attention_blocker: 256 on Hopper).
+      const double cc = compute_capability_value(dev.device_info());
+      const std::int64_t aligned = std::min<std::int64_t>(
+          nearest_multiple(dim, kTensorCoreMultiple16Bit), cc >= 9.0 && cc < 10.0 ? 256 : 128);
       Finding f;
       f.id = "alignment";
       f.severity = Severity::low;
@@ -227,14 +229,14 @@ std::vector<Finding> attention_alignment(const Diagnosis& d) {
       f.figures["aligned_value"] = static_cast<double>(aligned);
       f.message = title(d, li) + ": " + (key ? "key_dim " : "value_dim ") + std::to_string(dim) +
                   " is not a multiple of 8 " + tc +
-                  ": cuDNN's fused attention cannot run its heads (it fuses heads of at most "
-                  "128 in multiples of 8), so each head's " +
+                  ": cuDNN's fused attention cannot run its heads (it fuses head sizes in "
+                  "multiples of 8), so each head's " +
                   std::to_string(steps) + " x " + std::to_string(steps) +
                   " scores go through memory";
       if (key) {
         // What the fused kernels would gain with an aligned head size.
         DiagnosisInput fused = d.input;
-        fused.device.fused_attention = true;
+        fused.run.attention = AttentionKernels::fused;
         const SuggestedChange change{Field::key_dim, li, aligned};
         const StepCost before = predict_step(fused.spec, fused.mixed, fused.run, fused.device);
         const DiagnosisInput changed = apply_change(fused, change);
@@ -245,7 +247,7 @@ std::vector<Finding> attention_alignment(const Diagnosis& d) {
                        (predicts_fused_attention(dev, d.input.run)
                             ? std::string()
                             : std::string(" (the gain predicted with fused "
-                                          "attention: doctor --attention fused)"));
+                                          "attention: --attention auto)"));
         f.change = change;
       } else {
         f.suggestion = "make value_dim " + std::to_string(aligned);
@@ -482,12 +484,14 @@ std::vector<Finding> attention_bound(const Diagnosis& d) {
   }
   const bool fused = predicts_fused_attention(d.input.device, d.input.run) && blocker.empty();
   const std::int64_t steps = table.layers[static_cast<std::size_t>(layers.front())].input_shape[0];
-  // The weights' float32 bytes per sample, every attention layer's heads.
+  // The weights' bytes per sample, every attention layer's heads: float32 on the CPU, the
+  // layer's 16-bit dtype on a GPU.
+  const double per = d.input.device.is_gpu() && d.input.mixed != Policy::float32 ? 2.0 : 4.0;
   double weight_bytes = 0.0;
   for (const int l : layers) {
     const LayerSpec& layer = d.input.spec.layers[static_cast<std::size_t>(l)];
     const std::int64_t s = table.layers[static_cast<std::size_t>(l)].input_shape[0];
-    weight_bytes += 4.0 * static_cast<double>(s * s) * layer.num_heads;
+    weight_bytes += per * static_cast<double>(s * s) * layer.num_heads;
   }
   Finding f;
   f.id = "attention-bound";
@@ -499,9 +503,9 @@ std::vector<Finding> attention_bound(const Diagnosis& d) {
       std::to_string(layers.size()) + " MultiHeadAttention core" +
       (layers.size() > 1 ? "s take " : " takes ") + percent(share) + " of the " + policy_name(d) +
       " step" +
-      (fused ? " with cuDNN's fused attention (predicted, a what-if)"
-             : ": MixLab's unfused kernels compute in float32 and write each head's " +
-                   std::to_string(steps) + " x " + std::to_string(steps) + " weights (" +
+      (fused ? " with cuDNN's fused attention"
+             : ": MixLab's unfused kernels write each head's " + std::to_string(steps) + " x " +
+                   std::to_string(steps) + " scores and weights (" +
                    megabytes(weight_bytes * d.input.run.batch_size) + " at batch " +
                    std::to_string(d.input.run.batch_size) + ") to memory and read them back");
   if (fused) return {f};
@@ -511,12 +515,10 @@ std::vector<Finding> attention_bound(const Diagnosis& d) {
   }
   // What cuDNN's fused attention would do here.
   DiagnosisInput what_if = d.input;
-  what_if.device.fused_attention = true;
+  what_if.run.attention = AttentionKernels::automatic;
   const StepCost after = predict_step(what_if.spec, what_if.mixed, what_if.run, what_if.device);
   f.predicted_gain = d.mixed.step_s() / after.step_s();
-  f.suggestion =
-      "fused attention (cuDNN 9's scaled dot-product attention: doctor --attention "
-      "fused predicts it; MixLab's CUDA backend does not run it yet)";
+  f.suggestion = "run with --attention auto: cuDNN 9's fused scaled dot-product attention";
   return {f};
 }
 

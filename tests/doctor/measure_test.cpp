@@ -119,8 +119,9 @@ TEST(DiagnosisRun, EveryGpuOptionReachesTheMeasurementAndThePrediction) {
   off.device.peak.tf32 = 2 * off.device.peak.float32;  // what TF32 changes
   off.device.launch_overhead_s = 5e-6;                 // what CUDA graphs change
   off.run.batch_size = 64;
-  // The attention kernels change attention only, and cuDNN fuses 16-bit attention only: a
-  // model with a MultiHeadAttention, its mixed step.
+  // The attention kernels change attention only (the example, unfused, against auto's fused
+  // kernels), and cuDNN fuses 16-bit attention only: a model with a MultiHeadAttention, its
+  // mixed step.
   DiagnosisInput attention_off = off;
   attention_off.spec = test::model(R"({"name": "attention", "input": {"shape": [64]},
       "layers": [{"type": "Embedding", "input_dim": 16, "output_dim": 32},

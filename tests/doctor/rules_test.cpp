@@ -168,8 +168,9 @@ TEST(Rules, NormalizationBoundNamesBatchNormAndDepthwiseLayersAndTheirCap) {
 }
 
 // Attention over 1024 steps (issue 29): the unfused cores' 1024 x 1024 weights per head dominate
-// the mixed step; the finding predicts cuDNN's fused attention where it applies (Ampere and
-// later, 16-bit, heads of at most 128 in multiples of 8) and says why where it does not.
+// the mixed step; the finding predicts cuDNN's fused attention (what --attention auto takes)
+// where it applies (Ampere and later, 16-bit, heads of at most 128 in multiples of 8) and says
+// why where it does not.
 const ModelSpec& long_attention(int key_dim = 16, int steps = 1024) {
   static std::map<std::pair<int, int>, ModelSpec> specs;
   const std::pair<int, int> key{key_dim, steps};
@@ -187,19 +188,20 @@ const ModelSpec& long_attention(int key_dim = 16, int steps = 1024) {
 }
 
 TEST(Rules, AttentionBoundSaysWhatFusedAttentionGainsWhereItApplies) {
-  const Diagnosis d =
-      diagnosis(input(long_attention(), gpu("RTX 4090"), 16, Policy::mixed_bfloat16));
+  DiagnosisInput unfused = input(long_attention(), gpu("RTX 4090"), 16, Policy::mixed_bfloat16);
+  unfused.run.attention = AttentionKernels::unfused;
+  const Diagnosis d = diagnosis(unfused);
   const auto f = run(rules::attention_bound, d);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].layers, (std::vector<int>{1}));
   EXPECT_GE(f[0].figures.at("share_of_step"), 0.5);
-  // 8 heads of 1024 x 1024 float32 weights a sample.
-  EXPECT_EQ(f[0].figures.at("weights_bytes_per_sample"), 4.0 * 1024 * 1024 * 8);
+  // 8 heads of 1024 x 1024 bfloat16 weights a sample (the unfused kernels on a GPU).
+  EXPECT_EQ(f[0].figures.at("weights_bytes_per_sample"), 2.0 * 1024 * 1024 * 8);
   EXPECT_GT(f[0].predicted_gain, 1.5);
-  EXPECT_NE(f[0].suggestion.find("fused attention"), std::string::npos) << f[0].suggestion;
-  // The what-if itself: the same diagnosis with the fused kernels predicts that step.
+  EXPECT_NE(f[0].suggestion.find("--attention auto"), std::string::npos) << f[0].suggestion;
+  // The suggestion itself: the same diagnosis as a run with auto takes it predicts that step.
   DiagnosisInput fused = d.input;
-  fused.device.fused_attention = true;
+  fused.run.attention = AttentionKernels::automatic;
   const Diagnosis df = diagnosis(fused);
   EXPECT_NEAR(d.mixed.step_s() / df.mixed.step_s(), f[0].predicted_gain, 1e-9);
   EXPECT_LT(df.mixed.step_s(), d.mixed.step_s());
@@ -226,9 +228,9 @@ TEST(Rules, AttentionBoundSaysWhatFusedAttentionGainsWhereItApplies) {
                   .empty());
 }
 
-// Issue 29: a head size off a multiple of 8 keeps cuDNN's fused attention off (predicted with
-// the fused kernels, the what-if); a sequence length off one leaves the score tiles part empty,
-// which only the fused kernels' tensor-core GEMMs feel.
+// Issue 29: a head size off a multiple of 8 keeps cuDNN's fused attention off (the gain
+// predicted with the fused kernels); a sequence length off one leaves the score GEMMs' tiles
+// part empty.
 TEST(Rules, AlignmentNamesAttentionsHeadSizeAndSequenceLength) {
   const auto attention_findings = [](const Diagnosis& d) {
     std::vector<Finding> out;
@@ -247,29 +249,35 @@ TEST(Rules, AlignmentNamesAttentionsHeadSizeAndSequenceLength) {
   // With the head size aligned, the fused kernels apply: far faster than the unfused scores.
   EXPECT_GT(odd[0].predicted_gain, 1.5);
   EXPECT_EQ(odd[0].severity, Severity::medium);
-  EXPECT_NE(odd[0].suggestion.find("doctor --attention fused"), std::string::npos);
+  EXPECT_EQ(odd[0].suggestion, "make key_dim 16");  // auto takes the fused kernels then
+  DiagnosisInput asked_unfused =
+      input(long_attention(12), gpu("H100 SXM"), 16, Policy::mixed_bfloat16);
+  asked_unfused.run.attention = AttentionKernels::unfused;
+  const auto odd_unfused = attention_findings(diagnosis(asked_unfused));
+  ASSERT_EQ(odd_unfused.size(), 1u);
+  EXPECT_EQ(odd_unfused[0].suggestion,
+            "make key_dim 16 (the gain predicted with fused attention: --attention auto)");
+  EXPECT_NEAR(odd_unfused[0].predicted_gain, odd[0].predicted_gain, 1e-9);
   // The change itself: key_dim 16 applies, value_dim following it.
   const DiagnosisInput changed = apply_change(
       input(long_attention(12), gpu("H100 SXM"), 16, Policy::mixed_bfloat16), odd[0].change);
   EXPECT_EQ(changed.spec.layers[1].key_dim, 16);
 
-  // 1018 steps: unfused, padding to 1024 only adds work (MixLab's kernels use no tensor cores),
-  // so the finding is information only.
-  const auto unfused = attention_findings(
-      diagnosis(input(long_attention(16, 1018), gpu("H100 SXM"), 16, Policy::mixed_bfloat16)));
+  // 1018 steps, on the unfused kernels: the score GEMMs on tensor cores feel it too, but their
+  // memory traffic dominates; the finding names it either way.
+  DiagnosisInput unfused_1018 =
+      input(long_attention(16, 1018), gpu("H100 SXM"), 16, Policy::mixed_bfloat16);
+  unfused_1018.run.attention = AttentionKernels::unfused;
+  const auto unfused = attention_findings(diagnosis(unfused_1018));
   ASSERT_EQ(unfused.size(), 1u);
   EXPECT_NE(unfused[0].message.find("the sequence length 1018 is not a multiple of 8"),
             std::string::npos)
       << unfused[0].message;
   EXPECT_EQ(unfused[0].figures.at("aligned_value"), 1024);
-  EXPECT_EQ(unfused[0].severity, Severity::info);
-  EXPECT_FALSE(unfused[0].change);
-  // Fused, the misaligned score tiles cost the tensor cores their full rate: padding to 1024
-  // gains more than its extra work costs.
-  DiagnosisInput fused =
-      input(long_attention(16, 1018), gpu("H100 SXM"), 16, Policy::mixed_bfloat16);
-  fused.device.fused_attention = true;
-  const auto aligned = attention_findings(diagnosis(fused));
+  // Fused (auto), the misaligned score tiles cost the tensor cores their full rate: padding to
+  // 1024 gains more than its extra work costs.
+  const auto aligned = attention_findings(
+      diagnosis(input(long_attention(16, 1018), gpu("H100 SXM"), 16, Policy::mixed_bfloat16)));
   ASSERT_EQ(aligned.size(), 1u);
   EXPECT_EQ(aligned[0].change.field, SuggestedChange::Field::sequence_length);
   EXPECT_EQ(aligned[0].change.value, 1024);
