@@ -29,10 +29,11 @@
 
 namespace mixlab {
 
-// Which kernels run a MultiHeadAttention's core (issue 29): cuDNN 9's fused scaled dot-product
-// attention, MixLab's unfused ones (the scores through memory, a float32 softmax), or the fused
-// where they apply and are built, else the unfused (automatic). A GPU option: the CPU runs
-// attention unfused.
+// Which kernels run a MultiHeadAttention's core on a GPU (issue 29): cuDNN 9's fused scaled
+// dot-product attention (float16 and bfloat16 from compute capability 8.0; a run it cannot take
+// fails saying why), MixLab's unfused ones (cuBLASLt's strided-batched products with the scores
+// through memory and a float32 softmax), or the fused where cuDNN takes the shape, else the
+// unfused (automatic). The CPU runs attention unfused whatever the setting.
 enum class AttentionKernels : std::uint8_t { automatic, unfused, fused };
 inline std::string_view to_string(AttentionKernels kernels) {
   switch (kernels) {
@@ -51,12 +52,6 @@ inline std::optional<AttentionKernels> parse_attention_kernels(std::string_view 
   if (text == "fused") return AttentionKernels::fused;
   return std::nullopt;
 }
-
-// Why `attention fused` is refused: the fused kernels are not built yet.
-inline constexpr std::string_view kFusedAttentionMissing =
-    "attention fused: MixLab's CUDA backend does not run cuDNN 9's fused attention yet; run with "
-    "--attention auto or unfused (mixlab-cli doctor --attention fused predicts what it would "
-    "gain)";
 
 struct ExecutorOptions {
   Policy policy = Policy::float32;
@@ -221,6 +216,10 @@ class ModelExecutor {
 
   // Op-level access for tests (engine/backend/op_access.h); not a training path.
   virtual OpAccess& ops() = 0;
+
+  // What the compiled model chose that its run should say (a GPU: which kernels run each
+  // attention core); a run keeps them among its notes.
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 class Backend {

@@ -267,14 +267,14 @@ std::vector<RunField> make_fields() {
       {.name = "attention",
        .type = FieldType::text,
        .label = "attention kernels",
-       .help = "GPU: MultiHeadAttention's cores on cuDNN 9's fused attention (fused), MixLab's "
-               "unfused kernels (unfused), or fused where it applies and is built, else unfused "
-               "(auto); the CPU runs them unfused",
+       .help = "GPU: MultiHeadAttention's cores on cuDNN 9's fused attention (fused: 16-bit, "
+               "compute capability 8.0 on), MixLab's unfused kernels (unfused), or fused where "
+               "cuDNN takes the shape, else unfused (auto); the CPU runs them unfused",
        .cli_flag = "attention",
        .json_path = "attention",
        .store_column = "attention",
        .csv_column = "attention",
-       .example = "fused",
+       .example = "unfused",
        .gpu_only = true,
        .get = [](const RunConfig& c) -> FieldValue { return std::string(to_string(c.attention)); },
        .set =

@@ -238,14 +238,7 @@ RunSummary train(const ModelSpec& spec, const RunConfig& config, const DatasetPa
   if (config.initial_weights) {
     info.notes.push_back("starting weights from " + config.initial_weights->origin);
   }
-  const bool attention =
-      std::any_of(spec.layers.begin(), spec.layers.end(),
-                  [](const LayerSpec& l) { return l.type == LayerType::MultiHeadAttention; });
-  if (attention && device.is_gpu() && config.attention == AttentionKernels::automatic) {
-    info.notes.push_back(
-        "attention on MixLab's unfused kernels (cuDNN's fused attention is not "
-        "built yet)");
-  }
+  for (std::string& note : executor->notes()) info.notes.push_back(std::move(note));
   sink.on_start(info);
 
   const bool unscaled = config.loss_scale.mode == LossScaleConfig::Mode::none;

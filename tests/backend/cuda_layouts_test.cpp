@@ -13,25 +13,36 @@
 namespace mixlab::cuda {
 namespace {
 
-// C (m, n) = op(A) . op(B), column-major, leading dimensions as cuBLASLt's layouts are created
-// by LtMatmul: the stored rows (A: transa ? k : m; B: transb ? n : k; C: m).
-std::vector<double> gemm(const LtMatmulShape& s, const std::vector<double>& a,
-                         const std::vector<double>& b) {
-  const std::int64_t lda = s.transa ? s.k : s.m, ldb = s.transb ? s.n : s.k;
-  std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
-  for (std::int64_t i = 0; i < s.m; ++i) {
-    for (std::int64_t j = 0; j < s.n; ++j) {
-      double sum = 0.0;
-      for (std::int64_t p = 0; p < s.k; ++p) {
-        const double av = s.transa ? a[static_cast<std::size_t>(p + i * lda)]
-                                   : a[static_cast<std::size_t>(i + p * lda)];
-        const double bv = s.transb ? b[static_cast<std::size_t>(j + p * ldb)]
-                                   : b[static_cast<std::size_t>(p + j * ldb)];
-        sum += av * bv;
+// D (m, n) = op(A) . op(B), column-major, for each of the shape's strided batch, as cuBLASLt
+// reads its layouts (LtMatmul: the leading dimensions given or packed, the batch strides), the
+// operands starting `a0`, `b0` elements in and D written `d0` elements into `d`.
+void gemm_into(const LtMatmulShape& s, const std::vector<double>& a, std::int64_t a0,
+               const std::vector<double>& b, std::int64_t b0, std::vector<double>& d,
+               std::int64_t d0) {
+  const std::int64_t lda = s.lead_a(), ldb = s.lead_b(), ldd = s.lead_d();
+  for (int batch = 0; batch < s.batch; ++batch) {
+    const std::int64_t ao = a0 + batch * s.stride_a, bo = b0 + batch * s.stride_b,
+                       dof = d0 + batch * s.stride_d;
+    for (std::int64_t i = 0; i < s.m; ++i) {
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        double sum = 0.0;
+        for (std::int64_t p = 0; p < s.k; ++p) {
+          const double av = s.transa ? a.at(static_cast<std::size_t>(ao + p + i * lda))
+                                     : a.at(static_cast<std::size_t>(ao + i + p * lda));
+          const double bv = s.transb ? b.at(static_cast<std::size_t>(bo + j + p * ldb))
+                                     : b.at(static_cast<std::size_t>(bo + p + j * ldb));
+          sum += av * bv;
+        }
+        d.at(static_cast<std::size_t>(dof + i + j * ldd)) = sum;
       }
-      c[static_cast<std::size_t>(i + j * s.m)] = sum;
     }
   }
+}
+
+std::vector<double> gemm(const LtMatmulShape& s, const std::vector<double>& a,
+                         const std::vector<double>& b) {
+  std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
+  gemm_into(s, a, 0, b, 0, c, 0);
   return c;
 }
 
@@ -171,6 +182,86 @@ TEST(CudaLayouts, ConvKernelKrscIsFiltersFirstAndRoundTripsKeras) {
           ASSERT_EQ(krsc[static_cast<std::size_t>(((o * 2 + i) * 3 + j) * 4 + c)], keras_value);
         }
   EXPECT_EQ(krsc_to_keras(s, krsc), keras);
+}
+
+}  // namespace
+}  // namespace mixlab::cuda
+
+namespace mixlab::cuda {
+namespace {
+
+// MultiHeadAttention's six products, head by head over strided batches of samples, on the
+// (batch, steps, heads * dim) tensors and (batch, heads, steps, steps) scores: each must be the
+// per-head row-major product the CPU backend computes (engine/backend/cpu/attention.cpp).
+TEST(CudaLayouts, AttentionProductsAreEachHeadsRowMajorProducts) {
+  const int batch = 2, steps = 3, heads = 2, kd = 4, vd = 5;
+  const std::int64_t s = steps;
+  const auto q = random(batch * s * heads * kd, 11), k = random(q.size(), 12),
+             v = random(batch * s * heads * vd, 13), dy = random(v.size(), 14),
+             p = random(batch * heads * s * s, 15), ds = random(p.size(), 16);
+  const AttentionProducts ap = attention_products(batch, steps, heads, kd, vd, DType::bf16);
+  // Element (row r, column c) of head h of sample b in a (batch, steps, heads * dim) tensor, and
+  // of the (batch, heads, steps, steps) matrices.
+  const auto t = [&](const std::vector<double>& x, int dim, int b, int h, std::int64_t r, int c) {
+    return x[static_cast<std::size_t>(((b * s + r) * heads + h) * dim + c)];
+  };
+  const auto m = [&](const std::vector<double>& x, int b, int h, std::int64_t r, std::int64_t c) {
+    return x[static_cast<std::size_t>(((b * heads + h) * s + r) * s + c)];
+  };
+  std::vector<double> scores(p.size()), y(v.size()), dp(p.size()), dv(v.size()), dk(q.size()),
+      dq(q.size());
+  for (int h = 0; h < heads; ++h) {
+    gemm_into(ap.scores, k, ap.key_offset(h), q, ap.key_offset(h), scores, ap.scores_offset(h));
+    gemm_into(ap.values, v, ap.value_offset(h), p, ap.scores_offset(h), y, ap.value_offset(h));
+    gemm_into(ap.probs_grad, v, ap.value_offset(h), dy, ap.value_offset(h), dp,
+              ap.scores_offset(h));
+    gemm_into(ap.values_grad, dy, ap.value_offset(h), p, ap.scores_offset(h), dv,
+              ap.value_offset(h));
+    gemm_into(ap.keys_grad, q, ap.key_offset(h), ds, ap.scores_offset(h), dk, ap.key_offset(h));
+    gemm_into(ap.query_grad, k, ap.key_offset(h), ds, ap.scores_offset(h), dq, ap.key_offset(h));
+  }
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (std::int64_t i = 0; i < s; ++i) {
+        for (std::int64_t j = 0; j < s; ++j) {
+          double sij = 0, dpij = 0;
+          for (int c = 0; c < kd; ++c) sij += t(q, kd, b, h, i, c) * t(k, kd, b, h, j, c);
+          for (int c = 0; c < vd; ++c) dpij += t(dy, vd, b, h, i, c) * t(v, vd, b, h, j, c);
+          EXPECT_EQ(m(scores, b, h, i, j), sij) << "S " << b << h << i << j;
+          EXPECT_EQ(m(dp, b, h, i, j), dpij) << "dP " << b << h << i << j;
+        }
+        for (int c = 0; c < vd; ++c) {
+          double yic = 0, dvic = 0;
+          for (std::int64_t j = 0; j < s; ++j) {
+            yic += m(p, b, h, i, j) * t(v, vd, b, h, j, c);
+            dvic += m(p, b, h, j, i) * t(dy, vd, b, h, j, c);
+          }
+          EXPECT_EQ(t(y, vd, b, h, i, c), yic) << "Y " << b << h << i << c;
+          EXPECT_EQ(t(dv, vd, b, h, i, c), dvic) << "dV " << b << h << i << c;
+        }
+        for (int c = 0; c < kd; ++c) {
+          double dkic = 0, dqic = 0;
+          for (std::int64_t j = 0; j < s; ++j) {
+            dkic += m(ds, b, h, j, i) * t(q, kd, b, h, j, c);
+            dqic += m(ds, b, h, i, j) * t(k, kd, b, h, j, c);
+          }
+          EXPECT_EQ(t(dk, kd, b, h, i, c), dkic) << "dK " << b << h << i << c;
+          EXPECT_EQ(t(dq, kd, b, h, i, c), dqic) << "dQ " << b << h << i << c;
+        }
+      }
+    }
+  }
+  // The scores, weights and their gradient in the layer's dtype, dP and the inputs' gradients in
+  // float32; every view of this shape 8-byte aligned (key_dim 4 in bfloat16).
+  EXPECT_EQ(ap.scores.cd, DType::bf16);
+  EXPECT_EQ(ap.values.cd, DType::bf16);
+  for (const LtMatmulShape* g : {&ap.probs_grad, &ap.values_grad, &ap.keys_grad, &ap.query_grad}) {
+    EXPECT_EQ(g->ab, DType::bf16);
+    EXPECT_EQ(g->cd, DType::f32);
+  }
+  EXPECT_EQ(ap.scores.align, 2);  // 3 x 3 bfloat16 scores a head: 18 bytes
+  EXPECT_EQ(attention_products(8, 128, 4, 32, 32, DType::bf16).scores.align, 16);
+  EXPECT_EQ(attention_products(8, 128, 4, 12, 12, DType::f16).values.align, 8);
 }
 
 }  // namespace

@@ -256,9 +256,10 @@ void RunPanel::build() {
       {QStringLiteral("auto"), QStringLiteral("unfused"), QStringLiteral("fused")});
   attention_->setToolTip(
       tr("GPU: which kernels run MultiHeadAttention's cores: cuDNN 9's fused attention (fused: "
-         "not built yet, refused with the reason), MixLab's unfused kernels (the scores through "
-         "memory, a float32 softmax), or fused where it applies, else unfused (auto). The CPU "
-         "runs attention unfused"));
+         "16-bit policies from compute capability 8.0, head sizes cuDNN takes; otherwise the run "
+         "is refused with the reason), MixLab's unfused kernels (cuBLASLt, the scores through "
+         "memory, a float32 softmax), or fused where cuDNN takes it, else unfused (auto). The "
+         "run's notes say which ran. The CPU runs attention unfused"));
   form->addRow(tr("Attention"), attention_);
 
   start_ = new QAction(tr("Start"), this);

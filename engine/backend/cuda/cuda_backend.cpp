@@ -30,12 +30,6 @@ class CudaBackend final : public Backend {
                                          const ExecutorOptions& options) override {
     const PolicySupport support = policy_support(info_, options.policy);
     if (support.level == Support::unsupported) throw ConfigError(support.reason);
-    const bool attention =
-        std::any_of(spec.layers.begin(), spec.layers.end(),
-                    [](const LayerSpec& l) { return l.type == LayerType::MultiHeadAttention; });
-    if (attention && options.attention == AttentionKernels::fused) {
-      throw ConfigError(std::string(kFusedAttentionMissing));
-    }
     const ExecutionPlan plan = build_plan(spec, table, options.policy, options.batch_size,
                                           options.optimizer, kCudaLowering, options.input_gradient);
     return std::make_unique<CudaExecutor>(spec, table, plan, options, device_, info_);

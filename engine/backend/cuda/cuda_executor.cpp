@@ -125,6 +125,7 @@ void CudaExecutor::release() {
   if (ctx_.stream) cudaStreamSynchronize(ctx_.stream);
   staging_.reset();
   nodes_.clear();
+  fused_attention_.clear();  // its plans before the cuDNN handle
   if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
   if (graph_) cudaGraphDestroy(graph_);
   graph_exec_ = nullptr;
@@ -216,7 +217,8 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
           made = std::make_unique<LayerNormNode>(plan_, node, layer);
           break;
         case PlanOp::attention:
-          made = std::make_unique<AttentionNode>(plan_, node);
+          made = std::make_unique<AttentionNode>(ctx_, plan_, node, options_.attention,
+                                                 compute_capability_value(info_), fused_attention_);
           break;
       }
     } catch (const BackendError& e) {
@@ -230,6 +232,31 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
     outputs_.push_back(std::move(t));
     nodes_.push_back(std::move(made));
   }
+}
+
+// Which kernels the attention cores run on, and why not the fused ones where `auto` could not.
+std::vector<std::string> CudaExecutor::notes() const {
+  int fused = 0, unfused = 0;
+  std::string reason;
+  for (const auto& node : nodes_) {
+    const auto* attention = dynamic_cast<const AttentionNode*>(node.get());
+    if (attention == nullptr) continue;
+    if (attention->fused()) {
+      ++fused;
+    } else {
+      ++unfused;
+      if (reason.empty()) reason = attention->unfused_reason();
+    }
+  }
+  if (fused + unfused == 0) return {};
+  if (unfused == 0) return {"attention on cuDNN 9's fused kernels"};
+  std::string note = "attention on MixLab's unfused kernels (cuBLASLt and a float32 softmax)";
+  if (fused > 0) {
+    note += " in " + std::to_string(unfused) + " of " + std::to_string(fused + unfused) +
+            " layers, the others on cuDNN 9's fused kernels";
+  }
+  if (!reason.empty()) note += ": " + reason;
+  return {note};
 }
 
 void CudaExecutor::allocate() {

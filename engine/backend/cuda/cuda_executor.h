@@ -18,6 +18,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/batch_staging.h"
 #include "engine/backend/cuda/cuda_context.h"
+#include "engine/backend/cuda/sequence_nodes.h"
 #include "engine/backend/op_access.h"
 
 namespace mixlab::cuda {
@@ -50,6 +51,7 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   std::vector<LayerTiming> layer_timings() const override { return layer_timings_; }
   std::int64_t device_memory_bytes() const override;
   OpAccess& ops() override { return *this; }
+  std::vector<std::string> notes() const override;
 
  private:
   // --- OpAccess ---
@@ -112,6 +114,7 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   DeviceArena arena_;
   std::unique_ptr<BatchStaging> staging_;
   std::vector<std::unique_ptr<CudaNode>> nodes_;  // one per plan node
+  FusedAttentionCache fused_attention_;           // the attention nodes' cuDNN plans, by shape
   std::vector<DTensor> outputs_;                  // node k's (batch, out shape); input: node_input
   DTensor input_;                                 // (batch, input shape) float32
   std::int32_t* labels_ = nullptr;                // (batch)

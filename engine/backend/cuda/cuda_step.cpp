@@ -152,7 +152,7 @@ void CudaExecutor::input_gradient(int k, int i, const DTensor& dy,
       throw BackendError(node.label + ": its projections' gradients must have their own buffers");
     }
     static_cast<AttentionNode&>(*nodes_[static_cast<std::size_t>(k)])
-        .backward_input(ctx_, xs, dy, i, dx);
+        .backward_input(ctx_, xs, y, dy, i, dx);
   } else {
     nodes_[static_cast<std::size_t>(k)]->backward(ctx_, x, y, dy, in.grad ? &dx : nullptr);
   }

@@ -82,17 +82,27 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
       CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                   &bias_type, sizeof bias_type));
     }
-    // Stored (not operated) dimensions, column-major, packed.
-    const std::int64_t a_rows = s.transa ? s.k : s.m, a_cols = s.transa ? s.m : s.k;
-    const std::int64_t b_rows = s.transb ? s.n : s.k, b_cols = s.transb ? s.k : s.n;
+    // Stored (not operated) dimensions, column-major; leading dimensions packed unless given.
+    const std::int64_t a_cols = s.transa ? s.m : s.k, b_cols = s.transb ? s.k : s.n;
     const cudaDataType_t a_type = fp8_ ? cuda_type(s.a8) : cuda_type(s.ab);
     const cudaDataType_t b_type = fp8_ ? cuda_type(s.b8) : cuda_type(s.ab);
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, a_type, static_cast<std::uint64_t>(a_rows),
-                                            static_cast<std::uint64_t>(a_cols), a_rows));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, b_type, static_cast<std::uint64_t>(b_rows),
-                                            static_cast<std::uint64_t>(b_cols), b_rows));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, a_type, static_cast<std::uint64_t>(s.a_rows()),
+                                            static_cast<std::uint64_t>(a_cols), s.lead_a()));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, b_type, static_cast<std::uint64_t>(s.b_rows()),
+                                            static_cast<std::uint64_t>(b_cols), s.lead_b()));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_, cuda_type(s.cd), static_cast<std::uint64_t>(s.m),
-                                            static_cast<std::uint64_t>(s.n), s.m));
+                                            static_cast<std::uint64_t>(s.n), s.lead_d()));
+    if (s.batch > 1) {
+      const std::int32_t count = s.batch;
+      const std::pair<cublasLtMatrixLayout_t, std::int64_t> strided[] = {
+          {a_, s.stride_a}, {b_, s.stride_b}, {d_, s.stride_d}};
+      for (const auto& [layout, stride] : strided) {
+        CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                      &count, sizeof count));
+        CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+            layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+      }
+    }
 
     cublasLtMatmulPreference_t pref = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -103,6 +113,17 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &workspace_bytes_, sizeof workspace_bytes_);
       if (st != CUBLAS_STATUS_SUCCESS) return st;
+      // Strided views (attention's heads) may start off 16 bytes: the heuristic must know.
+      const auto align = static_cast<std::uint32_t>(s.align);
+      for (const cublasLtMatmulPreferenceAttributes_t attr :
+           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+        if (s.align >= 16) break;
+        const cublasStatus_t sa =
+            cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+        if (sa != CUBLAS_STATUS_SUCCESS) return sa;
+      }
       return cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, d_, d_, pref, 1, &result, &found);
     }();
     cublasLtMatmulPreferenceDestroy(pref);
@@ -110,7 +131,9 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
     // types and its epilogue (what a first run on a new GPU or library needs to know).
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
       throw BackendError(what_ + ": cuBLASLt has no algorithm for a " + std::to_string(s.m) + "x" +
-                         std::to_string(s.n) + "x" + std::to_string(s.k) + " matmul of " +
+                         std::to_string(s.n) + "x" + std::to_string(s.k) + " matmul" +
+                         (s.batch > 1 ? " (a batch of " + std::to_string(s.batch) + ")" : "") +
+                         " of " +
                          (fp8_ ? std::string(s.a8 == LtFp8::e5m2 ? "E5M2" : "E4M3") + " x " +
                                      (s.b8 == LtFp8::e5m2 ? "E5M2" : "E4M3")
                                : std::string(to_string(s.ab))) +

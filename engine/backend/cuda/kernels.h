@@ -227,20 +227,18 @@ void layer_norm_backward(const void* x, const void* dy, void* dx, DType dtype, s
                          int width, const float* gamma, const void* stats, float* dgamma,
                          float* dbeta, float* partials, cudaStream_t stream);
 std::int64_t layer_norm_partials_floats(int width);
-// MultiHeadAttention's core (engine/ops/attention.h): q, k (batch, steps, heads * key_dim), v
-// (batch, steps, heads * value_dim), y like v, all in `dtype`. A block per (query step, sample
-// and head): the scores rounded to `dtype`, their float32 softmax with the causal mask, the
-// weights rounded to `dtype` (kept in `probs`, float32 (batch, heads, steps, steps)) times the
-// values. Backward: dq, dk, dv float32 (zeroed here), dk and dv added atomically.
+// MultiHeadAttention's core between its cuBLASLt products (layouts.h's attention_products): the
+// scores and weights (batch, heads, steps, steps) in `dtype`. attention_softmax turns each row of
+// scores (the Q K^T einsum's output), in place, into the float32 softmax of the scaled scores
+// with the causal mask (engine/ops/attention.h), rounded to `dtype`: the weights P. Its backward
+// writes dS = P (dP - rowsum(P dP)) / sqrt(key_dim) in `dtype`, dP float32.
 struct AttentionShape {
   int batch = 0, steps = 0, heads = 0, key_dim = 0, value_dim = 0;
   bool causal = false;
 };
-void attention_forward(const void* q, const void* k, const void* v, void* y, DType dtype,
-                       const AttentionShape& shape, float* probs, cudaStream_t stream);
-void attention_backward(const void* q, const void* k, const void* v, const void* dy, DType dtype,
-                        const AttentionShape& shape, const float* probs, float* dq, float* dk,
-                        float* dv, cudaStream_t stream);
+void attention_softmax(void* scores, DType dtype, const AttentionShape& shape, cudaStream_t stream);
+void attention_softmax_backward(const void* probs, const float* dprobs, void* dscores, DType dtype,
+                                const AttentionShape& shape, cudaStream_t stream);
 
 // Begins a training step's loss-scale bookkeeping: step_scale = scaler.scale (1 without
 // scaling), loss_sum = correct = 0, nonfinite = 0, applied = 0.

@@ -300,152 +300,77 @@ __device__ float block_total(float v, float* shared) {
   return v;  // in every thread
 }
 
-// Row i of unit u = (sample b, head h): shared holds the query row then the row's weights.
+// A block per row of the (batch, heads, steps, steps) scores: row r is query step r % steps.
+// Three passes over the row (L2 keeps it): its maximum, the sum of the exponentials, the weights;
+// engine/ops/attention.h's attention_softmax_row, the masked keys' weights 0.
 template <class T>
-__global__ void attention_forward_kernel(const T* q, const T* k, const T* v, T* y,
-                                         AttentionShape shape, float scale, float* probs) {
-  extern __shared__ float shared[];
+__global__ void attention_softmax_kernel(T* scores, int steps, bool causal, float scale) {
   __shared__ float reduce[32];
-  const int i = blockIdx.x;
-  const int u = blockIdx.y;
-  const int b = u / shape.heads, h = u % shape.heads;
-  const int s = shape.steps, kd = shape.key_dim, vd = shape.value_dim;
-  const std::int64_t qrow = static_cast<std::int64_t>(shape.heads) * kd;
-  const std::int64_t vrow = static_cast<std::int64_t>(shape.heads) * vd;
-  float* qi = shared;       // kd
-  float* row = shared + kd;  // s
-  const T* q_base = q + (static_cast<std::int64_t>(b) * s + i) * qrow + h * kd;
-  for (int c = threadIdx.x; c < kd; c += blockDim.x) qi[c] = to_float(q_base[c]);
-  __syncthreads();
+  const std::int64_t r = blockIdx.x;
+  const int i = static_cast<int>(r % steps);
+  T* row = scores + r * steps;
+  const int n = causal ? i + 1 : steps;  // the keys it attends to
   float local_max = kMaskedScore;
-  for (int j = threadIdx.x; j < s; j += blockDim.x) {
-    const T* kj = k + (static_cast<std::int64_t>(b) * s + j) * qrow + h * kd;
-    float dot = 0.0f;
-    for (int c = 0; c < kd; ++c) dot += qi[c] * to_float(kj[c]);
-    // The scores einsum's output in the layer's dtype, then scaled and masked in float32.
-    const float z = attends(shape.causal, i, j) ? to_float(from_float<T>(dot)) * scale
-                                                 : kMaskedScore;
-    row[j] = z;
-    local_max = fmaxf(local_max, z);
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    local_max = fmaxf(local_max, to_float(row[j]) * scale);
   }
   const float m = block_max(local_max, reduce);
   float local_sum = 0.0f;
-  for (int j = threadIdx.x; j < s; j += blockDim.x) {
-    row[j] = expf(row[j] - m);
-    local_sum += row[j];
-  }
+  for (int j = threadIdx.x; j < n; j += blockDim.x) local_sum += expf(to_float(row[j]) * scale - m);
   const float sum = block_total(local_sum, reduce);
-  float* p_out = probs + (static_cast<std::int64_t>(u) * s + i) * s;
-  for (int j = threadIdx.x; j < s; j += blockDim.x) {
-    const float p = to_float(from_float<T>(row[j] / sum));
-    row[j] = p;
-    p_out[j] = p;
-  }
-  __syncthreads();
-  T* y_base = y + (static_cast<std::int64_t>(b) * s + i) * vrow + h * vd;
-  for (int c = threadIdx.x; c < vd; c += blockDim.x) {
-    float acc = 0.0f;
-    for (int j = 0; j < s; ++j) {
-      const float p = row[j];
-      if (p != 0.0f) acc += p * to_float(v[(static_cast<std::int64_t>(b) * s + j) * vrow + h * vd + c]);
-    }
-    y_base[c] = from_float<T>(acc);
+  for (int j = threadIdx.x; j < steps; j += blockDim.x) {
+    row[j] = j < n ? from_float<T>(expf(to_float(row[j]) * scale - m) / sum) : from_float<T>(0.0f);
   }
 }
 
-// Row i of unit u: dP = dO_i v^T, dS = P (dP - P.dP) * scale; dq_i = dS k; dk_j += dS_j q_i and
-// dv_j += P_j dO_i (atomically: other rows add to them).
+// dS = P (dP - P.dP) * scale, a block per row; 0 where masked (P is).
 template <class T>
-__global__ void attention_backward_kernel(const T* q, const T* k, const T* v, const T* dy,
-                                          AttentionShape shape, float scale, const float* probs,
-                                          float* dq, float* dk, float* dv) {
-  extern __shared__ float shared[];
+__global__ void attention_softmax_backward_kernel(const T* probs, const float* dprobs, T* dscores,
+                                                  int steps, float scale) {
   __shared__ float reduce[32];
-  const int i = blockIdx.x;
-  const int u = blockIdx.y;
-  const int b = u / shape.heads, h = u % shape.heads;
-  const int s = shape.steps, kd = shape.key_dim, vd = shape.value_dim;
-  const std::int64_t qrow = static_cast<std::int64_t>(shape.heads) * kd;
-  const std::int64_t vrow = static_cast<std::int64_t>(shape.heads) * vd;
-  float* doi = shared;           // vd
-  float* qi = shared + vd;       // kd
-  float* ds = shared + vd + kd;  // s
-  const std::int64_t qi_at = (static_cast<std::int64_t>(b) * s + i) * qrow + h * kd;
-  const std::int64_t vi_at = (static_cast<std::int64_t>(b) * s + i) * vrow + h * vd;
-  for (int c = threadIdx.x; c < vd; c += blockDim.x) doi[c] = to_float(dy[vi_at + c]);
-  for (int c = threadIdx.x; c < kd; c += blockDim.x) qi[c] = to_float(q[qi_at + c]);
-  __syncthreads();
-  const float* p = probs + (static_cast<std::int64_t>(u) * s + i) * s;
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * steps;
   float local = 0.0f;
-  for (int j = threadIdx.x; j < s; j += blockDim.x) {
-    float dp = 0.0f;
-    if (p[j] != 0.0f) {
-      const std::int64_t vj_at = (static_cast<std::int64_t>(b) * s + j) * vrow + h * vd;
-      for (int c = 0; c < vd; ++c) {
-        dp += doi[c] * to_float(v[vj_at + c]);
-        atomicAdd(&dv[vj_at + c], p[j] * doi[c]);
-      }
-    }
-    ds[j] = dp;
-    local += p[j] * dp;
+  for (int j = threadIdx.x; j < steps; j += blockDim.x) {
+    local += to_float(probs[at + j]) * dprobs[at + j];
   }
-  const float dot_pd = block_total(local, reduce);
-  for (int j = threadIdx.x; j < s; j += blockDim.x) {
-    const float g = p[j] * (ds[j] - dot_pd) * scale;
-    ds[j] = g;
-    if (g == 0.0f) continue;
-    const std::int64_t kj_at = (static_cast<std::int64_t>(b) * s + j) * qrow + h * kd;
-    for (int c = 0; c < kd; ++c) atomicAdd(&dk[kj_at + c], g * qi[c]);
+  const float dot = block_total(local, reduce);
+  for (int j = threadIdx.x; j < steps; j += blockDim.x) {
+    const float p = to_float(probs[at + j]);
+    dscores[at + j] = from_float<T>(p * (dprobs[at + j] - dot) * scale);
   }
-  __syncthreads();
-  for (int c = threadIdx.x; c < kd; c += blockDim.x) {
-    float acc = 0.0f;
-    for (int j = 0; j < s; ++j) {
-      if (ds[j] != 0.0f) acc += ds[j] * to_float(k[(static_cast<std::int64_t>(b) * s + j) * qrow + h * kd + c]);
-    }
-    dq[qi_at + c] = acc;
-  }
+}
+
+std::int64_t score_rows(const AttentionShape& shape) {
+  return static_cast<std::int64_t>(shape.batch) * shape.heads * shape.steps;
 }
 
 }  // namespace
 
-void attention_forward(const void* q, const void* k, const void* v, void* y, DType dtype,
-                       const AttentionShape& shape, float* probs, cudaStream_t stream) {
-  if (shape.batch <= 0 || shape.steps <= 0) return;
-  const dim3 grid(static_cast<unsigned>(shape.steps),
-                  static_cast<unsigned>(shape.batch * shape.heads));
-  const std::size_t shared = static_cast<std::size_t>(shape.key_dim + shape.steps) * sizeof(float);
+void attention_softmax(void* scores, DType dtype, const AttentionShape& shape,
+                       cudaStream_t stream) {
+  const std::int64_t rows = score_rows(shape);
+  if (rows <= 0) return;
   const float scale = 1.0f / sqrtf(static_cast<float>(shape.key_dim));
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    attention_forward_kernel<T><<<grid, kAttentionBlock, shared, stream>>>(
-        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-        static_cast<T*>(y), shape, scale, probs);
+    attention_softmax_kernel<T><<<static_cast<unsigned>(rows), kAttentionBlock, 0, stream>>>(
+        static_cast<T*>(scores), shape.steps, shape.causal, scale);
   });
-  MIXLAB_CHECK_LAUNCH("attention_forward_kernel");
+  MIXLAB_CHECK_LAUNCH("attention_softmax_kernel");
 }
 
-void attention_backward(const void* q, const void* k, const void* v, const void* dy, DType dtype,
-                        const AttentionShape& shape, const float* probs, float* dq, float* dk,
-                        float* dv, cudaStream_t stream) {
-  if (shape.batch <= 0 || shape.steps <= 0) return;
-  const std::int64_t rows = static_cast<std::int64_t>(shape.batch) * shape.steps * shape.heads;
-  MIXLAB_CHECK_CALL(cudaMemsetAsync(
-      dk, 0, static_cast<std::size_t>(rows * shape.key_dim) * sizeof(float), stream));
-  MIXLAB_CHECK_CALL(cudaMemsetAsync(
-      dv, 0, static_cast<std::size_t>(rows * shape.value_dim) * sizeof(float), stream));
-  const dim3 grid(static_cast<unsigned>(shape.steps),
-                  static_cast<unsigned>(shape.batch * shape.heads));
-  const std::size_t shared =
-      static_cast<std::size_t>(shape.value_dim + shape.key_dim + shape.steps) * sizeof(float);
+void attention_softmax_backward(const void* probs, const float* dprobs, void* dscores,
+                                DType dtype, const AttentionShape& shape, cudaStream_t stream) {
+  const std::int64_t rows = score_rows(shape);
+  if (rows <= 0) return;
   const float scale = 1.0f / sqrtf(static_cast<float>(shape.key_dim));
   with_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    attention_backward_kernel<T><<<grid, kAttentionBlock, shared, stream>>>(
-        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-        static_cast<const T*>(dy), shape, scale, probs, dq, dk, dv);
+    attention_softmax_backward_kernel<T>
+        <<<static_cast<unsigned>(rows), kAttentionBlock, 0, stream>>>(
+            static_cast<const T*>(probs), dprobs, static_cast<T*>(dscores), shape.steps, scale);
   });
-  MIXLAB_CHECK_LAUNCH("attention_backward_kernel");
+  MIXLAB_CHECK_LAUNCH("attention_softmax_backward_kernel");
 }
 
 }  // namespace mixlab::cuda::kernels

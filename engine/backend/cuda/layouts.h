@@ -3,6 +3,7 @@
 // Conv2D kernel's KRSC layout.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -30,6 +31,20 @@ struct LtMatmulShape {
   // when the product runs; cuBLASLt runs FP8 only as "TN" (A transposed, B not).
   LtFp8 a8 = LtFp8::none, b8 = LtFp8::none;
   bool fp8() const { return a8 != LtFp8::none; }
+  // Leading dimensions (0: packed, the stored rows) and a strided batch of `batch` products,
+  // each operand `stride_*` elements after the last (attention's heads are strided views of
+  // the (batch, steps, heads * dim) tensors).
+  std::int64_t lda = 0, ldb = 0, ldd = 0;
+  int batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+  // The operands' addresses' alignment in bytes (cuBLASLt's heuristic assumes 16 unless told).
+  int align = 16;
+
+  std::int64_t a_rows() const { return transa ? k : m; }
+  std::int64_t b_rows() const { return transb ? n : k; }
+  std::int64_t lead_a() const { return lda > 0 ? lda : a_rows(); }
+  std::int64_t lead_b() const { return ldb > 0 ? ldb : b_rows(); }
+  std::int64_t lead_d() const { return ldd > 0 ? ldd : m; }
 };
 
 // Row-major tensors are column-major transposes, so the three products of a Dense layer with
@@ -113,6 +128,91 @@ inline Fp8DenseProducts dense_fp8_products(std::int64_t rows, std::int64_t in, s
 // the doctor's kTensorCoreMultipleFp8 models). Off them the layer runs in bfloat16.
 inline bool fp8_dense_aligned(std::int64_t rows, std::int64_t in, std::int64_t units) {
   return rows % 16 == 0 && in % 16 == 0 && units % 16 == 0;
+}
+
+// MultiHeadAttention's core on cuBLASLt, one head at a time: each product a strided batch over
+// the samples. With q, k (batch, steps, heads * key_dim), v, y (batch, steps, heads * value_dim)
+// row-major and the scores S, weights P (batch, heads, steps, steps), in cuBLASLt's column-major
+// terms, for head h (the operands offset by the `*_offset` elements below):
+//   scores       S^T (s, s)  = op(K^T) . Q^T        A = K  (T), B = Q  (N)   S  = Q K^T
+//   values       Y^T (vd, s) = V^T . P^T             A = V  (N), B = P  (N)   Y  = P V
+//   probs grad  dP^T (s, s)  = op(V^T) . dY^T        A = V  (T), B = dY (N)   dP = dY V^T
+//   values grad dV^T (vd, s) = dY^T . op(P^T)        A = dY (N), B = P  (T)   dV = P^T dY
+//   keys grad   dK^T (kd, s) = Q^T . op(dS^T)        A = Q  (N), B = dS (T)   dK = dS^T Q
+//   query grad  dQ^T (kd, s) = K^T . dS^T            A = K  (N), B = dS (N)   dQ = dS K
+// S, P and dS are stored in the layer's dtype (Keras's einsums' outputs; P and dS are what the
+// next products read), dP and the three input gradients in float32. The scale, the causal mask
+// and the float32 softmax and its backward are MixLab's kernels between the products.
+struct AttentionProducts {
+  LtMatmulShape scores, values, probs_grad, values_grad, keys_grad, query_grad;
+  // Head h's first element: in q, k and their gradients; in v, y and theirs; in S, P, dP, dS.
+  std::int64_t key_offset(int h) const { return static_cast<std::int64_t>(h) * key_dim; }
+  std::int64_t value_offset(int h) const { return static_cast<std::int64_t>(h) * value_dim; }
+  std::int64_t scores_offset(int h) const { return static_cast<std::int64_t>(h) * steps * steps; }
+  std::int64_t steps = 0;
+  int key_dim = 0, value_dim = 0;
+};
+
+// The largest power of two up to 16 dividing `bytes`: the alignment of every head's view.
+inline int view_alignment(std::int64_t bytes) {
+  int a = 16;
+  while (a > 1 && bytes % a != 0) a /= 2;
+  return a;
+}
+
+inline AttentionProducts attention_products(int batch, int steps, int heads, int key_dim,
+                                            int value_dim, DType dtype) {
+  AttentionProducts p;
+  p.steps = steps;
+  p.key_dim = key_dim;
+  p.value_dim = value_dim;
+  const std::int64_t s = steps, qk_row = static_cast<std::int64_t>(heads) * key_dim,
+                     v_row = static_cast<std::int64_t>(heads) * value_dim;
+  const std::int64_t qk_sample = s * qk_row, v_sample = s * v_row,
+                     scores_sample = static_cast<std::int64_t>(heads) * s * s;
+  const auto set = [&](LtMatmulShape& x, std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                       bool tb, std::int64_t lda, std::int64_t ldb, std::int64_t ldd,
+                       std::int64_t sa, std::int64_t sb, std::int64_t sd, DType cd) {
+    x.m = m;
+    x.n = n;
+    x.k = k;
+    x.transa = ta;
+    x.transb = tb;
+    x.lda = lda;
+    x.ldb = ldb;
+    x.ldd = ldd;
+    x.batch = batch;
+    x.stride_a = sa;
+    x.stride_b = sb;
+    x.stride_d = sd;
+    x.ab = dtype;
+    x.cd = cd;
+  };
+  set(p.scores, s, s, key_dim, true, false, qk_row, qk_row, s, qk_sample, qk_sample, scores_sample,
+      dtype);
+  set(p.values, value_dim, s, s, false, false, v_row, s, v_row, v_sample, scores_sample, v_sample,
+      dtype);
+  set(p.probs_grad, s, s, value_dim, true, false, v_row, v_row, s, v_sample, v_sample,
+      scores_sample, DType::f32);
+  set(p.values_grad, value_dim, s, s, false, true, v_row, s, v_row, v_sample, scores_sample,
+      v_sample, DType::f32);
+  set(p.keys_grad, key_dim, s, s, false, true, qk_row, s, qk_row, qk_sample, scores_sample,
+      qk_sample, DType::f32);
+  set(p.query_grad, key_dim, s, s, false, false, qk_row, s, qk_row, qk_sample, scores_sample,
+      qk_sample, DType::f32);
+  // Every head's view starts at a multiple of its head's dims (the buffers themselves are the
+  // arena's, 256-byte aligned); float32 outputs are 4-byte elements.
+  const auto in_bytes = static_cast<std::int64_t>(dtype_bytes(dtype));
+  const int qk = view_alignment(key_dim * in_bytes), v = view_alignment(value_dim * in_bytes);
+  const int qk32 = view_alignment(key_dim * 4), v32 = view_alignment(value_dim * 4);
+  const int ss = view_alignment(s * s * in_bytes), ss32 = view_alignment(s * s * 4);
+  p.scores.align = std::min(qk, ss);
+  p.values.align = std::min(v, ss);
+  p.probs_grad.align = std::min(v, ss32);
+  p.values_grad.align = std::min({v, ss, v32});
+  p.keys_grad.align = std::min({qk, ss, qk32});
+  p.query_grad.align = std::min({qk, ss, qk32});
+  return p;
 }
 
 // A Conv2D kernel: Keras's (kh, kw, in, filters) and cuDNN's NHWC filter layout KRSC

@@ -42,6 +42,9 @@ struct OpCase {
   std::string name;
   std::vector<std::int64_t> input;
   std::vector<LayerSpec> layers;  // one layer, or a small model
+  // Attention's kernels: the unfused (cuBLASLt and MixLab's softmax) or cuDNN's fused, asked for
+  // by name so that each case runs the path it names (auto would pick either).
+  AttentionKernels attention = AttentionKernels::unfused;
 };
 
 std::vector<OpCase> cases() {
@@ -201,9 +204,18 @@ std::vector<OpCase> cases() {
        {named(embedding(13, 16), "tokens"), named(position_embedding(8), "positions"),
         merge(LT::Add, {"tokens", "positions"}), layer_norm(), dense(32, A::gelu), dense(13)}},
       // MultiHeadAttention: its projections (Dense nodes of the plan) and the attention core
-      // (a block per query row; dk and dv added atomically), and a pre-norm decoder block.
+      // (cuBLASLt's strided-batched products a head at a time, with head views off 16 bytes
+      // here, and the float32 softmax between them), and a pre-norm decoder block.
       {"SelfAttention", {6, 8}, {attention(2, 4)}},
       {"CausalAttentionValueDimOutput", {9, 12}, {attention(3, 4, true, 6, 10)}},
+      // cuDNN's fused attention (16-bit policies from compute capability 8.0; head dims a
+      // multiple of 8): the scores stay in float32 inside it where the unfused path rounds them
+      // to the layer's dtype, within the chain's 16-bit tolerance.
+      {"FusedSelfAttention", {16, 32}, {attention(2, 16)}, AttentionKernels::fused},
+      {"FusedCausalAttentionValueDim",
+       {24, 32},
+       {attention(4, 8, true, 16, 24)},
+       AttentionKernels::fused},
       {"DecoderBlock",
        {12},
        {named(embedding(40, 16), "tokens"), named(position_embedding(12), "positions"),
@@ -272,8 +284,10 @@ bool has_max_pooling(const OpCase& c) {
   });
 }
 
-ExecutorOptions options_for(const PolicyCase& p) {
+ExecutorOptions options_for(const PolicyCase& p,
+                            AttentionKernels attention = AttentionKernels::unfused) {
   ExecutorOptions o;
+  o.attention = attention;
   o.policy = p.policy;
   o.tf32 = p.tf32;
   o.batch_size = kBatch;
@@ -292,8 +306,15 @@ TEST_P(CudaOp, ForwardAndBackwardMatchTheCpu) {
   const ShapeTable table = infer_shapes(spec, p.policy);
   const double tol = gpu_test::chain_tolerance(p, c.layers.size());
   const bool each_element = c.layers.size() == 1;  // a chain: the norms (expect_tensors_close)
+  if (c.attention == AttentionKernels::fused) {
+    if (p.policy == Policy::float32) GTEST_SKIP() << "cuDNN's fused attention takes 16-bit inputs";
+    if (compute_capability_value(gpu_test::cuda_backend().device()) < 8.0) {
+      GTEST_SKIP() << "cuDNN's fused attention needs compute capability 8.0";
+    }
+  }
   auto cpu = gpu_test::cpu_backend().compile(spec, table, options_for(p));
-  auto gpu = gpu_test::cuda_backend().compile(spec, table, options_for(p));
+  // Fused asked for by name: a shape cuDNN refuses fails here, saying why.
+  auto gpu = gpu_test::cuda_backend().compile(spec, table, options_for(p, c.attention));
 
   std::mt19937_64 rng(1234);
   const auto n_in = static_cast<std::size_t>(kBatch * num_elements(table.input_shape));

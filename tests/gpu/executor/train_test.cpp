@@ -33,6 +33,8 @@ struct CollectingSink : RunSink {
   std::vector<std::pair<std::int64_t, std::vector<LayerTiming>>> layer_timings;
   std::map<std::int64_t, std::vector<LayerOverflow>> overflows;
   std::vector<std::vector<Fp8TensorStep>> fp8;  // mixed_float8: each step's FP8 tensors
+  std::vector<std::string> notes;               // the run's (RunInfo::notes)
+  void on_start(const RunInfo& info) override { notes = info.notes; }
   void on_step(const StepMetrics& s) override { steps.push_back(s); }
   void on_fp8_tensors(std::int64_t step, const std::vector<Fp8TensorStep>& tensors) override {
     if (fp8.size() <= static_cast<std::size_t>(step))
@@ -53,6 +55,7 @@ struct TrainRun {
   std::vector<std::pair<std::int64_t, std::vector<LayerTiming>>> layer_timings;
   std::map<std::int64_t, std::vector<LayerOverflow>> overflows;
   std::vector<std::vector<Fp8TensorStep>> fp8;
+  std::vector<std::string> notes;
 };
 
 TrainRun run_on(Backend& backend, const ModelSpec& spec, const RunConfig& config,
@@ -65,6 +68,7 @@ TrainRun run_on(Backend& backend, const ModelSpec& spec, const RunConfig& config
   r.layer_timings = std::move(sink.layer_timings);
   r.overflows = std::move(sink.overflows);
   r.fp8 = std::move(sink.fp8);
+  r.notes = std::move(sink.notes);
   return r;
 }
 
@@ -423,35 +427,80 @@ TEST(CudaMemory, AModelBeyondTheGpuFailsNamingTheBytesAndTheNextRunWorks) {
 
 // --- the attention kernels (issue 29) ---
 
-// `attention fused` asks for cuDNN's fused attention, which the CUDA backend does not run yet:
-// refused with the reason, naming the way out; auto and unfused run MixLab's kernels and the run
-// says so. A model without attention runs whatever the setting.
-TEST(CudaAttentionKernels, FusedIsRefusedWithTheReasonAutoRunsUnfused) {
+// The run's note about its attention kernels (CudaExecutor::notes), or "" without one.
+std::string attention_note(const TrainRun& r) {
+  for (const std::string& n : r.notes) {
+    if (n.rfind("attention on ", 0) == 0) return n;
+  }
+  return "";
+}
+
+// --attention: fused runs tiny-gpt on cuDNN's fused kernels under mixed_bfloat16 (compute
+// capability 8.0 on) and its losses follow the unfused kernels' within bfloat16's rounding of a
+// few steps; auto takes the fused kernels there; every run says which ran. Under float32 fused
+// is refused naming why and auto falls back to the unfused kernels saying why; a model without
+// attention runs whatever the setting.
+TEST(CudaAttentionKernels, FusedRunsWhereCudnnTakesItAutoPicksItAndEveryRunSaysWhich) {
   MIXLAB_SKIP_WITHOUT_CUDA();
   const ModelSpec spec = builtin("tiny-gpt");
   RunConfig config;
   config.precision = Policy::mixed_bfloat16;
   config.batch_size = 4;
-  config.steps = 2;
+  config.steps = 4;
   config.epochs = 1;
   config.evaluate = false;
   config.dataset = parse_dataset_spec("tokens:synthetic:128:256:0:64");
   const DatasetPair data = load_dataset(config.dataset);
+  const bool ampere = compute_capability_value(gpu_test::cuda_backend().device()) >= 8.0;
+
+  config.attention = AttentionKernels::unfused;
+  const TrainRun unfused = run_on(gpu_test::cuda_backend(), spec, config, data);
+  ASSERT_EQ(unfused.summary.status, RunStatus::finished) << unfused.summary.message;
+  EXPECT_EQ(attention_note(unfused),
+            "attention on MixLab's unfused kernels (cuBLASLt and a float32 softmax)");
   config.attention = AttentionKernels::fused;
   const TrainRun fused = run_on(gpu_test::cuda_backend(), spec, config, data);
-  EXPECT_EQ(fused.summary.status, RunStatus::failed);
-  EXPECT_NE(fused.summary.message.find("attention fused"), std::string::npos)
-      << fused.summary.message;
-  for (const AttentionKernels kernels : {AttentionKernels::automatic, AttentionKernels::unfused}) {
-    config.attention = kernels;
-    const TrainRun r = run_on(gpu_test::cuda_backend(), spec, config, data);
-    EXPECT_EQ(r.summary.status, RunStatus::finished) << r.summary.message;
+  config.attention = AttentionKernels::automatic;
+  const TrainRun automatic = run_on(gpu_test::cuda_backend(), spec, config, data);
+  ASSERT_EQ(automatic.summary.status, RunStatus::finished) << automatic.summary.message;
+  if (ampere) {
+    ASSERT_EQ(fused.summary.status, RunStatus::finished) << fused.summary.message;
+    EXPECT_EQ(attention_note(fused), "attention on cuDNN 9's fused kernels");
+    EXPECT_EQ(attention_note(automatic), "attention on cuDNN 9's fused kernels");
+    ASSERT_EQ(fused.steps.size(), unfused.steps.size());
+    for (std::size_t i = 0; i < fused.steps.size(); ++i) {
+      // The fused kernels keep the scores in float32 where the unfused round them to bfloat16:
+      // a step's loss moves by a few of bfloat16's units (2^-8 relative) at most.
+      EXPECT_NEAR(fused.steps[i].loss, unfused.steps[i].loss, 0.02 * unfused.steps[i].loss)
+          << "step " << i;
+    }
+  } else {
+    EXPECT_EQ(fused.summary.status, RunStatus::failed);
+    EXPECT_NE(fused.summary.message.find("compute capability"), std::string::npos)
+        << fused.summary.message;
   }
+
+  config.precision = Policy::float32;
   config.attention = AttentionKernels::fused;
+  const TrainRun refused = run_on(gpu_test::cuda_backend(), spec, config, data);
+  EXPECT_EQ(refused.summary.status, RunStatus::failed);
+  EXPECT_NE(refused.summary.message.find("attention fused: float32"), std::string::npos)
+      << refused.summary.message;
+  EXPECT_NE(refused.summary.message.find("--attention auto or unfused"), std::string::npos)
+      << refused.summary.message;
+  config.attention = AttentionKernels::automatic;
+  const TrainRun fallback = run_on(gpu_test::cuda_backend(), spec, config, data);
+  ASSERT_EQ(fallback.summary.status, RunStatus::finished) << fallback.summary.message;
+  EXPECT_NE(attention_note(fallback).find("unfused kernels (cuBLASLt and a float32 softmax): "
+                                          "float32"),
+            std::string::npos)
+      << attention_note(fallback);
+
   SmallRun mlp(2);
   mlp.config.attention = AttentionKernels::fused;
-  EXPECT_EQ(run_on(gpu_test::cuda_backend(), mlp.spec, mlp.config, mlp.data).summary.status,
-            RunStatus::finished);
+  const TrainRun plain = run_on(gpu_test::cuda_backend(), mlp.spec, mlp.config, mlp.data);
+  EXPECT_EQ(plain.summary.status, RunStatus::finished);
+  EXPECT_EQ(attention_note(plain), "");
 }
 
 // --- mixed_float8 (issue 30) ---
