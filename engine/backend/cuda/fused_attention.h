@@ -2,10 +2,11 @@
 // flash-attention kernels: the forward writes each row's log-sum-exp for the backward. cuDNN
 // offers these kernels only through its graph ("backend") API, as a graph of matmul, pointwise,
 // reduction and reshape operations that its runtime-fusion engine recognises as attention. The
-// graphs here are the ones cudnn-frontend 1.23 builds for its sdpa and sdpa_backward nodes
-// (include/cudnn_frontend/node/scaled_dot_product_flash_attention.h), op for op and tensor for
-// tensor, since that is the pattern cuDNN's engine is built to match; the frontend itself is a
-// header library that no distribution packages, so MixLab cannot depend on it.
+// graphs (fused_attention_graph.h) are the ones cudnn-frontend 1.23 builds for its sdpa and
+// sdpa_backward nodes (include/cudnn_frontend/node/scaled_dot_product_flash_attention.h), op for
+// op and tensor for tensor, since that is the pattern cuDNN's engine is built to match; the
+// frontend itself is a header library that no distribution packages, so MixLab cannot depend on
+// it.
 #pragma once
 
 #include <cuda_runtime_api.h>
