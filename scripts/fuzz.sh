@@ -7,6 +7,7 @@
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (SECONDS per target, default 60; all targets)
 #   MIXLAB_FUZZ_JOBS   build jobs (default: all cores)
+#   MIXLAB_FUZZ_PARALLEL  targets fuzzed at once (default: all cores), each SECONDS long
 #   MIXLAB_FUZZ_ARGS   more libFuzzer options, e.g. "-fork=2 -ignore_crashes=1" to go on after
 #                      a crash (each crash-* file under build/fuzz/work/<target>/ is a finding)
 # Needs clang 14 and its sanitizer runtimes (installed with apt-get when missing, as root) and
@@ -70,11 +71,14 @@ show_error() {
   fi
 }
 
-for t in $targets; do
+# One target: its regression inputs, then its fuzzing. It runs beside others (MIXLAB_FUZZ_PARALLEL),
+# so what the summary needs goes to files in its work folder: `result` (its summary line) and
+# `failures` (what failed, if anything).
+fuzz_target() {
+  t=$1
   bin="$build/fuzz/${t}_fuzz"
   work="$build/work/$t"
-  rm -rf "$work"
-  mkdir -p "$work/corpus" "$work/artifacts"
+  failures=""
   result="ok"
 
   # 1. The regression inputs, one process each, so that a failure names its file. (They are not
@@ -141,7 +145,37 @@ for t in $targets; do
   line=$(printf '%-11s %4s s  executions %10s  corpus %5s files  %s' "$t" "$fuzz_s" "${execs:-0}" \
     "$corpus" "$result")
   echo "fuzz.sh: $line"
-  summary="$summary\n  $line"
+  printf '%s' "$line" >"$work/result"
+  printf '%s' "$failures" >"$work/failures"
+}
+
+# The targets side by side, as many at once as the machine has cores (each fuzzer is one
+# process on one core), each for the same SECONDS: a 2-core CI machine fuzzes every target as
+# long in half the time.
+parallel=${MIXLAB_FUZZ_PARALLEL:-$(nproc)}
+case "$parallel" in
+  ''|*[!0-9]*|0) echo "fuzz.sh: MIXLAB_FUZZ_PARALLEL must be a positive number, got '$parallel'" >&2; exit 2 ;;
+esac
+running=0
+for t in $targets; do
+  rm -rf "$build/work/$t"
+  mkdir -p "$build/work/$t/corpus" "$build/work/$t/artifacts"
+  fuzz_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+for t in $targets; do
+  [ -f "$build/work/$t/result" ] || {
+    echo "fuzz.sh: $t: the target's run ended without a result" >&2
+    failures="$failures\n  $t: ended without a result (log: $build/work/$t/fuzz.log)"
+    continue
+  }
+  summary="$summary\n  $(cat "$build/work/$t/result")"
+  failures="$failures$(cat "$build/work/$t/failures")"
 done
 
 printf 'fuzz.sh: summary (%s s per target):%b\n' "$seconds" "$summary"
