@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/core/fp8.h"
+#include "engine/core/fp8_table.h"
 #include "engine/ops/fp8_scaling.h"
 
 namespace mixlab {
@@ -161,6 +162,32 @@ TEST(Fp8Scaling, SettingsParseAndPrint) {
   EXPECT_EQ(recipe.gradient_format(), Fp8Format::e5m2);
   recipe.formats = Fp8Formats::e4m3;
   EXPECT_EQ(recipe.gradient_format(), Fp8Format::e4m3);
+}
+
+}  // namespace
+}  // namespace mixlab
+
+namespace mixlab {
+namespace {
+
+// The CPU emulation's table (engine/core/fp8_table.h) is round_to_fp8 for every bfloat16, both
+// signs, zeros, subnormals, saturation, infinities and NaNs included, bit for bit.
+TEST(Fp8, TheRoundingTableIsRoundToFp8ForEveryBfloat16) {
+  for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+    const float* table = fp8_rounding_table(format);
+    int checked = 0;
+    for (std::uint32_t b = 0; b < 0x10000; ++b) {
+      const float x = bits_float(b << 16);
+      const float want = round_to_fp8(format, x), got = round_bf16_to_fp8(table, x);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << std::hex << b;
+      } else {
+        EXPECT_EQ(float_bits(got), float_bits(want)) << "bfloat16 0x" << std::hex << b;
+      }
+      ++checked;
+    }
+    EXPECT_EQ(checked, 65536);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "engine/backend/cpu/dnnl_check.h"
 #include "engine/core/fp8.h"
+#include "engine/core/fp8_table.h"
 
 namespace mixlab::cpu {
 
@@ -21,6 +22,7 @@ Fp8TensorStep quantize_dequantize(const float* src, float* dst, std::int64_t n, 
                                   float scale) {
   const float scale_bf16 = round_to_bf16(scale);
   const float top = fp8_max(format);
+  const float* table = fp8_rounding_table(format);
   float amax = 0.0f;
   int nan = 0;
   std::int64_t saturated = 0, flushed = 0;
@@ -32,7 +34,7 @@ Fp8TensorStep quantize_dequantize(const float* src, float* dst, std::int64_t n, 
     amax = a > amax ? a : amax;
     const float scaled = round_to_bf16(v / scale_bf16);  // fp8_quantize_bf16's first half
     saturated += static_cast<std::int64_t>(std::fabs(scaled) > top);
-    const float q = round_to_fp8(format, scaled);
+    const float q = round_bf16_to_fp8(table, scaled);  // round_to_fp8, by table
     flushed += static_cast<std::int64_t>(q == 0.0f && v != 0.0f);
     dst[i] = round_to_bf16(q * scale_bf16);
   }
