@@ -138,6 +138,14 @@ class OverflowSink final : public RunSink {
   std::map<int, Layer> layers_;
 };
 
+// The run's notes (how the device runs it, where its starting weights and FP8 states came from,
+// which attention kernels ran), for --json.
+class NotesSink final : public RunSink {
+ public:
+  void on_start(const RunInfo& info) override { notes = info.notes; }
+  std::vector<std::string> notes;
+};
+
 // mixed_float8 (issue 30): each FP8 tensor's last figures, and its saturated and flushed values
 // summed over the run's training steps.
 class Fp8Sink final : public RunSink {
@@ -297,8 +305,10 @@ int run_train(const std::vector<std::string>& argv) {
   LayerTimingSink layer_timing(config.warmup_steps);
   OverflowSink overflows;
   Fp8Sink fp8;
-  store::FanoutSink sink{&display, recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
-                         &layer_timing, &overflows, &fp8};
+  NotesSink notes;
+  store::FanoutSink sink{&display,      recorder ? static_cast<RunSink*>(&*recorder) : &no_recorder,
+                         &layer_timing, &overflows,
+                         &fp8,          &notes};
 
   RunSummary s;
   try {
@@ -346,6 +356,7 @@ int run_train(const std::vector<std::string>& argv) {
     out["device"] = backend.device().name;
     out["device_id"] = choice.device;
     if (!choice.note.empty()) out["device_note"] = choice.note;
+    out["notes"] = notes.notes;
     if (config.tf32) out["tf32"] = true;
     if (config.cuda_graphs) out["cuda_graphs"] = true;
     if (config.data_on_device) out["data_on_device"] = true;

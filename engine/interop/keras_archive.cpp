@@ -6,6 +6,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -189,18 +190,21 @@ class WeightsFile {
     }
   }
 
+  const std::string& name() const { return name_; }
+
+  // The shape of the dataset at `path`.
+  Shape dims(const std::string& path, const std::string& what) const {
+    const H5Handle set(H5Dopen2(file_, path.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!set.valid()) throw SpecError(name_ + ": " + what + ": " + path + " is not a dataset");
+    return dims_of(set.get(), path, what);
+  }
+
   // The dataset at `path` as float32, checked to have `shape`.
   std::vector<float> read(const std::string& path, const Shape& shape,
                           const std::string& what) const {
     const H5Handle set(H5Dopen2(file_, path.c_str(), H5P_DEFAULT), H5Dclose);
     if (!set.valid()) throw SpecError(name_ + ": " + what + ": " + path + " is not a dataset");
-    const H5Handle space(H5Dget_space(set.get()), H5Sclose);
-    const int rank = H5Sget_simple_extent_ndims(space.get());
-    std::vector<hsize_t> dims(rank > 0 ? static_cast<std::size_t>(rank) : 0);
-    if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
-      throw SpecError(name_ + ": " + what + ": cannot read the shape of " + path);
-    }
-    Shape found(dims.begin(), dims.end());
+    const Shape found = dims_of(set.get(), path, what);
     if (found != shape) {
       throw SpecError(name_ + ": " + what + ": " + path + " has shape (" + join(found) +
                       "), the model needs (" + join(shape) + ")");
@@ -225,6 +229,16 @@ class WeightsFile {
     return values;
   }
 
+  Shape dims_of(hid_t set, const std::string& path, const std::string& what) const {
+    const H5Handle space(H5Dget_space(set), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    std::vector<hsize_t> dims(rank > 0 ? static_cast<std::size_t>(rank) : 0);
+    if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+      throw SpecError(name_ + ": " + what + ": cannot read the shape of " + path);
+    }
+    return Shape(dims.begin(), dims.end());
+  }
+
   static std::string join(const Shape& shape) {
     std::string out;
     for (std::int64_t d : shape) out += (out.empty() ? "" : ", ") + std::to_string(d);
@@ -236,6 +250,33 @@ class WeightsFile {
   std::string name_;
   hid_t file_ = -1;
 };
+
+// A float8-quantized Dense's three FP8 states, filed after its `first` variables as Keras's
+// scale (a scalar) and amax history (a vector) each: input, kernel, output gradient.
+std::vector<Fp8TensorState> read_fp8_states(const WeightsFile& file, const std::string& group,
+                                            std::size_t first, const std::string& what) {
+  static constexpr const char* kTensors[] = {"input", "kernel", "output gradient"};
+  std::vector<Fp8TensorState> states(3);
+  for (std::size_t t = 0; t < 3; ++t) {
+    const std::string scale_at = group + "/" + std::to_string(first + 2 * t);
+    const std::string history_at = group + "/" + std::to_string(first + 2 * t + 1);
+    const std::string part = what + " FP8 " + kTensors[t];
+    const float scale = file.read(scale_at, {}, part + " scale").front();
+    if (!(scale > 0.0f) || !std::isfinite(scale)) {
+      throw SpecError(file.name() + ": " + part + " scale is " + std::to_string(scale) + " (" +
+                      scale_at + "): a scale is positive and finite");
+    }
+    const Shape dims = file.dims(history_at, part + " amax history");
+    if (dims.size() != 1 || dims[0] < 1 || dims[0] > Fp8Recipe::kMaxHistory) {
+      throw SpecError(file.name() + ": " + part + " amax history (" + history_at + ") has shape (" +
+                      WeightsFile::join(dims) + "), a vector of 1 to " +
+                      std::to_string(Fp8Recipe::kMaxHistory) + " amaxes expected");
+    }
+    states[t].scale = scale;
+    states[t].amax_history = file.read(history_at, dims, part + " amax history");
+  }
+  return states;
+}
 
 ImportedModel import_archive(const Archive& archive, const std::string& origin) {
   const std::string& name = archive.name();
@@ -352,8 +393,8 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
       layer.values(info.params[i].kind) = std::move(values);
     }
     // A float8-quantized layer (model.quantize("float8")) files six more after its kernel and
-    // bias: each FP8 tensor's scale and amax history (input, kernel, output gradient). MixLab
-    // starts them afresh (the import's warning says so).
+    // bias: each FP8 tensor's scale and amax history (input, kernel, output gradient; Keras's
+    // Dense.variable_serialization_spec), which a run continues from (Fp8StateRestorer).
     const bool fp8 = model.policy == Policy::mixed_float8 && !layer_spec_out_of_fp8(at);
     const std::size_t extra = fp8 ? kKerasFp8Variables : 0;
     if (attention && model.policy == Policy::mixed_float8 &&
@@ -373,7 +414,23 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
                           std::to_string(info.params.size() + extra) + " in MixLab",
                       info.index);
     }
+    if (fp8 && !attention) layer.fp8 = read_fp8_states(file, group, info.params.size(), what);
     weights->layers.push_back(std::move(layer));
+  }
+  // The JSON import's warning said the FP8 states are not imported: from an archive they are.
+  const bool carried = std::any_of(weights->layers.begin(), weights->layers.end(),
+                                   [](const LayerWeights& w) { return !w.fp8.empty(); });
+  if (carried) {
+    const bool attention_fp8 =
+        std::any_of(model.spec.layers.begin(), model.spec.layers.end(), [](const LayerSpec& l) {
+          return l.type == LayerType::MultiHeadAttention && !l.force_bfloat16 && !l.force_float32;
+        });
+    for (std::string& w : model.warnings) {
+      if (w.find("FP8 scales and amax histories are not imported") == std::string::npos) continue;
+      w = "float8-quantized layers: a run continues from their FP8 scales and amax histories "
+          "when its --fp8-history is as long as theirs (else it starts them afresh, saying so)";
+      if (attention_fp8) w += "; MultiHeadAttention's start afresh";
+    }
   }
   model.weights = std::move(weights);
   return model;

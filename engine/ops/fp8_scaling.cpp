@@ -51,4 +51,11 @@ void Fp8TensorScaling::update(float amax) {
   history_.front() = amax;
 }
 
+bool Fp8TensorScaling::restore(float scale, std::span<const float> history) {
+  if (history.size() != history_.size()) return false;
+  scale_ = scale;
+  history_.assign(history.begin(), history.end());
+  return true;
+}
+
 }  // namespace mixlab

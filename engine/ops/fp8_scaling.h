@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -80,6 +81,10 @@ class Fp8TensorScaling {
   // The end of a step in which the tensor's largest magnitude was `amax`: the next scale from
   // the history so far, then the history takes `amax` at its front.
   void update(float amax);
+  // Continues from a saved state (a Keras float8-quantized Dense's scale and amax history, in
+  // this class's order: the front the newest) instead of Keras's initial one. False, leaving the
+  // state as it was, when the history's length is not this tensor's (the run's --fp8-history).
+  bool restore(float scale, std::span<const float> history);
 
  private:
   Fp8Format format_;

@@ -65,4 +65,49 @@ void write_model_weights(
   }
 }
 
+void Fp8StateRestorer::restore(int layer, Fp8TensorScaling& input, Fp8TensorScaling& kernel,
+                               Fp8TensorScaling& gradient) {
+  if (weights_ == nullptr) return;
+  for (const LayerWeights& w : weights_->layers) {
+    if (w.layer != layer || w.fp8.size() != 3) continue;
+    Fp8TensorScaling* scalings[] = {&input, &kernel, &gradient};
+    run_length_ = input.history().size();
+    saved_length_ = w.fp8[0].amax_history.size();
+    bool fits = true;
+    for (int i = 0; i < 3; ++i) {
+      fits = fits && w.fp8[static_cast<std::size_t>(i)].amax_history.size() ==
+                         scalings[i]->history().size();
+    }
+    if (!fits) {
+      mismatched_.push_back(layer);
+      return;
+    }
+    for (int i = 0; i < 3; ++i) {
+      const Fp8TensorState& state = w.fp8[static_cast<std::size_t>(i)];
+      scalings[i]->restore(state.scale, state.amax_history);
+    }
+    ++carried_;
+    return;
+  }
+}
+
+std::string Fp8StateRestorer::note() const {
+  if (carried_ == 0 && mismatched_.empty()) return {};
+  std::string note;
+  if (carried_ > 0) {
+    note = "FP8 scales and amax histories from " + weights_->origin + " (" +
+           std::to_string(carried_) + (carried_ == 1 ? " layer)" : " layers)");
+  }
+  if (!mismatched_.empty()) {
+    std::string layers;
+    for (const int l : mismatched_) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
+    note += std::string(note.empty() ? "" : "; ") + "FP8 scales and amax histories of layer" +
+            (mismatched_.size() > 1 ? "s " : " ") + layers +
+            " started afresh: " + weights_->origin + " keeps " + std::to_string(saved_length_) +
+            " steps of history, the run " + std::to_string(run_length_) + " (--fp8-history " +
+            std::to_string(saved_length_) + " carries them)";
+  }
+  return note;
+}
+
 }  // namespace mixlab

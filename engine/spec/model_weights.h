@@ -12,9 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/fp8_scaling.h"
 #include "engine/spec/shape_inference.h"
 
 namespace mixlab {
+
+// An FP8 tensor's delayed-scaling state as a Keras float8-quantized Dense saves it: its scale
+// (the dequantising factor) and amax history (front the newest; engine/ops/fp8_scaling.h).
+struct Fp8TensorState {
+  float scale = 1.0f;
+  std::vector<float> amax_history;
+};
 
 struct LayerWeights {
   int layer = 0;              // index in ModelSpec::layers
@@ -26,6 +34,10 @@ struct LayerWeights {
   std::vector<float> embeddings;        // Embedding's and PositionEmbedding's table
   // MultiHeadAttention's query, key and value projections (its output's: kernel and bias)
   std::vector<float> query_kernel, query_bias, key_kernel, key_bias, value_kernel, value_bias;
+
+  // A float8-quantized Dense's input, kernel and output-gradient states (Keras's inputs_*,
+  // kernel_* and outputs_grad_* variables); empty: a run starts them afresh.
+  std::vector<Fp8TensorState> fp8;
 
   std::vector<float>& values(ParamKind kind);
   const std::vector<float>& values(ParamKind kind) const;
@@ -42,5 +54,25 @@ struct ModelWeights {
 void write_model_weights(
     const ModelWeights& weights,
     const std::function<void(int layer, ParamKind kind, std::span<const float> values)>& write);
+
+// Carries the layers' saved FP8 states into an executor's FP8 matmuls and says so in the run's
+// notes: restore() per FP8 node, note() once all are done.
+class Fp8StateRestorer {
+ public:
+  explicit Fp8StateRestorer(const ModelWeights* weights) : weights_(weights) {}
+  // Layer `layer`'s saved states into its node's three scalings (input, kernel, gradient), when
+  // it has them and their histories are as long as the run's; otherwise they stay afresh.
+  void restore(int layer, Fp8TensorScaling& input, Fp8TensorScaling& kernel,
+               Fp8TensorScaling& gradient);
+  // "FP8 scales and amax histories from model.keras (2 layers)", naming the layers whose history
+  // length is not the run's; empty when the weights hold none.
+  std::string note() const;
+
+ private:
+  const ModelWeights* weights_;
+  int carried_ = 0;
+  std::vector<int> mismatched_;
+  std::size_t saved_length_ = 0, run_length_ = 0;
+};
 
 }  // namespace mixlab

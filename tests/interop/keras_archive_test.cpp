@@ -97,7 +97,8 @@ TEST(KerasArchive, WeightsBecomeTheStartingWeightsInKerasLayout) {
 // A model.quantize("float8") model (Keras 3.12's config and variables, as the archive of
 // `keras.Sequential([...]); model.layers[0].quantize("float8")` holds them): mixed_float8, the
 // quantized Dense in FP8 and the unquantized one kept out ("dtype": "bfloat16"); the kernels
-// and biases imported, the six scale and history variables passed over with a warning.
+// and biases imported, and the six scale and history variables carried into a run whose
+// --fp8-history is as long as theirs (started afresh, saying so, in one whose is not).
 TEST(KerasArchive, AFloat8QuantizedModelIsMixedFloat8WithItsUnquantizedLayersKeptOut) {
   const std::string float8 = R"({"module": "keras.dtype_policies", "class_name":
       "QuantizedFloat8DTypePolicy", "config": {"mode": "float8", "source_name":
@@ -112,12 +113,18 @@ TEST(KerasArchive, AFloat8QuantizedModelIsMixedFloat8WithItsUnquantizedLayersKep
        keras3_layer("Dense",
                     R"("name": "head", "units": 2, "use_bias": false, "dtype": )" + bf16)});
   std::vector<H5Dataset> weights = good_weights();
+  // Scales 2^-3, 2^-5, 2^-7 (input, kernel, gradient; exact in bfloat16) and histories whose
+  // largest amaxes are 3, 5 and 7.
+  const float saved_scales[] = {0.125f, 0.03125f, 0.0078125f}, saved_amax[] = {3, 5, 7};
   for (int v = 2; v < 8; ++v) {
     const bool history = v % 2 == 1;
+    const int t = (v - 2) / 2;
+    std::vector<float> values(history ? 1024 : 1, history ? 0.5f : saved_scales[t]);
+    if (history) values[10] = saved_amax[t];
     weights.push_back(
         {"layers/dense/vars/" + std::to_string(v),
          history ? std::vector<unsigned long long>{1024} : std::vector<unsigned long long>{},
-         std::vector<float>(history ? 1024 : 1, 1.0f)});
+         values});
   }
   const test::TempDir dir;
   test::write_h5(dir / "w.h5", weights);
@@ -130,21 +137,47 @@ TEST(KerasArchive, AFloat8QuantizedModelIsMixedFloat8WithItsUnquantizedLayersKep
   EXPECT_TRUE(m.spec.layers[1].force_bfloat16);
   ASSERT_NE(m.weights, nullptr);
   EXPECT_EQ(m.weights->layers.at(0).kernel, iota(12, 0.0f));
+  ASSERT_EQ(m.weights->layers.at(0).fp8.size(), 3u);
+  EXPECT_EQ(m.weights->layers.at(0).fp8[1].scale, saved_scales[1]);
+  EXPECT_EQ(m.weights->layers.at(0).fp8[2].amax_history.at(10), saved_amax[2]);
+  EXPECT_TRUE(m.weights->layers.at(1).fp8.empty());
   EXPECT_TRUE(std::any_of(m.warnings.begin(), m.warnings.end(), [](const std::string& w) {
-    return w.find("FP8 scales and amax histories are not imported") != std::string::npos;
+    return w.find("a run continues from their FP8 scales and amax histories") != std::string::npos;
   }));
-  // Trained here it reports FP8 tensors for the quantized layer only.
-  ExecutorOptions options;
-  options.initial_weights = m.weights;
-  options.policy = Policy::mixed_float8;
-  auto exec =
-      make_cpu_backend(1)->compile(m.spec, infer_shapes(m.spec, Policy::mixed_float8), options);
-  const std::vector<std::int32_t> labels = {0, 1};
-  exec->load_batch(std::vector<float>(8, 0.5f), labels, 2);
-  exec->launch_step(Phase::train, 0);
-  const StepResult r = exec->finish_step();
+  // Trained here it reports FP8 tensors for the quantized layer only, its first step with the
+  // saved scales, and the scales it makes for the next from the saved histories (Keras's recipe:
+  // the history before the step's own amax), as the run's notes say.
+  const auto first_step = [&](int history) {
+    ExecutorOptions options;
+    options.initial_weights = m.weights;
+    options.policy = Policy::mixed_float8;
+    options.fp8.history = history;
+    auto exec =
+        make_cpu_backend(1)->compile(m.spec, infer_shapes(m.spec, Policy::mixed_float8), options);
+    const std::vector<std::int32_t> labels = {0, 1};
+    exec->load_batch(std::vector<float>(8, 0.5f), labels, 2);
+    exec->launch_step(Phase::train, 0);
+    return std::pair{exec->finish_step(), exec->notes()};
+  };
+  const auto [r, notes] = first_step(1024);
   ASSERT_EQ(r.fp8.size(), 3u);
-  for (const Fp8TensorStep& t : r.fp8) EXPECT_EQ(t.layer, 0);
+  for (std::size_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(r.fp8[t].layer, 0);
+    EXPECT_EQ(r.fp8[t].scale, saved_scales[t]) << "tensor " << t;
+    const float top = fp8_max(t == 2 ? Fp8Format::e5m2 : Fp8Format::e4m3);
+    EXPECT_EQ(r.fp8[t].next_scale, fp8_next_scale(saved_amax[t], saved_scales[t], top, 0))
+        << "tensor " << t;
+  }
+  EXPECT_EQ(notes,
+            std::vector<std::string>{"FP8 scales and amax histories from q.keras (1 layer)"});
+  // A run with another history length starts them afresh (Keras's scale 1) and says why.
+  const auto [afresh, afresh_notes] = first_step(16);
+  ASSERT_EQ(afresh.fp8.size(), 3u);
+  for (const Fp8TensorStep& t : afresh.fp8) EXPECT_EQ(t.scale, 1.0f);
+  ASSERT_EQ(afresh_notes.size(), 1u);
+  EXPECT_EQ(afresh_notes[0],
+            "FP8 scales and amax histories of layer 0 started afresh: q.keras keeps 1024 steps of "
+            "history, the run 16 (--fp8-history 1024 carries them)");
 
   // Without its scale and history variables the quantized layer is named.
   weights.resize(good_weights().size() + 3);

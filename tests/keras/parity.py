@@ -1306,6 +1306,25 @@ def part_fp8(tool, work):
 FP8_TRAIN_STEPS = 20
 
 
+FP8_ROLES = ("input", "kernel", "gradient")
+
+
+def compare_fp8_scales(out, keras_scales, when, name, tag):
+    """MixLab's scales after a run's last step (train --json's fp8_tensors), per FP8 matmul (a
+    Dense each) in layer order, against Keras's (input, kernel, gradient) per Dense."""
+    by_part = {}
+    for t in out.get("fp8_tensors", []):
+        by_part.setdefault((t["layer"], t["part"]), {})[t["role"]] = t["scale"]
+    mine = [tuple(by_part[k].get(r) for r in FP8_ROLES) for k in sorted(by_part)]
+    if check(len(mine) == len(keras_scales),
+             f"fp8 {tag}: MixLab reports {len(mine)} FP8 matmuls, Keras quantized "
+             f"{len(keras_scales)} Dense layers"):
+        for i, (m, theirs) in enumerate(zip(mine, keras_scales)):
+            for role, a, b in zip(FP8_ROLES, m, theirs):
+                record(f"{role} scale {when} (Dense {i})", name, abs(a - b) / abs(b),
+                       FP8_SCALE_RTOL)
+
+
 def keras_fp8_run(spec, weights, x, y, lr, steps):
     """Keras's float8 training: the model under mixed_bfloat16, its weights, then
     model.quantize("float8") (every Dense gets its E4M3 input and kernel scales and an E5M2
@@ -1342,19 +1361,7 @@ def part_fp8_train(cli, source, work, batch):
         mixlab = mixlab_losses(cli, work, path, dataset, batch, "sgd", lr, "mixed_float8",
                                FP8_TRAIN_STEPS, tag, result=out)
         expected, keras_scales = keras_fp8_run(spec, weights, x, y, lr, FP8_TRAIN_STEPS)
-        # MixLab's scales after the last step, per FP8 matmul (a Dense each here) in layer order.
-        roles = ("input", "kernel", "gradient")
-        by_part = {}
-        for t in out.get("fp8_tensors", []):
-            by_part.setdefault((t["layer"], t["part"]), {})[t["role"]] = t["scale"]
-        mixlab_scales = [tuple(by_part[k].get(r) for r in roles) for k in sorted(by_part)]
-        if check(len(mixlab_scales) == len(keras_scales),
-                 f"fp8 {tag}: MixLab reports {len(mixlab_scales)} FP8 matmuls, Keras quantized "
-                 f"{len(keras_scales)} Dense layers"):
-            for i, (mine, theirs) in enumerate(zip(mixlab_scales, keras_scales)):
-                for role, a, b in zip(roles, mine, theirs):
-                    record(f"{role} scale after {FP8_TRAIN_STEPS} steps (Dense {i})", name,
-                           abs(a - b) / abs(b), FP8_SCALE_RTOL)
+        compare_fp8_scales(out, keras_scales, f"after {FP8_TRAIN_STEPS} steps", name, tag)
         if check(len(mixlab) == FP8_TRAIN_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
             diffs = np.abs(mixlab - expected) / np.abs(expected)
             log(f"  {tag}: losses Keras {expected[0]:.6f} -> {expected[-1]:.6f}, "
@@ -1362,6 +1369,67 @@ def part_fp8_train(cli, source, work, batch):
             record(f"{FP8_TRAIN_STEPS} sgd steps mixed_float8", name, float(np.max(diffs)), FP8_LOSS_RTOL)
         log(f"  {tag}: Keras's scales after {FP8_TRAIN_STEPS} steps (input, kernel, gradient) "
             f"per Dense: {keras_scales}")
+    with attempt(f"continue {tag}"):
+        fp8_continue_checks(cli, work, spec, weights, dataset, x, y, batch, lr)
+
+
+FP8_CONTINUE_STEPS = 10
+
+
+def fp8_continue_checks(cli, work, spec, weights, dataset, x, y, batch, lr):
+    """A float8 model Keras trained and saved, trained on in both: MixLab imports the .keras with
+    each Dense's FP8 scales and amax histories and continues from them, so its first step
+    quantizes with Keras's saved scales (not the initial 1) and the next steps' losses and the
+    final scales follow Keras's own continuation."""
+    name = spec["name"]
+    model = build_keras(spec, "mixed_bfloat16")
+    model.set_weights(weights)
+    model.quantize("float8")
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=lr),
+                  loss=spec.get("loss", "sparse_categorical_crossentropy"))
+    for _ in range(FP8_TRAIN_STEPS):
+        model.train_on_batch(x, y)
+    path = work / f"{name}.fp8-trained.keras"
+    model.save(path)
+    dense = [l for l in model.layers if isinstance(l, keras.layers.Dense)]
+    saved = [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
+              float(l.outputs_grad_scale.numpy())) for l in dense]
+    expected = []
+    for _ in range(FP8_CONTINUE_STEPS):
+        model.reset_metrics()
+        expected.append(float(model.train_on_batch(x, y)))
+    expected = np.array(expected)
+    after = [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
+              float(l.outputs_grad_scale.numpy())) for l in dense]
+    tag = f"{name}-sgd-mixed_float8-continued"
+    out = {}
+    mixlab = mixlab_losses(cli, work, path, dataset, batch, "sgd", lr, "mixed_float8",
+                           FP8_CONTINUE_STEPS, tag, result=out)
+    check(any("FP8 scales and amax histories from" in n for n in out.get("notes", [])),
+          f"fp8 {tag}: the run says it continues from the file's FP8 states "
+          f"(notes: {out.get('notes')})")
+    text = cli.run("runs", "export", out["run_id"], "--fp8", "--db", work / f"{tag}.sqlite")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    first = min(int(r["step"]) for r in rows) if rows else -1
+    firsts = {}
+    for r in rows:
+        if int(r["step"]) == first:
+            firsts[(int(r["layer"]), int(r["part"]), r["role"])] = float(r["scale"])
+    layers = sorted({k[:2] for k in firsts})
+    if check(len(layers) == len(saved), f"fp8 {tag}: MixLab's first step has {len(layers)} FP8 "
+                                        f"matmuls, Keras saved {len(saved)} quantized Dense"):
+        for i, (key, theirs) in enumerate(zip(layers, saved)):
+            for role, b in zip(FP8_ROLES, theirs):
+                a = firsts.get((*key, role), float("nan"))
+                record(f"first continued step's {role} scale = the saved one (Dense {i})", name,
+                       abs(a - b) / abs(b), 0.0)
+    compare_fp8_scales(out, after, f"after {FP8_CONTINUE_STEPS} continued steps", name, tag)
+    if check(len(mixlab) == FP8_CONTINUE_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):
+        diffs = np.abs(mixlab - expected) / np.abs(expected)
+        log(f"  {tag}: Keras saved scales {saved}; losses Keras {expected[0]:.6f} -> "
+            f"{expected[-1]:.6f}, MixLab {mixlab[0]:.6f} -> {mixlab[-1]:.6f}")
+        record(f"{FP8_CONTINUE_STEPS} more sgd steps mixed_float8 from a saved float8 model", name,
+               float(np.max(diffs)), FP8_LOSS_RTOL)
 
 
 def main():

@@ -305,6 +305,9 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
                         [this](int layer, ParamKind kind, std::span<const float> values) {
                           write_parameter(layer, kind, values);
                         });
+    Fp8StateRestorer restorer(options_.initial_weights.get());
+    for (auto& node : nodes_) node->restore_fp8(restorer);
+    if (std::string note = restorer.note(); !note.empty()) notes_.push_back(std::move(note));
   }
   refresh_copies();
 }

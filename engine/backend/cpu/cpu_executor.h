@@ -35,6 +35,7 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   std::vector<LayerTiming> layer_timings() const override { return layer_timings_; }
   std::int64_t device_memory_bytes() const override { return 0; }
   OpAccess& ops() override { return *this; }
+  std::vector<std::string> notes() const override { return notes_; }
 
  private:
   // --- OpAccess ---
@@ -90,6 +91,7 @@ class CpuExecutor final : public ModelExecutor, private OpAccess {
   CpuContext ctx_;
   Arena arena_;
   std::vector<std::unique_ptr<CpuNode>> nodes_;  // one per plan node
+  std::vector<std::string> notes_;               // for the run (ModelExecutor::notes)
   std::vector<Tensor> outputs_;                  // node k's output; its input is node_input(k)
   Tensor input_;                                 // (batch, input shape) float32
   std::int32_t* labels_ = nullptr;               // (batch)

@@ -126,6 +126,8 @@ class CudaNode {
     (void)applied;
   }
   virtual void append_fp8_steps(std::vector<Fp8TensorStep>& out) { (void)out; }
+  // mixed_float8: the starting weights' saved FP8 scales and amax histories, where it has them.
+  virtual void restore_fp8(Fp8StateRestorer& restorer) { (void)restorer; }
 
   const int layer;
   const DType out_dtype;

@@ -234,7 +234,8 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
   }
 }
 
-// Which kernels the attention cores run on, and why not the fused ones where `auto` could not.
+// The starting weights' FP8 states, carried or not; which kernels the attention cores run on,
+// and why not the fused ones where `auto` could not.
 std::vector<std::string> CudaExecutor::notes() const {
   int fused = 0, unfused = 0;
   std::string reason;
@@ -248,15 +249,21 @@ std::vector<std::string> CudaExecutor::notes() const {
       if (reason.empty()) reason = attention->unfused_reason();
     }
   }
-  if (fused + unfused == 0) return {};
-  if (unfused == 0) return {"attention on cuDNN 9's fused kernels"};
+  std::vector<std::string> notes;
+  if (!fp8_note_.empty()) notes.push_back(fp8_note_);
+  if (fused + unfused == 0) return notes;
+  if (unfused == 0) {
+    notes.push_back("attention on cuDNN 9's fused kernels");
+    return notes;
+  }
   std::string note = "attention on MixLab's unfused kernels (cuBLASLt and a float32 softmax)";
   if (fused > 0) {
     note += " in " + std::to_string(unfused) + " of " + std::to_string(fused + unfused) +
             " layers, the others on cuDNN 9's fused kernels";
   }
   if (!reason.empty()) note += ": " + reason;
-  return {note};
+  notes.push_back(std::move(note));
+  return notes;
 }
 
 void CudaExecutor::allocate() {
@@ -377,6 +384,9 @@ void CudaExecutor::initialise_parameters(std::uint64_t seed) {
                         [this](int layer, ParamKind kind, std::span<const float> values) {
                           write_parameter(layer, kind, values);
                         });
+    Fp8StateRestorer restorer(options_.initial_weights.get());
+    for (auto& node : nodes_) node->restore_fp8(restorer);
+    fp8_note_ = restorer.note();
   }
 }
 

@@ -114,6 +114,7 @@ class CudaExecutor final : public ModelExecutor, private OpAccess {
   DeviceArena arena_;
   std::unique_ptr<BatchStaging> staging_;
   std::vector<std::unique_ptr<CudaNode>> nodes_;  // one per plan node
+  std::string fp8_note_;  // the starting weights' FP8 states (Fp8StateRestorer::note)
   FusedAttentionCache fused_attention_;           // the attention nodes' cuDNN plans, by shape
   std::vector<DTensor> outputs_;                  // node k's (batch, out shape); input: node_input
   DTensor input_;                                 // (batch, input shape) float32

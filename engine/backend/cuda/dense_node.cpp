@@ -87,6 +87,12 @@ void DenseNode::bind(const DeviceArena& arena) {
 
 // The three scales the next products use, as the casts and cuBLASLt read them: rounded to
 // bfloat16, as Keras's bfloat16 quantize-dequantize casts its scale (the CPU emulation does).
+void DenseNode::restore_fp8(Fp8StateRestorer& restorer) {
+  if (!fp8_) return;
+  restorer.restore(layer, fp8_->scaling[0], fp8_->scaling[1], fp8_->scaling[2]);
+  scales_uploaded_ = false;  // the first forward uploads the restored scales
+}
+
 void DenseNode::upload_scales(CudaContext& ctx) {
   for (std::size_t i = 0; i < 3; ++i) fp8_->uploaded[i] = round_to_bf16(fp8_->scaling[i].scale());
   // Kept in the node, so no wait for the copy: the next step's casts follow it on the stream.
