@@ -399,8 +399,16 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
     const std::size_t extra = fp8 ? kKerasFp8Variables : 0;
     if (attention && model.policy == Policy::mixed_float8 &&
         file.exists(base + "/query_dense/vars/2")) {
-      // Keras quantizes attention's EinsumDense sub-layers, not the layer: it is in FP8.
+      // Keras quantizes attention's EinsumDense sub-layers, not the layer: it is in FP8, each
+      // projection's states after its kernel (and bias).
       model.spec.layers[at].force_bfloat16 = false;
+      const std::size_t first = model.spec.layers[at].use_bias ? 2 : 1;
+      for (const char* sub : {"query_dense", "key_dense", "value_dense", "output_dense"}) {
+        for (Fp8TensorState& state :
+             read_fp8_states(file, base + "/" + sub + "/vars", first, what + " " + sub)) {
+          layer.fp8.push_back(std::move(state));
+        }
+      }
     }
     if (fp8 && !attention &&
         !file.exists(group + "/" + std::to_string(info.params.size() + extra - 1))) {
@@ -421,15 +429,10 @@ ImportedModel import_archive(const Archive& archive, const std::string& origin) 
   const bool carried = std::any_of(weights->layers.begin(), weights->layers.end(),
                                    [](const LayerWeights& w) { return !w.fp8.empty(); });
   if (carried) {
-    const bool attention_fp8 =
-        std::any_of(model.spec.layers.begin(), model.spec.layers.end(), [](const LayerSpec& l) {
-          return l.type == LayerType::MultiHeadAttention && !l.force_bfloat16 && !l.force_float32;
-        });
     for (std::string& w : model.warnings) {
       if (w.find("FP8 scales and amax histories are not imported") == std::string::npos) continue;
       w = "float8-quantized layers: a run continues from their FP8 scales and amax histories "
           "when its --fp8-history is as long as theirs (else it starts them afresh, saying so)";
-      if (attention_fp8) w += "; MultiHeadAttention's start afresh";
     }
   }
   model.weights = std::move(weights);

@@ -67,36 +67,34 @@ void write_model_weights(
 
 void Fp8StateRestorer::restore(int layer, Fp8TensorScaling& input, Fp8TensorScaling& kernel,
                                Fp8TensorScaling& gradient) {
+  const auto part = static_cast<std::size_t>(next_part_[layer]++);
   if (weights_ == nullptr) return;
   for (const LayerWeights& w : weights_->layers) {
-    if (w.layer != layer || w.fp8.size() != 3) continue;
+    if (w.layer != layer || w.fp8.size() < 3 * part + 3) continue;
     Fp8TensorScaling* scalings[] = {&input, &kernel, &gradient};
+    const Fp8TensorState* states = w.fp8.data() + 3 * part;
     run_length_ = input.history().size();
-    saved_length_ = w.fp8[0].amax_history.size();
+    saved_length_ = states[0].amax_history.size();
     bool fits = true;
     for (int i = 0; i < 3; ++i) {
-      fits = fits && w.fp8[static_cast<std::size_t>(i)].amax_history.size() ==
-                         scalings[i]->history().size();
+      fits = fits && states[i].amax_history.size() == scalings[i]->history().size();
     }
     if (!fits) {
-      mismatched_.push_back(layer);
+      mismatched_.insert(layer);
       return;
     }
-    for (int i = 0; i < 3; ++i) {
-      const Fp8TensorState& state = w.fp8[static_cast<std::size_t>(i)];
-      scalings[i]->restore(state.scale, state.amax_history);
-    }
-    ++carried_;
+    for (int i = 0; i < 3; ++i) scalings[i]->restore(states[i].scale, states[i].amax_history);
+    carried_.insert(layer);
     return;
   }
 }
 
 std::string Fp8StateRestorer::note() const {
-  if (carried_ == 0 && mismatched_.empty()) return {};
+  if (carried_.empty() && mismatched_.empty()) return {};
   std::string note;
-  if (carried_ > 0) {
+  if (!carried_.empty()) {
     note = "FP8 scales and amax histories from " + weights_->origin + " (" +
-           std::to_string(carried_) + (carried_ == 1 ? " layer)" : " layers)");
+           std::to_string(carried_.size()) + (carried_.size() == 1 ? " layer)" : " layers)");
   }
   if (!mismatched_.empty()) {
     std::string layers;

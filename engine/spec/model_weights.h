@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,8 +37,10 @@ struct LayerWeights {
   // MultiHeadAttention's query, key and value projections (its output's: kernel and bias)
   std::vector<float> query_kernel, query_bias, key_kernel, key_bias, value_kernel, value_bias;
 
-  // A float8-quantized Dense's input, kernel and output-gradient states (Keras's inputs_*,
-  // kernel_* and outputs_grad_* variables); empty: a run starts them afresh.
+  // A float8-quantized layer's input, kernel and output-gradient states (Keras's inputs_*,
+  // kernel_* and outputs_grad_* variables) per FP8 matmul: a Dense's three; a
+  // MultiHeadAttention's twelve, its query, key, value and output projections' in turn (Keras's
+  // EinsumDense sub-layers'). Empty: a run starts them afresh.
   std::vector<Fp8TensorState> fp8;
 
   std::vector<float>& values(ParamKind kind);
@@ -60,18 +64,22 @@ void write_model_weights(
 class Fp8StateRestorer {
  public:
   explicit Fp8StateRestorer(const ModelWeights* weights) : weights_(weights) {}
-  // Layer `layer`'s saved states into its node's three scalings (input, kernel, gradient), when
-  // it has them and their histories are as long as the run's; otherwise they stay afresh.
+  // The saved states of layer `layer`'s next FP8 matmul (a Dense has one, a MultiHeadAttention
+  // four, called in the plan's order) into its three scalings (input, kernel, gradient), when it
+  // has them and their histories are as long as the run's; otherwise they stay afresh.
   void restore(int layer, Fp8TensorScaling& input, Fp8TensorScaling& kernel,
                Fp8TensorScaling& gradient);
+  // Layer `layer`'s next FP8 matmul runs outside FP8 here (a GPU's Dense off multiples of 16):
+  // its saved states pass it by.
+  void skip(int layer) { ++next_part_[layer]; }
   // "FP8 scales and amax histories from model.keras (2 layers)", naming the layers whose history
   // length is not the run's; empty when the weights hold none.
   std::string note() const;
 
  private:
   const ModelWeights* weights_;
-  int carried_ = 0;
-  std::vector<int> mismatched_;
+  std::map<int, int> next_part_;        // per layer, its next FP8 matmul
+  std::set<int> carried_, mismatched_;  // layers
   std::size_t saved_length_ = 0, run_length_ = 0;
 };
 

@@ -1310,18 +1310,19 @@ FP8_ROLES = ("input", "kernel", "gradient")
 
 
 def compare_fp8_scales(out, keras_scales, when, name, tag):
-    """MixLab's scales after a run's last step (train --json's fp8_tensors), per FP8 matmul (a
-    Dense each) in layer order, against Keras's (input, kernel, gradient) per Dense."""
+    """MixLab's scales after a run's last step (train --json's fp8_tensors), per FP8 matmul in
+    (layer, part) order, against Keras's (input, kernel, gradient) per quantized matmul
+    (keras_fp8_matmuls' order)."""
     by_part = {}
     for t in out.get("fp8_tensors", []):
         by_part.setdefault((t["layer"], t["part"]), {})[t["role"]] = t["scale"]
     mine = [tuple(by_part[k].get(r) for r in FP8_ROLES) for k in sorted(by_part)]
     if check(len(mine) == len(keras_scales),
              f"fp8 {tag}: MixLab reports {len(mine)} FP8 matmuls, Keras quantized "
-             f"{len(keras_scales)} Dense layers"):
+             f"{len(keras_scales)} matmuls"):
         for i, (m, theirs) in enumerate(zip(mine, keras_scales)):
             for role, a, b in zip(FP8_ROLES, m, theirs):
-                record(f"{role} scale {when} (Dense {i})", name, abs(a - b) / abs(b),
+                record(f"{role} scale {when} (matmul {i})", name, abs(a - b) / abs(b),
                        FP8_SCALE_RTOL)
 
 
@@ -1339,10 +1340,7 @@ def keras_fp8_run(spec, weights, x, y, lr, steps):
     for _ in range(steps):
         model.reset_metrics()
         losses.append(float(model.train_on_batch(x, y)))
-    dense = [l for l in model.layers if isinstance(l, keras.layers.Dense)]
-    scales = [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
-               float(l.outputs_grad_scale.numpy())) for l in dense]
-    return np.array(losses), scales
+    return np.array(losses), fp8_scales_of(keras_fp8_matmuls(model))
 
 
 def part_fp8_train(cli, source, work, batch):
@@ -1371,9 +1369,44 @@ def part_fp8_train(cli, source, work, batch):
             f"per Dense: {keras_scales}")
     with attempt(f"continue {tag}"):
         fp8_continue_checks(cli, work, spec, weights, dataset, x, y, batch, lr)
+    # The same with a MultiHeadAttention, whose four projections Keras quantizes as EinsumDense
+    # sub-layers (their states filed under the layer's query_dense, key_dense, ...).
+    with attempt(f"continue {FP8_ATTENTION_SPEC['name']}"):
+        attention_path = work / f"{FP8_ATTENTION_SPEC['name']}.keras"
+        attention = save_keras(FP8_ATTENTION_SPEC, attention_path, seed=17)
+        dataset, (x, y), _ = make_dataset(work, FP8_ATTENTION_SPEC, batch, FORWARD_COUNT, seed=97)
+        fp8_continue_checks(cli, work, FP8_ATTENTION_SPEC, attention.get_weights(), dataset, x, y,
+                            batch, lr)
 
 
 FP8_CONTINUE_STEPS = 10
+FP8_ATTENTION_SPEC = {
+    "name": "fp8-attention", "input": {"shape": [8]},
+    "layers": [
+        {"type": "Embedding", "input_dim": 32, "output_dim": 16},
+        {"type": "MultiHeadAttention", "num_heads": 2, "key_dim": 16},
+        {"type": "GlobalAveragePooling1D"},
+        {"type": "Dense", "units": 4},
+        {"type": "Activation", "activation": "softmax", "dtype": "float32"},
+    ],
+}
+
+
+def keras_fp8_matmuls(model):
+    """Keras's float8-quantized matmuls in MixLab's order of its FP8 matmuls (layer, part): a
+    Dense each, a MultiHeadAttention's query, key, value and output EinsumDense sub-layers."""
+    out = []
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.MultiHeadAttention):
+            out += [layer._query_dense, layer._key_dense, layer._value_dense, layer._output_dense]
+        elif isinstance(layer, keras.layers.Dense):
+            out.append(layer)
+    return [l for l in out if getattr(l, "quantization_mode", None) == "float8"]
+
+
+def fp8_scales_of(layers):
+    return [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
+             float(l.outputs_grad_scale.numpy())) for l in layers]
 
 
 def fp8_continue_checks(cli, work, spec, weights, dataset, x, y, batch, lr):
@@ -1391,16 +1424,14 @@ def fp8_continue_checks(cli, work, spec, weights, dataset, x, y, batch, lr):
         model.train_on_batch(x, y)
     path = work / f"{name}.fp8-trained.keras"
     model.save(path)
-    dense = [l for l in model.layers if isinstance(l, keras.layers.Dense)]
-    saved = [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
-              float(l.outputs_grad_scale.numpy())) for l in dense]
+    matmuls = keras_fp8_matmuls(model)
+    saved = fp8_scales_of(matmuls)
     expected = []
     for _ in range(FP8_CONTINUE_STEPS):
         model.reset_metrics()
         expected.append(float(model.train_on_batch(x, y)))
     expected = np.array(expected)
-    after = [(float(l.inputs_scale.numpy()), float(l.kernel_scale.numpy()),
-              float(l.outputs_grad_scale.numpy())) for l in dense]
+    after = fp8_scales_of(matmuls)
     tag = f"{name}-sgd-mixed_float8-continued"
     out = {}
     mixlab = mixlab_losses(cli, work, path, dataset, batch, "sgd", lr, "mixed_float8",
@@ -1417,11 +1448,11 @@ def fp8_continue_checks(cli, work, spec, weights, dataset, x, y, batch, lr):
             firsts[(int(r["layer"]), int(r["part"]), r["role"])] = float(r["scale"])
     layers = sorted({k[:2] for k in firsts})
     if check(len(layers) == len(saved), f"fp8 {tag}: MixLab's first step has {len(layers)} FP8 "
-                                        f"matmuls, Keras saved {len(saved)} quantized Dense"):
+                                        f"matmuls, Keras saved {len(saved)} quantized ones"):
         for i, (key, theirs) in enumerate(zip(layers, saved)):
             for role, b in zip(FP8_ROLES, theirs):
                 a = firsts.get((*key, role), float("nan"))
-                record(f"first continued step's {role} scale = the saved one (Dense {i})", name,
+                record(f"first continued step's {role} scale = the saved one (matmul {i})", name,
                        abs(a - b) / abs(b), 0.0)
     compare_fp8_scales(out, after, f"after {FP8_CONTINUE_STEPS} continued steps", name, tag)
     if check(len(mixlab) == FP8_CONTINUE_STEPS, f"train {tag}: MixLab recorded {len(mixlab)} steps"):

@@ -305,8 +305,12 @@ void CpuExecutor::initialise_parameters(std::uint64_t seed) {
                         [this](int layer, ParamKind kind, std::span<const float> values) {
                           write_parameter(layer, kind, values);
                         });
+    // Each FP8 matmul of the plan, in order (a MultiHeadAttention's four in turn).
     Fp8StateRestorer restorer(options_.initial_weights.get());
-    for (auto& node : nodes_) node->restore_fp8(restorer);
+    for (std::size_t k = 0; k < nodes_.size(); ++k) {
+      const PlanNode& node = plan_.nodes[k];
+      if (node.fp8 && !nodes_[k]->restore_fp8(restorer)) restorer.skip(node.layer);
+    }
     if (std::string note = restorer.note(); !note.empty()) notes_.push_back(std::move(note));
   }
   refresh_copies();

@@ -101,8 +101,9 @@ class CpuNode {
   // mixed_float8: the FP8 tensors' figures of the training step just ended (StepResult::fp8),
   // with their layer set and `part` 0; nothing otherwise.
   virtual void append_fp8_steps(std::vector<Fp8TensorStep>& /*out*/) {}
-  // mixed_float8: the starting weights' saved FP8 scales and amax histories, where it has them.
-  virtual void restore_fp8(Fp8StateRestorer& /*restorer*/) {}
+  // mixed_float8: the starting weights' saved FP8 scales and amax histories into its FP8
+  // matmul; false when it runs none.
+  virtual bool restore_fp8(Fp8StateRestorer& /*restorer*/) { return false; }
   // The output shares the input's buffer (Flatten): no copy forward, none backward.
   virtual bool aliases_input() const { return false; }
 

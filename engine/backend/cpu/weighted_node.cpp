@@ -109,8 +109,10 @@ void WeightedNode::enable_fp8(const Fp8Recipe& recipe) {
                     Fp8TensorScaling(recipe.gradient_format(), recipe)};
 }
 
-void WeightedNode::restore_fp8(Fp8StateRestorer& restorer) {
-  if (fp8_) restorer.restore(layer, fp8_->input, fp8_->kernel, fp8_->gradient);
+bool WeightedNode::restore_fp8(Fp8StateRestorer& restorer) {
+  if (!fp8_) return false;
+  restorer.restore(layer, fp8_->input, fp8_->kernel, fp8_->gradient);
+  return true;
 }
 
 void WeightedNode::end_training_step(bool applied) {

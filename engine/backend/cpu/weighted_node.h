@@ -39,7 +39,7 @@ class WeightedNode : public CpuNode {
   void enable_fp8(const Fp8Recipe& recipe);
   void end_training_step(bool applied) override;
   void append_fp8_steps(std::vector<Fp8TensorStep>& out) override;
-  void restore_fp8(Fp8StateRestorer& restorer) override;
+  bool restore_fp8(Fp8StateRestorer& restorer) override;
   // The FP8 tensors' scaling state (input, kernel, output gradient); empty outside FP8.
   struct Fp8Tensors {
     Fp8TensorScaling input, kernel, gradient;

@@ -126,8 +126,12 @@ class CudaNode {
     (void)applied;
   }
   virtual void append_fp8_steps(std::vector<Fp8TensorStep>& out) { (void)out; }
-  // mixed_float8: the starting weights' saved FP8 scales and amax histories, where it has them.
-  virtual void restore_fp8(Fp8StateRestorer& restorer) { (void)restorer; }
+  // mixed_float8: the starting weights' saved FP8 scales and amax histories into its FP8
+  // matmul; false when it runs none.
+  virtual bool restore_fp8(Fp8StateRestorer& restorer) {
+    (void)restorer;
+    return false;
+  }
 
   const int layer;
   const DType out_dtype;

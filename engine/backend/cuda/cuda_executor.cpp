@@ -384,8 +384,13 @@ void CudaExecutor::initialise_parameters(std::uint64_t seed) {
                         [this](int layer, ParamKind kind, std::span<const float> values) {
                           write_parameter(layer, kind, values);
                         });
+    // Each FP8 matmul of the plan, in order; a Dense the GPU runs in bfloat16 (off multiples of
+    // 16) lets its states pass.
     Fp8StateRestorer restorer(options_.initial_weights.get());
-    for (auto& node : nodes_) node->restore_fp8(restorer);
+    for (std::size_t k = 0; k < nodes_.size(); ++k) {
+      const PlanNode& node = plan_.nodes[k];
+      if (node.fp8 && !nodes_[k]->restore_fp8(restorer)) restorer.skip(node.layer);
+    }
     fp8_note_ = restorer.note();
   }
 }

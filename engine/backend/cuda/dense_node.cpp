@@ -87,10 +87,11 @@ void DenseNode::bind(const DeviceArena& arena) {
 
 // The three scales the next products use, as the casts and cuBLASLt read them: rounded to
 // bfloat16, as Keras's bfloat16 quantize-dequantize casts its scale (the CPU emulation does).
-void DenseNode::restore_fp8(Fp8StateRestorer& restorer) {
-  if (!fp8_) return;
+bool DenseNode::restore_fp8(Fp8StateRestorer& restorer) {
+  if (!fp8_) return false;
   restorer.restore(layer, fp8_->scaling[0], fp8_->scaling[1], fp8_->scaling[2]);
   scales_uploaded_ = false;  // the first forward uploads the restored scales
+  return true;
 }
 
 void DenseNode::upload_scales(CudaContext& ctx) {

@@ -29,7 +29,7 @@ class DenseNode final : public CudaNode {
                 const DTensor* dx) override;
   void end_training_step(CudaContext& ctx, bool applied) override;
   void append_fp8_steps(std::vector<Fp8TensorStep>& out) override;
-  void restore_fp8(Fp8StateRestorer& restorer) override;
+  bool restore_fp8(Fp8StateRestorer& restorer) override;
 
  private:
   // The device side of FP8: each operand's codes (and transposed codes), the three dequantising
