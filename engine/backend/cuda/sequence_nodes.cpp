@@ -110,14 +110,13 @@ AttentionNode::AttentionNode(CudaContext& ctx, const ExecutionPlan& plan, const 
   shape_.value_dim = node.value_dim;
   shape_.causal = node.causal;
   if (kernels != AttentionKernels::unfused) {
-    FusedAttentionShape f;
-    f.batch = shape_.batch;
-    f.steps = shape_.steps;
-    f.heads = shape_.heads;
-    f.key_dim = shape_.key_dim;
-    f.value_dim = shape_.value_dim;
-    f.causal = shape_.causal;
-    f.dtype = dtype_;
+    const FusedAttentionShape f{.batch = shape_.batch,
+                                .steps = shape_.steps,
+                                .heads = shape_.heads,
+                                .key_dim = shape_.key_dim,
+                                .value_dim = shape_.value_dim,
+                                .causal = shape_.causal,
+                                .dtype = dtype_};
     const int major = static_cast<int>(compute_capability + 1e-9);
     const int minor = static_cast<int>(std::lround((compute_capability - major) * 10.0));
     const auto key =
