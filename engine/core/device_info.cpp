@@ -125,8 +125,9 @@ PolicySupport gpu_support(const DeviceInfo& gpu, Policy policy) {
                     (has_bf16_and_tf32(cc) ? "" : " or mixed_float16") +
                     ", or the CPU backend, which emulates mixed_float8"};
       }
-      // cuBLASLt's FP8 GEMMs for Dense layers (and attention's projections) whose dimensions
-      // are multiples of 16; the others and Conv2D in bfloat16 (engine/backend/cuda).
+      // cuBLASLt's FP8 GEMMs for Dense layers (attention's projections, pointwise Conv2D)
+      // whose dimensions are multiples of 16; the others and larger Conv2D windows in bfloat16
+      // (engine/backend/cuda).
       return {};
   }
   return {};

@@ -807,13 +807,29 @@ class Model {
       return grouped ? 0.0 : gemm_peak(item, d, std::min(c, f));
     };
     // mixed_float8: the CPU rounds a Conv2D's input, kernel and output gradient through FP8
-    // (fp8_casts); a GPU runs convolutions in bfloat16 (cuBLASLt's FP8 matmuls are GEMMs; the
-    // CUDA backend does the same, and the FP8 rule says so).
+    // (fp8_casts). A GPU runs a pointwise one whose dimensions are multiples of 16 as a Dense
+    // over its pixels on the FP8 GEMMs, and every other convolution in bfloat16 (cuBLASLt's FP8
+    // matmuls are GEMMs; the CUDA backend does the same, and the FP8 rules say so).
+    const bool pointwise = pointwise_conv(plan_, node);
+    const std::pair<std::string, std::int64_t> fp8_miss =
+        pointwise
+            ? fp8_misalignment(
+                  node, {{"output positions", b * p * q}, {"input channels", c}, {"filters", f}})
+            : std::pair<std::string, std::int64_t>{};
+    if (pointwise && node.fp8 && fp8_cores_ && fp8_miss.first.empty()) {
+      dense(n, node, backward);
+      return;
+    }
+    const auto mark = [&](CostItem& item) {
+      item.fp8_misaligned = fp8_miss.first;
+      item.fp8_misaligned_value = fp8_miss.second;
+    };
     fp8_casts(n, node, CostPhase::forward, in + weights, "input and kernel", false, 2);
     {
       CostItem& fw = add(n, CostPhase::forward, TimeKind::convolution, d, label + " forward");
       fw.gemm = !grouped;
       fw.shape = {b * p * q, f, c * r * s};
+      mark(fw);
       if (!grouped) check_alignment(fw, d, {{"input channels", c}, {"filters", f}});
       fw.flops = 2 * macs + (bias ? out : 0);
       move(fw, d, in);

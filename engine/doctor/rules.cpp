@@ -1015,12 +1015,16 @@ std::vector<Finding> fp8(const Diagnosis& d) {
       out.push_back(std::move(f));
     }
   }
-  // A GPU's prediction keeps Conv2D in bfloat16.
+  // A GPU's prediction keeps Conv2D in bfloat16 but for the pointwise ones (a Dense over the
+  // pixels).
   if (dev.is_gpu()) {
     std::vector<int> convs;
     for (int li = 0; li < layers; ++li) {
       const LayerSpec& l = d.input.spec.layers[static_cast<std::size_t>(li)];
-      if (l.type == LayerType::Conv2D && !l.force_float32 && !l.force_bfloat16) convs.push_back(li);
+      const bool pointwise =
+          l.kernel_size.h == 1 && l.kernel_size.w == 1 && l.strides.h == 1 && l.strides.w == 1;
+      if (l.type == LayerType::Conv2D && !pointwise && !l.force_float32 && !l.force_bfloat16)
+        convs.push_back(li);
     }
     if (!convs.empty() && has_fp8_roof(dev)) {
       Finding f;
@@ -1028,9 +1032,13 @@ std::vector<Finding> fp8(const Diagnosis& d) {
       f.severity = Severity::info;
       f.layers = convs;
       f.message = std::to_string(convs.size()) +
-                  " Conv2D layers are predicted in bfloat16, as MixLab's CUDA backend runs "
-                  "them: cuBLASLt's FP8 matmuls are GEMMs (the CPU emulates FP8 convolutions, "
-                  "as its runs show; Keras quantizes only Dense and EinsumDense)";
+                  " Conv2D layers with windows larger than 1x1 are predicted in bfloat16, as "
+                  "MixLab's CUDA backend runs them: cuBLASLt's FP8 matmuls are GEMMs, and as a "
+                  "GEMM over its windows (im2col) a convolution moves its input once per tap "
+                  "(9 times for a 3x3), more than twice the rate repays against cuDNN's "
+                  "bfloat16 kernels; pointwise (1x1) ones run on the FP8 GEMMs as Dense layers "
+                  "(the CPU emulates every FP8 convolution, as its runs show; Keras quantizes "
+                  "only Dense and EinsumDense)";
       out.push_back(std::move(f));
     }
   }

@@ -586,6 +586,14 @@ LossHead head_of(const ExecutionPlan& plan, LossKind loss) {
 
 }  // namespace
 
+bool pointwise_conv(const ExecutionPlan& plan, const PlanNode& node) {
+  if (node.op != PlanOp::conv2d || node.groups != 1 || node.params.empty()) return false;
+  const PlanSlot& kernel = plan.params.at(static_cast<std::size_t>(node.params.front()));
+  return kernel.keras_shape.size() == 4 && kernel.keras_shape[0] == 1 &&
+         kernel.keras_shape[1] == 1 && node.in_shape.size() == 3 && node.out_shape.size() == 3 &&
+         node.in_shape[0] == node.out_shape[0] && node.in_shape[1] == node.out_shape[1];
+}
+
 ConvPart conv_part(const LayerSpec& layer, const LayerInfo& info, const PlanNode& node) {
   ConvPart part{layer, info};
   if (layer.type != LayerType::SeparableConv2D) return part;

@@ -260,6 +260,12 @@ struct ConvPart {
 };
 ConvPart conv_part(const LayerSpec& layer, const LayerInfo& info, const PlanNode& node);
 
+// Whether a conv2d node is a Dense over its pixels: a 1x1 kernel, one group, the output's
+// height and width the input's (so stride 1 and no padding). mixed_float8's GPU runs such a
+// Conv2D as a Dense on the FP8 GEMMs (its Keras kernel (1, 1, in, filters) is Dense's
+// (in, units)); a larger kernel stays on cuDNN in bfloat16 (the doctor says why).
+bool pointwise_conv(const ExecutionPlan& plan, const PlanNode& node);
+
 // Lowers a validated model (its shape table, which records the policy) for a batch size and an
 // optimizer, its layers in the table's order. `input_gradient`: the backward schedule also
 // computes the batch's gradient (tests). Throws ConfigError for a batch size below 1, or a table

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -166,6 +167,32 @@ TEST(ExecutionPlan, TheCpuExecutorAllocatesThePlan) {
       EXPECT_EQ(got.activation_bytes, planned.activation_bytes);
     }
   }
+}
+
+// A pointwise Conv2D (1x1 kernel, stride 1, one group) is a Dense over its pixels, which
+// mixed_float8's GPU runs on the FP8 GEMMs; a larger window, a stride, a depthwise 1x1 or a
+// SeparableConv2D's depthwise part is not.
+TEST(ExecutionPlan, PointwiseConvolutionsAreTheOnesThatAreDenseOverThePixels) {
+  const ModelSpec spec = parse_model_json(R"({"name": "pw", "input": {"shape": [8, 8, 16]},
+      "layers": [
+      {"type": "Conv2D", "filters": 32, "kernel_size": 1},
+      {"type": "Conv2D", "filters": 32, "kernel_size": 1, "padding": "same"},
+      {"type": "Conv2D", "filters": 32, "kernel_size": 3, "padding": "same"},
+      {"type": "Conv2D", "filters": 32, "kernel_size": 1, "strides": 2},
+      {"type": "DepthwiseConv2D", "kernel_size": 1},
+      {"type": "SeparableConv2D", "filters": 16, "kernel_size": 3, "padding": "same"},
+      {"type": "Flatten"}, {"type": "Dense", "units": 16}]})");
+  const ShapeTable table = infer_shapes(spec, Policy::mixed_float8);
+  const ExecutionPlan plan = build_plan(spec, table, 4, OptimizerConfig{}, kCuda);
+  std::vector<std::string> pointwise;
+  for (const PlanNode& node : plan.nodes) {
+    if (node.op == PlanOp::conv2d && pointwise_conv(plan, node)) pointwise.push_back(node.label);
+    if (node.op == PlanOp::conv2d && node.layer < 4) {
+      EXPECT_TRUE(node.fp8) << node.label;
+    }
+  }
+  EXPECT_EQ(pointwise, (std::vector<std::string>{"layer 0 (Conv2D)", "layer 1 (Conv2D)",
+                                                 "layer 5 (SeparableConv2D) pointwise"}));
 }
 
 }  // namespace

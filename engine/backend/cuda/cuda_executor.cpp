@@ -73,6 +73,15 @@ std::vector<std::int64_t> batch_dims(int batch, const Shape& s) {
   return d;
 }
 
+// mixed_float8: a Dense (or pointwise Conv2D) node on FP8 tensor cores where its dimensions
+// allow cuBLASLt's FP8 GEMMs (multiples of 16); otherwise in bfloat16 (the doctor models the
+// same; the CPU emulates both in FP8).
+bool on_fp8_gemms(const ExecutionPlan& plan, const PlanNode& node) {
+  const std::int64_t in = node.in_shape.back();
+  const std::int64_t rows = plan.batch * num_elements(node.in_shape) / in;
+  return node.fp8 && fp8_dense_aligned(rows, in, node.out_shape.back());
+}
+
 }  // namespace
 
 CudaExecutor::CudaExecutor(const ModelSpec& spec, const ShapeTable& table,
@@ -158,17 +167,19 @@ void CudaExecutor::lower(const ModelSpec& spec, const ShapeTable& table) {
     std::unique_ptr<CudaNode> made;
     try {
       switch (node.op) {
-        case PlanOp::dense: {
-          // mixed_float8: an FP8 node on FP8 tensor cores where its dimensions allow cuBLASLt's
-          // FP8 GEMMs (multiples of 16); otherwise, and Conv2D, in bfloat16 (the doctor models
-          // the same; the CPU emulates both in FP8).
-          const std::int64_t in = node.in_shape.back();
-          const std::int64_t rows = plan_.batch * num_elements(node.in_shape) / in;
-          const bool fp8 = node.fp8 && fp8_dense_aligned(rows, in, node.out_shape.back());
-          made = std::make_unique<DenseNode>(ctx_, plan_, node, fp8 ? &options_.fp8 : nullptr);
+        case PlanOp::dense:
+          made = std::make_unique<DenseNode>(ctx_, plan_, node,
+                                             on_fp8_gemms(plan_, node) ? &options_.fp8 : nullptr);
           break;
-        }
         case PlanOp::conv2d: {
+          // A pointwise Conv2D under mixed_float8 is a Dense over the pixels, run as one (its
+          // kernel kept in Keras's layout, which is Dense's). Larger kernels stay on cuDNN in
+          // bfloat16: as an FP8 GEMM over its windows (im2col) a 3x3 convolution moves 9 times
+          // its input and loses to cuDNN's bfloat16 kernels (the doctor's fp8-convolutions).
+          if (pointwise_conv(plan_, node) && on_fp8_gemms(plan_, node)) {
+            made = std::make_unique<DenseNode>(ctx_, plan_, node, &options_.fp8);
+            break;
+          }
           const ConvPart part = conv_part(layer, info, node);
           made = std::make_unique<ConvNode>(ctx_, plan_, node, part.layer, part.info);
           break;

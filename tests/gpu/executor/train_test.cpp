@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -557,11 +558,9 @@ TEST(CudaFp8, BelowComputeCapability89ItIsRefusedWithTheRulesReason) {
 // the emulation rounds each dequantized value to bfloat16), the same tensors reported, the
 // input's figures identical (the same batches through the same rounding code: amax, scale,
 // saturated and flushed counts), the other scales within a bfloat16 ulp of an amax (2^-7).
-TEST(CudaFp8, TrainsLikeTheCpuEmulationWithTheSameScales) {
-  MIXLAB_SKIP_WITHOUT_CUDA();
-  if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
-  const ModelSpec spec = fp8_mlp();
-  const RunConfig c = fp8_config();
+// `tensors`: how many FP8 tensors each step reports on both (three a matmul).
+void expect_fp8_training_like_the_cpu(const ModelSpec& spec, const RunConfig& c,
+                                      std::size_t tensors) {
   const DatasetPair data = load_dataset(c.dataset);
   const TrainRun cpu = run_on(gpu_test::cpu_backend(), spec, c, data);
   const TrainRun gpu = run_on(gpu_test::cuda_backend(), spec, c, data);
@@ -575,21 +574,18 @@ TEST(CudaFp8, TrainsLikeTheCpuEmulationWithTheSameScales) {
     worst = std::max(worst, rel);
     EXPECT_LE(rel, 1.0 / 32) << "step " << i;
   }
-  std::printf(
-      "[ figures  ] fp8-mlp mixed_float8 CUDA vs CPU: largest relative loss difference %.3g\n",
-      worst);
   ASSERT_EQ(gpu.fp8.size(), cpu.fp8.size());
   double worst_scale = 0;
   for (std::size_t step = 0; step < gpu.fp8.size(); ++step) {
     const auto &g = gpu.fp8[step], &w = cpu.fp8[step];
-    ASSERT_EQ(g.size(), 6u) << "step " << step;  // two Dense, three tensors each
+    ASSERT_EQ(g.size(), tensors) << "step " << step;
     ASSERT_EQ(w.size(), g.size()) << "step " << step;
     for (std::size_t t = 0; t < g.size(); ++t) {
       SCOPED_TRACE("step " + std::to_string(step) + " tensor " + std::to_string(t));
       EXPECT_EQ(g[t].layer, w[t].layer);
       EXPECT_EQ(g[t].role, w[t].role);
       EXPECT_EQ(g[t].values, w[t].values);
-      if (t == 0) {  // the first Dense's input: the batch, rescaled
+      if (t == 0) {  // the first matmul's input: the batch, rescaled
         EXPECT_EQ(g[t].amax, w[t].amax);
         EXPECT_EQ(g[t].scale, w[t].scale);
         EXPECT_EQ(g[t].next_scale, w[t].next_scale);
@@ -602,9 +598,37 @@ TEST(CudaFp8, TrainsLikeTheCpuEmulationWithTheSameScales) {
       }
     }
   }
-  std::printf("[ figures  ] fp8-mlp: largest relative scale difference %.3g after %zu steps\n",
-              worst_scale, gpu.fp8.size());
+  std::printf(
+      "[ figures  ] %s mixed_float8 CUDA vs CPU: largest relative loss difference %.3g, scale "
+      "difference %.3g after %zu steps\n",
+      spec.name.c_str(), worst, worst_scale, gpu.fp8.size());
   EXPECT_LT(gpu.steps.back().loss, gpu.steps.front().loss);
+}
+
+TEST(CudaFp8, TrainsLikeTheCpuEmulationWithTheSameScales) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
+  expect_fp8_training_like_the_cpu(fp8_mlp(), fp8_config(), 6);  // two Dense
+}
+
+// The layers whose FP8 tensors 3 steps on the GPU report (three each, every step).
+std::set<int> gpu_fp8_layers(const ModelSpec& spec, const DatasetSpec& dataset) {
+  RunConfig c = fp8_config();
+  c.dataset = dataset;
+  c.steps = 3;
+  const TrainRun gpu = run_on(gpu_test::cuda_backend(), spec, c, load_dataset(c.dataset));
+  EXPECT_EQ(gpu.summary.status, RunStatus::finished) << gpu.summary.message;
+  EXPECT_EQ(gpu.fp8.size(), 3u);
+  std::set<int> layers;
+  for (const auto& step : gpu.fp8) {
+    std::map<int, int> tensors;
+    for (const Fp8TensorStep& t : step) ++tensors[t.layer];
+    for (const auto& [layer, count] : tensors) {
+      EXPECT_EQ(count, 3) << "layer " << layer;
+      layers.insert(layer);
+    }
+  }
+  return layers;
 }
 
 // A Dense whose dimensions are not all multiples of 16 runs in bfloat16 on the GPU and reports
@@ -612,18 +636,44 @@ TEST(CudaFp8, TrainsLikeTheCpuEmulationWithTheSameScales) {
 TEST(CudaFp8, ADenseOffMultiplesOf16RunsInBfloat16) {
   MIXLAB_SKIP_WITHOUT_CUDA();
   if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
-  const ModelSpec spec = builtin("fashion-mlp");  // Dense 128, then Dense 10
+  // Dense 128, then Dense 10: only the Dense 128.
+  EXPECT_EQ(gpu_fp8_layers(builtin("fashion-mlp"), synthetic_spec({28, 28, 1}, 10, 640)),
+            std::set<int>{2});
+}
+
+// Pointwise (1x1) Conv2D layers with their dimensions on multiples of 16 run on the FP8 GEMMs
+// as Dense layers over the pixels: against the CPU's emulation as the MLP above (the same
+// tensors, the first layer's input figures identical, the losses within 2^-5, the scales within
+// 2^-7).
+ModelSpec fp8_pointwise_cnn(const char* first) {
+  return parse_model_json(std::string(R"({"name": "fp8-cnn", "input": {"shape": [8, 8, 16]},
+      "layers": [{"type": "Rescaling", "scale": 0.00392156862745098}, )") +
+                              first + R"(,
+      {"type": "Conv2D", "filters": 32, "kernel_size": 1, "activation": "relu"},
+      {"type": "Conv2D", "filters": 16, "kernel_size": 1},
+      {"type": "Flatten"}, {"type": "Dense", "units": 16},
+      {"type": "Activation", "activation": "softmax", "dtype": "float32"}]})",
+                          "fp8-cnn");
+}
+
+TEST(CudaFp8, PointwiseConvolutionsRunOnFp8GemmsLikeTheCpuEmulation) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
   RunConfig c = fp8_config();
-  c.dataset = synthetic_spec({28, 28, 1}, 10, 640);
-  c.steps = 3;
-  const DatasetPair data = load_dataset(c.dataset);
-  const TrainRun gpu = run_on(gpu_test::cuda_backend(), spec, c, data);
-  ASSERT_EQ(gpu.summary.status, RunStatus::finished) << gpu.summary.message;
-  ASSERT_FALSE(gpu.fp8.empty());
-  for (const auto& step : gpu.fp8) {
-    ASSERT_EQ(step.size(), 3u);
-    for (const Fp8TensorStep& t : step) EXPECT_EQ(t.layer, 2);  // the Dense 128
-  }
+  c.dataset = synthetic_spec({8, 8, 16}, 16, 640);
+  // Three Conv2D and the Dense.
+  expect_fp8_training_like_the_cpu(
+      fp8_pointwise_cnn(R"({"type": "Conv2D", "filters": 16, "kernel_size": 1})"), c, 12);
+}
+
+// A 3x3 Conv2D stays on cuDNN in bfloat16 on the GPU and reports no FP8 tensors (the CPU
+// emulates it in FP8); the pointwise ones after it and the Dense still run in FP8.
+TEST(CudaFp8, ALargerWindowStaysOnCudnnInBfloat16) {
+  MIXLAB_SKIP_WITHOUT_CUDA();
+  if (!gpu_has_fp8()) GTEST_SKIP() << "no FP8 tensor cores (compute capability below 8.9)";
+  const ModelSpec spec = fp8_pointwise_cnn(
+      R"({"type": "Conv2D", "filters": 16, "kernel_size": 3, "padding": "same"})");
+  EXPECT_EQ(gpu_fp8_layers(spec, synthetic_spec({8, 8, 16}, 16, 640)), (std::set<int>{2, 3, 5}));
 }
 
 // --- per-layer timings ---
