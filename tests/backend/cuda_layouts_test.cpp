@@ -262,6 +262,13 @@ TEST(CudaLayouts, AttentionProductsAreEachHeadsRowMajorProducts) {
   EXPECT_EQ(ap.scores.align, 2);  // 3 x 3 bfloat16 scores a head: 18 bytes
   EXPECT_EQ(attention_products(8, 128, 4, 32, 32, DType::bf16).scores.align, 16);
   EXPECT_EQ(attention_products(8, 128, 4, 12, 12, DType::f16).values.align, 8);
+  // --tf32 reaches the six float32 products, as it does the projections' (dense_products).
+  const AttentionProducts tf32 = attention_products(2, 16, 2, 8, 8, DType::f32, true);
+  for (const LtMatmulShape* s : {&tf32.scores, &tf32.values, &tf32.probs_grad, &tf32.values_grad,
+                                 &tf32.keys_grad, &tf32.query_grad}) {
+    EXPECT_TRUE(s->tf32);
+  }
+  EXPECT_FALSE(attention_products(2, 16, 2, 8, 8, DType::f32).scores.tf32);
 }
 
 }  // namespace

@@ -160,8 +160,9 @@ inline int view_alignment(std::int64_t bytes) {
   return a;
 }
 
+// `tf32`: float32 products on TF32 tensor cores (--tf32), as the layer's projections run.
 inline AttentionProducts attention_products(int batch, int steps, int heads, int key_dim,
-                                            int value_dim, DType dtype) {
+                                            int value_dim, DType dtype, bool tf32 = false) {
   AttentionProducts p;
   p.steps = steps;
   p.key_dim = key_dim;
@@ -187,6 +188,7 @@ inline AttentionProducts attention_products(int batch, int steps, int heads, int
     x.stride_d = sd;
     x.ab = dtype;
     x.cd = cd;
+    x.tf32 = tf32;
   };
   set(p.scores, s, s, key_dim, true, false, qk_row, qk_row, s, qk_sample, qk_sample, scores_sample,
       dtype);

@@ -147,7 +147,7 @@ AttentionNode::AttentionNode(CudaContext& ctx, const ExecutionPlan& plan, const 
   }
   if (fused_) return;
   products_ = attention_products(shape_.batch, shape_.steps, shape_.heads, shape_.key_dim,
-                                 shape_.value_dim, dtype_);
+                                 shape_.value_dim, dtype_, ctx.tf32);
   const auto lt = [&](const LtMatmulShape& s, const char* what) {
     return LtMatmul(ctx.lt, s, ctx.lt_workspace_bytes, label + " " + what);
   };
