@@ -438,7 +438,7 @@ class Model {
           CostItem& b = add(n, CostPhase::backward_data, TimeKind::elementwise, d,
                             label + " batch_norm backward");
           move(b, node.in_dtype, 2 * in);
-          b.bytes_f32 = 4 * 2 * out + (backward ? 4 * in : 0);
+          b.bytes_f32 += 4 * 2 * out + (backward ? 4 * in : 0);
           b.flops = 8 * out;
           b.launches = gpu() ? 2 : 0;
           time(b, 0, memory_efficiency(b, true));
@@ -485,7 +485,7 @@ class Model {
           f.gemm = true;
           f.flops = 2 * scores * (kd + vd) + 5 * scores;
           move(f, d, projections + out);
-          f.bytes_f32 = 4 * b * h * s;
+          f.bytes_f32 += 4 * b * h * s;
           f.launches = 1;
           // The score GEMMs are S x S: a sequence length off a multiple of 8 pads its tiles.
           check_alignment(f, d, {{"sequence length", node.out_shape.front()}});
@@ -496,7 +496,7 @@ class Model {
             g.gemm = true;
             g.flops = 2 * scores * (3 * kd + 2 * vd) + 5 * scores;
             move(g, d, 2 * projections + 2 * out);
-            g.bytes_f32 = 8 * b * h * s;
+            g.bytes_f32 += 8 * b * h * s;
             g.launches = 2;
             check_alignment(g, d, {{"sequence length", node.out_shape.front()}});
             time(g, gemm_peak(g, d));
@@ -551,14 +551,14 @@ class Model {
         f.flops = 2 * scores * (kd + vd) + 5 * scores;
         move(f, d, projections);
         move(f, d, out);
-        f.bytes_f32 = 4 * scores;
+        f.bytes_f32 += 4 * scores;
         time(f, 0);
         if (node.backward) {
           CostItem& g = add(n, CostPhase::backward_data, TimeKind::matmul, d, label + " backward");
           g.flops = 4 * scores * (kd + vd) + 4 * scores;
           move(g, d, projections + out);
           move(g, d, projections);  // the three gradients cast into their buffers
-          g.bytes_f32 = 4 * scores + 8 * projections;
+          g.bytes_f32 += 4 * scores + 8 * projections;
           time(g, 0);
         }
         break;

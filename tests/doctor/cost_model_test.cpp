@@ -149,6 +149,31 @@ TEST(CostModel, Conv2DImplicitGemmsAsComputedByHand) {
   EXPECT_DOUBLE_EQ(d.flops, 2.0 * 1 * 48 * 2);
 }
 
+// A float32 node's float32 bytes are the sum of everything it moves: BatchNormalization's
+// backward reads the input twice besides the gradients, and the CPU's attention moves the
+// projections and its output besides the scores (both once overwrote what they had added).
+TEST(CostModel, Float32BytesAddUpForBatchNormAndAttention) {
+  const ModelSpec bn = model(R"({"name": "bn", "input": {"shape": [4, 4, 2]}, "layers": [
+      {"type": "Conv2D", "filters": 2, "kernel_size": 1}, {"type": "BatchNormalization"},
+      {"type": "Flatten"}, {"type": "Dense", "units": 2}]})");
+  const StepCost c = predict_step(bn, Policy::float32, at(1), round_gpu());
+  // 32 values: the input twice, the gradient in and the gradient out, the input's gradient.
+  EXPECT_DOUBLE_EQ(item(c, "layer 1 (BatchNormalization) batch_norm backward").bytes_f32,
+                   4.0 * (2 * 32 + 2 * 32 + 32));
+  const ModelSpec mha = model(R"({"name": "mha", "input": {"shape": [4, 8]}, "layers": [
+      {"type": "MultiHeadAttention", "num_heads": 2, "key_dim": 4},
+      {"type": "GlobalAveragePooling1D"}, {"type": "Dense", "units": 2}]})");
+  const StepCost a = predict_step(mha, Policy::float32, at(1), round_cpu());
+  const CostItem* core = nullptr;
+  for (const CostItem& i : a.items) {
+    if (i.label.find("(scores, float32 softmax, weighted values)") != std::string::npos) core = &i;
+  }
+  ASSERT_NE(core, nullptr);
+  // 4 steps, 2 heads of 4: the queries, keys and values (96), the heads' output (32), the
+  // 2 x 4 x 4 weights (32).
+  EXPECT_DOUBLE_EQ(core->bytes_f32, 4.0 * (96 + 32 + 32));
+}
+
 TEST(CostModel, PoolingForwardAndBackwardAsComputedByHand) {
   const ModelSpec spec = model(R"({"name": "p", "input": {"shape": [4, 4, 3]}, "layers": [
       {"type": "Conv2D", "filters": 3, "kernel_size": 1}, {"type": "MaxPooling2D"},
