@@ -1031,14 +1031,17 @@ std::vector<Finding> fp8(const Diagnosis& d) {
       f.id = "fp8-convolutions";
       f.severity = Severity::info;
       f.layers = convs;
+      const bool one = convs.size() == 1;
       f.message = std::to_string(convs.size()) +
-                  " Conv2D layers with windows larger than 1x1 are predicted in bfloat16, as "
-                  "MixLab's CUDA backend runs them: cuBLASLt's FP8 matmuls are GEMMs, and as a "
-                  "GEMM over its windows (im2col) a convolution moves its input once per tap "
-                  "(9 times for a 3x3), more than twice the rate repays against cuDNN's "
-                  "bfloat16 kernels; pointwise (1x1) ones run on the FP8 GEMMs as Dense layers "
-                  "(the CPU emulates every FP8 convolution, as its runs show; Keras quantizes "
-                  "only Dense and EinsumDense)";
+                  (one ? " Conv2D layer with a window larger than 1x1 is predicted in bfloat16, "
+                         "as MixLab's CUDA backend runs it"
+                       : " Conv2D layers with windows larger than 1x1 are predicted in "
+                         "bfloat16, as MixLab's CUDA backend runs them") +
+                  ": cuBLASLt's FP8 matmuls are GEMMs, and as a GEMM over its windows (im2col) "
+                  "a convolution moves its input once per tap (9 times for a 3x3), more than "
+                  "twice the rate repays against cuDNN's bfloat16 kernels; pointwise (1x1) ones "
+                  "run on the FP8 GEMMs as Dense layers (the CPU emulates every FP8 "
+                  "convolution, as its runs show; Keras quantizes only Dense and EinsumDense)";
       out.push_back(std::move(f));
     }
   }

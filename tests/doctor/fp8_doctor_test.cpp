@@ -174,6 +174,8 @@ TEST(Fp8Doctor, GpusRunPointwiseConvolutionsOnFp8GemmsAndKeepTheRestInBfloat16) 
   const Finding* f = find(d, "fp8-convolutions");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layers, std::vector<int>{0});
+  EXPECT_EQ(f->message.rfind("1 Conv2D layer with a window larger than 1x1 is predicted", 0), 0u)
+      << f->message;
   const Finding* a = find(d, "fp8-alignment");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->layers, std::vector<int>{2});
