@@ -1016,15 +1016,15 @@ std::vector<Finding> fp8(const Diagnosis& d) {
     }
   }
   // A GPU's prediction keeps Conv2D in bfloat16 but for the pointwise ones (a Dense over the
-  // pixels).
+  // pixels: on the FP8 tensor cores, or named above by a dimension off 16).
   if (dev.is_gpu()) {
     std::vector<int> convs;
     for (int li = 0; li < layers; ++li) {
       const LayerSpec& l = d.input.spec.layers[static_cast<std::size_t>(li)];
-      const bool pointwise =
-          l.kernel_size.h == 1 && l.kernel_size.w == 1 && l.strides.h == 1 && l.strides.w == 1;
-      if (l.type == LayerType::Conv2D && !pointwise && !l.force_float32 && !l.force_bfloat16)
+      if (l.type == LayerType::Conv2D && !l.force_float32 && !l.force_bfloat16 &&
+          !on_cores.contains(li) && !missed.contains(li)) {
         convs.push_back(li);
+      }
     }
     if (!convs.empty() && has_fp8_roof(dev)) {
       Finding f;
