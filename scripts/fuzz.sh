@@ -39,9 +39,11 @@ done
 build=build/fuzz
 jobs=${MIXLAB_FUZZ_JOBS:-$(nproc)}
 mkdir -p "$build"
+# -Wno-pass-failed: at -O1 clang does not vectorise the CPU loops marked `omp simd` and said so
+# ~1,900 times, burying the warnings that matter; vectorisation is no concern of a fuzz build.
 cmake -S . -B "$build" -G Ninja \
   -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only -Wno-pass-failed" \
   -DMIXLAB_FUZZ=ON -DMIXLAB_SANITIZE=ON -DMIXLAB_WERROR=OFF \
   -DMIXLAB_GUI=OFF -DMIXLAB_CUDA=OFF -DMIXLAB_BUILD_TESTS=OFF >"$build/configure.log" 2>&1 || {
   cat "$build/configure.log" >&2

@@ -72,7 +72,7 @@ MIXLAB_HD float relu_forward(float x, const ReluArgs& a) {
 // a select of constants, which the loops vectorise where a select of products stays a branch.
 MIXLAB_HD float relu_backward(float y, float dy, const ReluArgs& a) {
   const float below = y < 0.0f ? a.negative_slope : 0.0f;
-  const float slope = (y > 0.0f) & (y < a.max_value) ? 1.0f : below;
+  const float slope = ((y > 0.0f) & (y < a.max_value)) ? 1.0f : below;
   return dy * slope;
 }
 
