@@ -113,13 +113,13 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtMatmulShape& s, std::size_t 
           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &workspace_bytes_, sizeof workspace_bytes_);
       if (st != CUBLAS_STATUS_SUCCESS) return st;
-      // Strided views (attention's heads) may start off 16 bytes: the heuristic must know.
+      // Strided views (attention's heads) may start anywhere from 2 to 256 bytes in: the
+      // heuristic must know (it assumes 256).
       const auto align = static_cast<std::uint32_t>(s.align);
       for (const cublasLtMatmulPreferenceAttributes_t attr :
            {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
             CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-        if (s.align >= 16) break;
         const cublasStatus_t sa =
             cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
         if (sa != CUBLAS_STATUS_SUCCESS) return sa;

@@ -37,8 +37,10 @@ struct LtMatmulShape {
   std::int64_t lda = 0, ldb = 0, ldd = 0;
   int batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
-  // The operands' addresses' alignment in bytes (cuBLASLt's heuristic assumes 16 unless told).
-  int align = 16;
+  // The operands' addresses' alignment in bytes, which cuBLASLt's heuristic cannot see: unless
+  // told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) it assumes 256, as the arena's buffers are,
+  // and may pick an algorithm that a view starting 16 to 128 bytes in does not satisfy.
+  int align = 256;
 
   std::int64_t a_rows() const { return transa ? k : m; }
   std::int64_t b_rows() const { return transb ? n : k; }
@@ -153,9 +155,9 @@ struct AttentionProducts {
   int key_dim = 0, value_dim = 0;
 };
 
-// The largest power of two up to 16 dividing `bytes`: the alignment of every head's view.
+// The largest power of two up to 256 dividing `bytes`: the alignment of every head's view.
 inline int view_alignment(std::int64_t bytes) {
-  int a = 16;
+  int a = 256;
   while (a > 1 && bytes % a != 0) a /= 2;
   return a;
 }
