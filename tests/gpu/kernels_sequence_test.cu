@@ -67,15 +67,16 @@ TEST_F(Kernels, AttentionSoftmaxAndItsBackwardAreTheHostMath) {
         DeviceBuffer d_dscores(n * dtype_bytes(dtype));
         k::attention_softmax_backward(d_scores.as(), d_dprobs.as<float>(), d_dscores.as(), dtype,
                                       shape, nullptr);
+        // dP in the layer's dtype (as Keras's einsum's gradient), dS stored in it.
         std::vector<float> want_ds(n);
         for (std::size_t r = 0; r < rows; ++r) {
           const std::size_t at = r * static_cast<std::size_t>(steps);
           double dot = 0.0;
           for (int j = 0; j < steps; ++j)
-            dot += static_cast<double>(probs[at + j]) * dprobs[at + j];
+            dot += static_cast<double>(probs[at + j]) * round_to(dtype, dprobs[at + j]);
           for (int j = 0; j < steps; ++j) {
-            want_ds[at + j] =
-                round_to(dtype, probs[at + j] * (dprobs[at + j] - static_cast<float>(dot)) * scale);
+            const float dp = round_to(dtype, dprobs[at + j]);
+            want_ds[at + j] = round_to(dtype, probs[at + j] * (dp - static_cast<float>(dot)) * scale);
           }
         }
         expect_close(from_device(d_dscores, dtype), want_ds, dtype, 1e-4f, 1e-5f,

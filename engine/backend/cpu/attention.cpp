@@ -173,6 +173,7 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
     const std::int64_t units = batch_ * heads;
     const bool causal = causal_;
     const float scale = scale_;
+    const Storage storage = out_storage;
     bool ok = true;
 #pragma omp parallel reduction(&& : ok)
     {
@@ -189,7 +190,8 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
         load_head(dy, b, h, heads, vd, s, doh.data());
         const float* probs = probs_ + u * s * s;
         // dP = dO V^T, then the softmax's backward and the scale in place: dS, the gradient of
-        // the unscaled scores (0 where masked).
+        // the unscaled scores (0 where masked). Both in the layer's dtype, as Keras's: dP is the
+        // weighted values' einsum's gradient, dS reaches the scores' einsum through a cast.
         for (std::int64_t r0 = 0; r0 < s; r0 += kRowBlock) {
           const std::int64_t r1 = std::min(s, r0 + kRowBlock);
           gemm('N', 'T', r1 - r0, causal ? r1 : s, vd, doh.data() + r0 * vd, vd, vh.data(), vd,
@@ -198,10 +200,13 @@ void AttentionNode::backward_input(std::span<const Tensor* const> xs, const Tens
             const float* p = probs + r * s;
             float* d = ds.data() + r * s;
             const std::int64_t n = causal ? r + 1 : s;
+            for (std::int64_t j = 0; j < n; ++j) d[j] = rounded(storage, d[j]);
             float dot_pd = 0.0f;
 #pragma omp simd reduction(+ : dot_pd)
             for (std::int64_t j = 0; j < n; ++j) dot_pd += p[j] * d[j];
-            for (std::int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot_pd) * scale;
+            for (std::int64_t j = 0; j < n; ++j) {
+              d[j] = rounded(storage, p[j] * (d[j] - dot_pd) * scale);
+            }
             std::fill(d + n, d + s, 0.0f);
           }
           // dQ's rows [r0, r1) = dS K over the keys they attend to.

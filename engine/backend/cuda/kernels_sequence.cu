@@ -323,7 +323,9 @@ __global__ void attention_softmax_kernel(T* scores, int steps, bool causal, floa
   }
 }
 
-// dS = P (dP - P.dP) * scale, a block per row; 0 where masked (P is).
+// dS = P (dP - P.dP) * scale, a block per row; 0 where masked (P is). dP (float32 from its
+// product) is taken in the layer's dtype and dS stored in it, as Keras's einsums' gradients are
+// and the CPU's backward rounds them.
 template <class T>
 __global__ void attention_softmax_backward_kernel(const T* probs, const float* dprobs, T* dscores,
                                                   int steps, float scale) {
@@ -331,12 +333,13 @@ __global__ void attention_softmax_backward_kernel(const T* probs, const float* d
   const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * steps;
   float local = 0.0f;
   for (int j = threadIdx.x; j < steps; j += blockDim.x) {
-    local += to_float(probs[at + j]) * dprobs[at + j];
+    local += to_float(probs[at + j]) * to_float(from_float<T>(dprobs[at + j]));
   }
   const float dot = block_total(local, reduce);
   for (int j = threadIdx.x; j < steps; j += blockDim.x) {
     const float p = to_float(probs[at + j]);
-    dscores[at + j] = from_float<T>(p * (dprobs[at + j] - dot) * scale);
+    const float dp = to_float(from_float<T>(dprobs[at + j]));
+    dscores[at + j] = from_float<T>(p * (dp - dot) * scale);
   }
 }
 
