@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "engine/backend/cuda/fused_attention.h"
+#include "engine/backend/cuda/fused_attention_graph.h"
 #include "engine/doctor/cost_model.h"
 #include "engine/doctor/device_profile.h"
 #include "engine/plan/execution_plan.h"
@@ -75,6 +77,51 @@ TEST(CudnnFusedAttention, GraphsFinaliseWithoutAGpu) {
     // products, the dO.O row sums and the dQ accumulator's copy: at least 18 operations.
     EXPECT_GE(count_starting(lines, "backward "), c.forward_ops + 8);
   }
+}
+
+// What cuDNN releases before this build's take (GraphOptions from graph_options): up to 9.15 the
+// frontend's padding-mask workaround of a backward bug at lengths off 128, from 9.0 to 9.9 a
+// second padding mask after the statistics, before 9.10 the lowest float as the causal mask's
+// value, before 9.11 no determinism attribute on the reductions. The cuDNN this build links
+// (9.19 on these machines) never builds them itself; it checks them here.
+TEST(CudnnFusedAttention, OlderCudnnsGraphsFinaliseToo) {
+  if (cudnnGetVersion() < 90800) {
+    GTEST_SKIP() << "cuDNN " << cudnnGetVersion()
+                 << " finalises an operation graph only with a handle (a GPU); 9.8 on without";
+  }
+  const FusedAttentionShape shape{.batch = 3,
+                                  .steps = 100,
+                                  .heads = 2,
+                                  .key_dim = 64,
+                                  .value_dim = 32,
+                                  .causal = true,
+                                  .dtype = DType::bf16};
+  const attention_graph::Layout layout(shape);
+  const auto backward_ops = [&](const attention_graph::GraphOptions& o) {
+    attention_graph::Graph g;
+    attention_graph::build_backward(g, layout, o);
+    EXPECT_EQ(attention_graph::finalize_graph(g, nullptr, "backward"), "");
+    return g.ops.size();
+  };
+  attention_graph::GraphOptions now = attention_graph::graph_options(shape);
+  now.padding_workaround = now.second_padding = false;
+  now.set_deterministic = true;
+  now.mask_value = -std::numeric_limits<float>::infinity();
+  attention_graph::GraphOptions old = now;
+  old.mask_value = std::numeric_limits<float>::lowest();
+  old.set_deterministic = false;
+  old.padding_workaround = true;
+  const std::size_t plain = backward_ops(now), padded = backward_ops(old);
+  old.second_padding = true;
+  const std::size_t twice = backward_ops(old);
+  // A padding mask is two index generators, two comparisons against the lengths, their AND and a
+  // select: six operations each time.
+  EXPECT_EQ(padded, plain + 6);
+  EXPECT_EQ(twice, padded + 6);
+
+  attention_graph::Graph fwd;
+  attention_graph::build_forward(fwd, layout, old);
+  EXPECT_EQ(attention_graph::finalize_graph(fwd, nullptr, "forward"), "");
 }
 
 // The backend tries the fused kernels (AttentionNode under --attention auto) for the shapes

@@ -214,7 +214,7 @@ void FusedAttention::forward(const void* q, const void* k, const void* v, void* 
   const Impl& m = *impl_;
   try {
     const std::pair<const void*, const char*> tensors[] = {
-        {q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {stats, "stats"}};
+        {q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {stats, "stats"}, {workspace, "workspace"}};
     for (const auto& [ptr, name] : tensors) require_aligned(ptr, name);
     const auto in = [](const void* ptr) { return const_cast<void*>(ptr); };
     execute(m.handle, m.fwd, {kQ, kK, kV, kO, kStats}, {in(q), in(k), in(v), o, stats}, workspace,

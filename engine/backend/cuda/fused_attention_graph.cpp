@@ -115,10 +115,12 @@ class GraphBuilder {
     const cudnnDataType_t math = CUDNN_DATA_FLOAT;
     FA_SET(desc, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &math);
     FA_SET(desc, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
+#if CUDNN_VERSION >= 91100  // the attribute's first headers, as the frontend guards it
     if (options_.set_deterministic) {
       const bool deterministic = false;  // the frontend's default
       FA_SET(desc, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic);
     }
+#endif
     FA_CHECK(cudnnBackendFinalize(desc));
 
     cudnnBackendDescriptor_t op = g_.owned.create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
@@ -403,10 +405,12 @@ std::string build_plan(Graph& g, cudnnHandle_t handle, cudnnBackendDescriptor_t 
     for (std::int64_t i = 0; i < returned && i < count; ++i) {
       ++tried;
       Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      // Deprecated on the plan in recent cuDNN 9 releases but required by the first ones; the
-      // frontend set it until version 1.18.
+      // Deprecated on the plan in recent cuDNN 9 releases (recent frontends no longer set it)
+      // but wanted by the first ones: set where taken, and a release that refuses it is no
+      // reason to refuse the plan.
       if (handle != nullptr) {
-        FA_SET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+        (void)cudnnBackendSetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                       CUDNN_TYPE_HANDLE, 1, &handle);
       }
       FA_SET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
              &raw[static_cast<std::size_t>(i)]);
