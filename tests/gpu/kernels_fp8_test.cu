@@ -1,5 +1,5 @@
 // mixed_float8's cast kernel (kernels_fp8.cu) against the CPU emulation's rounding, bit for bit:
-// the codes and their transpose, the amax (NaN when the tensor holds one), and the saturated
+// the codes and their transpose (and the values they decode to, against the CPU's table), the amax (NaN when the tensor holds one), and the saturated
 // and flushed counts, for E4M3 and E5M2 and every input dtype. Skipped without a CUDA device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "engine/backend/cuda/kernels.h"
 #include "engine/core/fp8.h"
+#include "engine/core/fp8_table.h"
 #include "engine/core/half.h"
 #include "tests/gpu/kernels_test_support.h"
 
@@ -50,6 +51,7 @@ TEST_F(Kernels, Fp8CastIsTheCpuEmulationsRoundingBitForBit) {
         DeviceBuffer d_out(n), d_out_t(n);
         DeviceBuffer d_stats(std::vector<k::Fp8CastStats>(1));
         const Fp8Format format = e5m2 ? Fp8Format::e5m2 : Fp8Format::e4m3;
+        const float* table = fp8_rounding_table(format);
         k::fp8_cast(d_src.as(), dtype, rows, cols, e5m2, fp8_max(format), d_scale.as<float>(),
                     d_out.as<std::uint8_t>(), d_out_t.as<std::uint8_t>(),
                     d_stats.as<k::Fp8CastStats>(), nullptr);
@@ -73,6 +75,13 @@ TEST_F(Kernels, Fp8CastIsTheCpuEmulationsRoundingBitForBit) {
             if ((got != want || got_t != want) && ++mismatches <= 5) {
               ADD_FAILURE() << "(" << r << ", " << c << ") " << v << ": code " << int(got)
                             << ", transposed " << int(got_t) << ", want " << int(want);
+            }
+            // The value the CPU's products read (its rounding by table, weighted_node.cpp).
+            const float got_value = e5m2 ? e5m2_bits_to_float(got) : e4m3_bits_to_float(got);
+            const float cpu_value = round_bf16_to_fp8(table, scaled);
+            if (std::memcmp(&got_value, &cpu_value, sizeof got_value) != 0 && ++mismatches <= 5) {
+              ADD_FAILURE() << "(" << r << ", " << c << ") " << v << ": decodes to " << got_value
+                            << ", the CPU's table rounds to " << cpu_value;
             }
           }
         }

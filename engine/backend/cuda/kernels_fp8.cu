@@ -23,7 +23,8 @@ __global__ void fp8_cast_kernel(const T* src, std::int64_t rows, std::int64_t co
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
     const float v = to_float(src[i]);
     amax_bits = max(amax_bits, __float_as_uint(fabsf(v)));
-    const float scaled = round_to_bf16(v / s);  // fp8_quantize_bf16's first half
+    // __fdiv_rn: IEEE division, as the CPU's, whatever -prec-div or --use_fast_math say.
+    const float scaled = round_to_bf16(__fdiv_rn(v, s));  // fp8_quantize_bf16's first half
     saturated += fabsf(scaled) > top ? 1u : 0u;
     const std::uint8_t code = e5m2 ? float_to_e5m2_bits(scaled) : float_to_e4m3_bits(scaled);
     flushed += (code & 0x7fu) == 0 && v != 0.0f ? 1u : 0u;
@@ -63,7 +64,7 @@ __global__ void fp8_cast_transpose_kernel(const T* src, std::int64_t rows, std::
       if (r >= rows || c >= cols) continue;
       const float v = to_float(src[r * cols + c]);
       amax_bits = max(amax_bits, __float_as_uint(fabsf(v)));
-      const float scaled = round_to_bf16(v / s);
+      const float scaled = round_to_bf16(__fdiv_rn(v, s));
       saturated += fabsf(scaled) > top ? 1u : 0u;
       const std::uint8_t code = e5m2 ? float_to_e5m2_bits(scaled) : float_to_e4m3_bits(scaled);
       flushed += (code & 0x7fu) == 0 && v != 0.0f ? 1u : 0u;
