@@ -132,13 +132,15 @@ CudaExecutor::~CudaExecutor() {
 
 void CudaExecutor::release() {
   if (ctx_.stream) cudaStreamSynchronize(ctx_.stream);
-  staging_.reset();
-  nodes_.clear();
-  fused_attention_.clear();  // its plans before the cuDNN handle
+  // The captured graph first: its nodes may launch kernels that cuDNN's plans (the nodes')
+  // compiled at run time and unload with them.
   if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
   if (graph_) cudaGraphDestroy(graph_);
   graph_exec_ = nullptr;
   graph_ = nullptr;
+  staging_.reset();
+  nodes_.clear();
+  fused_attention_.clear();  // its plans before the cuDNN handle
   for (cudaEvent_t* e : {&params_copied_, &ev_start_, &ev_forward_, &ev_backward_, &ev_end_}) {
     if (*e) cudaEventDestroy(*e);
     *e = nullptr;
@@ -353,6 +355,10 @@ void CudaExecutor::allocate() {
     node->bind(arena_);
     for (ParamSlot* slot : node->params()) slots_.push_back(slot);
   }
+  // Binds may copy constants in with cudaMemcpy: on the legacy stream, which the executor's
+  // non-blocking stream does not wait for, and from pageable memory it may return before the
+  // copy lands. Every step reads them after this.
+  CUDA_CHECK(cudaDeviceSynchronize());
 
   // Pinned host memory: the step parameters and the state mirror.
   const std::size_t pinned_bytes = align_up(sizeof(StepParams)) + align_up(sizeof(DeviceState));

@@ -180,8 +180,7 @@ void CudaExecutor::set_loss_scaling(const LossScaleConfig& config) {
   CUDA_CHECK(cudaSetDevice(device_));
   scaling_ = config;
   edit_state([&](DeviceState& s) {
-    s.scaler = initial_loss_scale<float>(config);
-    s.iteration = 0;
+    s.scaler = initial_loss_scale<float>(config);  // Adam's step count goes on, as the CPU's
   });
   CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
   // A captured graph bakes in the configuration: capture again with the new one.
@@ -292,7 +291,7 @@ StepResult CudaExecutor::finish_step() {
     r.forward_ms = elapsed_ms(ev_start_, ev_forward_);
     return r;
   }
-  r.gradients_finite = s.nonfinite == 0;
+  r.gradients_finite = s.nonfinite == 0 && std::isfinite(r.batch.loss);
   if (!r.gradients_finite) r.overflows = layer_overflows();
   r.applied = s.applied != 0;
   if (plan_.policy == Policy::mixed_float8) {

@@ -86,7 +86,9 @@ __global__ void unscale_and_check_scalar_kernel(float* grads, std::int64_t n, De
 __global__ void update_loss_scale_kernel(DeviceState* state, LossScaleConfig config, bool adam,
                                          double lr, double beta_1, double beta_2) {
   LossScaleState<float> scaler = state->scaler;
-  const bool applied = mixlab::update_loss_scale(scaler, config, state->nonfinite == 0);
+  // A non-finite loss counts as the gradients' overflow, as the CPU executor counts it.
+  const bool finite = state->nonfinite == 0 && isfinite(state->loss_sum);
+  const bool applied = mixlab::update_loss_scale(scaler, config, finite);
   state->scaler = scaler;
   state->applied = applied ? 1 : 0;
   if (applied) {
