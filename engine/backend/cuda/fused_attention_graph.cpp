@@ -63,8 +63,8 @@ class GraphBuilder {
   Tensor temp(std::string name, cudnnDataType_t type, Dims dims, Dims strides) {
     return make(std::move(name), next_uid_++, type, dims, strides, true, false);
   }
-  // A float scalar fused by value, as the frontend's Tensor_attributes(float): dims and strides
-  // of ones in the rank of the operation's other tensors.
+  // A float scalar fused by value, as the frontend's Tensor_attributes(float), which gives it
+  // rank 1; rank 4 here (ones), which cuDNN finalises into the same fused pattern.
   Tensor scalar(std::string name, float value) {
     Tensor t = make(std::move(name), next_uid_++, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1},
                     false, true);
