@@ -1,6 +1,7 @@
 // mixed_float8's cast kernel (kernels_fp8.cu) against the CPU emulation's rounding, bit for bit:
-// the codes and their transpose (and the values they decode to, against the CPU's table), the amax (NaN when the tensor holds one), and the saturated
-// and flushed counts, for E4M3 and E5M2 and every input dtype. Skipped without a CUDA device.
+// the codes and their transpose (and the values they decode to, against the CPU's table), the amax
+// (NaN when the tensor holds one), and the saturated and flushed counts, for E4M3 and E5M2 and
+// every input dtype. Skipped without a CUDA device.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

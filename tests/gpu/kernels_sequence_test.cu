@@ -76,7 +76,8 @@ TEST_F(Kernels, AttentionSoftmaxAndItsBackwardAreTheHostMath) {
             dot += static_cast<double>(probs[at + j]) * round_to(dtype, dprobs[at + j]);
           for (int j = 0; j < steps; ++j) {
             const float dp = round_to(dtype, dprobs[at + j]);
-            want_ds[at + j] = round_to(dtype, probs[at + j] * (dp - static_cast<float>(dot)) * scale);
+            want_ds[at + j] =
+                round_to(dtype, probs[at + j] * (dp - static_cast<float>(dot)) * scale);
           }
         }
         expect_close(from_device(d_dscores, dtype), want_ds, dtype, 1e-4f, 1e-5f,

@@ -29,11 +29,12 @@ __global__ void channel_sums_kernel(const T* x, const T* dy, const T* relu_y, in
                                     std::int64_t rows_per_sample, const StepParams* params,
                                     const float* stats, double* sums) {
   if (!params->train) return;
-  // At least one sample's rows, as the CPU's batch_norm.cpp counts them: no 0 / 0 into the
-  // moving statistics.
   __shared__ double part[2][kRowLanes][kLanes];
   const int c = blockIdx.x * kLanes + threadIdx.x;
-  const std::int64_t rows = static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
+  // At least one sample's rows (here and below), as the CPU's batch_norm.cpp counts them: no
+  // 0 / 0 into the moving statistics.
+  const std::int64_t rows =
+      static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
   const double m = static_cast<double>(rows);
   double s0 = 0.0, s1 = 0.0;
   if (c < channels) {
@@ -88,8 +89,8 @@ __global__ void batch_norm_affine_kernel(int channels, std::int64_t rows_per_sam
   const float b = beta ? beta[c] : 0.0f;
   float mean = moving_mean[c], variance = moving_var[c];
   if (params->train) {
-    const double m =
-        static_cast<double>(static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample);
+    const double m = static_cast<double>(static_cast<std::int64_t>(max(1, params->real_samples)) *
+                                         rows_per_sample);
     mean = static_cast<float>(sums[c] / m);
     variance = static_cast<float>(sums[channels + c] / m);
     moving_mean[c] = moving_update(moving_mean[c], mean, args.momentum);
@@ -131,7 +132,8 @@ template <class T>
 __global__ void batch_norm_dx_kernel(const T* x, const T* dy, const T* relu_y, T* dx, int channels,
                                      std::int64_t rows_per_sample, std::int64_t n,
                                      const StepParams* params, const float* stats) {
-  const std::int64_t rows = static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
+  const std::int64_t rows =
+      static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
   const float m = static_cast<float>(rows);
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
     const int c = static_cast<int>(i % channels);
