@@ -291,7 +291,7 @@ StepResult CudaExecutor::finish_step() {
     r.forward_ms = elapsed_ms(ev_start_, ev_forward_);
     return r;
   }
-  r.gradients_finite = s.nonfinite == 0 && std::isfinite(r.batch.loss);
+  r.gradients_finite = s.nonfinite == 0;
   if (!r.gradients_finite) r.overflows = layer_overflows();
   r.applied = s.applied != 0;
   if (plan_.policy == Policy::mixed_float8) {

@@ -37,7 +37,7 @@ struct StepParams {
 struct DeviceState {
   float loss_sum = 0.0f;  // over the batch's real samples (reset each step)
   float correct = 0.0f;
-  int nonfinite = 0;             // a gradient was NaN or inf (reset each step)
+  int nonfinite = 0;             // a gradient or the loss was NaN or inf (each step)
   int applied = 0;               // the optimizer update of this step ran
   float step_scale = 1.0f;       // the loss scale this step ran with
   float lr_t = 0.0f;             // Adam's bias-corrected learning rate of this step's update

@@ -20,6 +20,12 @@ constexpr int kRowBlocks = 256;
 
 enum class SumMode : int { mean, variance, gradient };
 
+// The rows a training step's statistics count: the real samples', at least one sample's, as the
+// CPU's batch_norm.cpp counts them (no 0 / 0 into the moving statistics).
+__device__ std::int64_t real_rows(const StepParams* params, std::int64_t rows_per_sample) {
+  return static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
+}
+
 // Per-channel sums over the real rows: mean: sums[c] = sum x; variance: sums[C + c] =
 // sum (x - mean)^2 with mean = float(sums[c] / m); gradient: sums[c] = sum dy and
 // sums[C + c] = sum dy * xhat with xhat from stats' mean and 1/sqrt(var + eps), dy taken only
@@ -31,10 +37,7 @@ __global__ void channel_sums_kernel(const T* x, const T* dy, const T* relu_y, in
   if (!params->train) return;
   __shared__ double part[2][kRowLanes][kLanes];
   const int c = blockIdx.x * kLanes + threadIdx.x;
-  // At least one sample's rows (here and below), as the CPU's batch_norm.cpp counts them: no
-  // 0 / 0 into the moving statistics.
-  const std::int64_t rows =
-      static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
+  const std::int64_t rows = real_rows(params, rows_per_sample);
   const double m = static_cast<double>(rows);
   double s0 = 0.0, s1 = 0.0;
   if (c < channels) {
@@ -89,8 +92,7 @@ __global__ void batch_norm_affine_kernel(int channels, std::int64_t rows_per_sam
   const float b = beta ? beta[c] : 0.0f;
   float mean = moving_mean[c], variance = moving_var[c];
   if (params->train) {
-    const double m = static_cast<double>(static_cast<std::int64_t>(max(1, params->real_samples)) *
-                                         rows_per_sample);
+    const auto m = static_cast<double>(real_rows(params, rows_per_sample));
     mean = static_cast<float>(sums[c] / m);
     variance = static_cast<float>(sums[channels + c] / m);
     moving_mean[c] = moving_update(moving_mean[c], mean, args.momentum);
@@ -132,8 +134,7 @@ template <class T>
 __global__ void batch_norm_dx_kernel(const T* x, const T* dy, const T* relu_y, T* dx, int channels,
                                      std::int64_t rows_per_sample, std::int64_t n,
                                      const StepParams* params, const float* stats) {
-  const std::int64_t rows =
-      static_cast<std::int64_t>(max(1, params->real_samples)) * rows_per_sample;
+  const std::int64_t rows = real_rows(params, rows_per_sample);
   const float m = static_cast<float>(rows);
   for (std::int64_t i = thread_index(); i < n; i += thread_stride()) {
     const int c = static_cast<int>(i % channels);

@@ -87,8 +87,8 @@ __global__ void update_loss_scale_kernel(DeviceState* state, LossScaleConfig con
                                          double lr, double beta_1, double beta_2) {
   LossScaleState<float> scaler = state->scaler;
   // A non-finite loss counts as the gradients' overflow, as the CPU executor counts it.
-  const bool finite = state->nonfinite == 0 && isfinite(state->loss_sum);
-  const bool applied = mixlab::update_loss_scale(scaler, config, finite);
+  if (!isfinite(state->loss_sum)) state->nonfinite = 1;
+  const bool applied = mixlab::update_loss_scale(scaler, config, state->nonfinite == 0);
   state->scaler = scaler;
   state->applied = applied ? 1 : 0;
   if (applied) {
