@@ -7,10 +7,10 @@
 #   tests/gpu/bundle.sh [ARCH]     ARCH: compute capability without the dot (default 90, H100/H200)
 #
 # Builds build/gpu (Release, CUDA on, GUI off, sm_ARCH) and writes build/gpu-bundle.tar.xz:
-# mixlab-cli, libmixlab-cuda.so, the GPU test binaries, every ctest file (check.sh rewrites their
-# paths when the folder has moved), CMakeCache.txt, and in build/gpu/carry-lib every shared
-# library those programs load (as `ldd` resolves them here: oneDNN, SQLite, libzip, HDF5 and
-# what they need) except the ones every such machine has:
+# mixlab-cli, libmixlab-cuda.so, the GPU test binaries (not tests/gpu/sim's, which need no GPU),
+# every ctest file (check.sh rewrites their paths when the folder has moved), CMakeCache.txt,
+# and in build/gpu/carry-lib every shared library those programs load (as `ldd` resolves them
+# here: oneDNN, SQLite, libzip, HDF5 and what they need) except the ones every such machine has:
 #   - glibc's own libraries, zlib, and the NVIDIA driver's;
 #   - CUDA's libraries (cudart, cuBLAS(Lt), cuDNN...): PyTorch's packages carry them there;
 #   - libstdc++ and libgcc_s go to carry-lib/compat: a machine's own are usually newer, and
@@ -37,7 +37,7 @@ cmake --build "$build" -j "${JOBS:-2}"
 programs=("$build/app/mixlab-cli" "$build/lib/mixlab/libmixlab-cuda.so")
 while IFS= read -r -d '' f; do
   [[ "$(head -c 4 "$f")" == $'\x7fELF' ]] && programs+=("$f")
-done < <(find "$build/tests/gpu" -type f -executable -print0)
+done < <(find "$build/tests/gpu" -path "$build/tests/gpu/sim" -prune -o -type f -executable -print0)
 
 # What every GPU machine has: glibc, the driver, CUDA's libraries (from PyTorch's packages).
 base='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libdl|libpthread|librt|libresolv|libutil|'

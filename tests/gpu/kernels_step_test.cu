@@ -126,7 +126,9 @@ TEST_F(Kernels, LossScaleStateMachineMatchesTheHost) {
     EXPECT_EQ(s.scaler.scale, host.scale);
     EXPECT_EQ(s.scaler.good_steps, host.good_steps);
     EXPECT_EQ(s.iteration, iteration);
-    if (applied) EXPECT_EQ(s.lr_t, adam_learning_rate(opt.lr, opt.beta_1, opt.beta_2, iteration));
+    if (applied) {
+      EXPECT_EQ(s.lr_t, adam_learning_rate(opt.lr, opt.beta_1, opt.beta_2, iteration));
+    }
   }
 }
 
