@@ -14,11 +14,8 @@ cp "$src/.ci/run" "$tmp/.ci/run"
 for s in install-deps.sh package-check.sh fuzz.sh fresh-check.sh; do
   printf '#!/bin/sh\necho "%s $*" >> "%s/calls"\n' "$s" "$tmp" > "$tmp/scripts/$s"
 done
-cat > "$tmp/bin/cmake" <<STUB
-#!/bin/sh
-echo "cmake \$*" >> "$tmp/calls"
-[ "\$*" != "--workflow --preset test" ]
-STUB
+printf '#!/bin/sh\necho "cmake $*" >> "%s/calls"\n[ "$*" != "--workflow --preset test" ]\n' \
+  "$tmp" > "$tmp/bin/cmake"
 chmod +x "$tmp"/scripts/* "$tmp/bin/cmake" "$tmp/.ci/run"
 (cd "$tmp" && PATH="$tmp/bin:$PATH" ./.ci/run > "$tmp/out" 2>&1)
 status=$?

@@ -41,11 +41,6 @@ std::vector<float> grid_values(std::size_t n, int lo, int hi, unsigned seed) {
   return v;
 }
 
-template <class T>
-std::vector<T> download_all(const DeviceBuffer& b) {
-  return b.download<T>();
-}
-
 TEST_F(Kernels, ChannelNormalizeIsTheHostDivision) {
   const int channels = 7;
   const std::int64_t n = 7 * 301;

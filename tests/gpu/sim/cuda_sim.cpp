@@ -577,13 +577,7 @@ cudaError_t cudaGetLastError() {
   g_last_message.clear();
   return err;
 }
-cudaError_t cudaPeekAtLastError() {
-  return g_last_error;
-}
 cudaError_t cudaDeviceSynchronize() {
-  return g_last_error;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return g_last_error;
 }
 

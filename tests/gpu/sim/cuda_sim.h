@@ -26,6 +26,7 @@
 // cudasim::launch calls.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,7 +40,6 @@
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __launch_bounds__(...)
 
 struct uint3 {
   unsigned x, y, z;
@@ -52,12 +52,7 @@ struct dim3 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
-struct alignas(8) float2 {
-  float x, y;
-};
 using std::isfinite;
-using std::isinf;
-using std::isnan;
 
 // ---- the runtime API --------------------------------------------------------------------------
 
@@ -84,9 +79,7 @@ using cudaStream_t = CUstream_st*;
 cudaError_t cudaGetDeviceCount(int* count);
 const char* cudaGetErrorString(cudaError_t err);
 cudaError_t cudaGetLastError();
-cudaError_t cudaPeekAtLastError();
 cudaError_t cudaDeviceSynchronize();
-cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
 template <class T>
 cudaError_t cudaMalloc(T** ptr, std::size_t bytes) {
@@ -200,7 +193,6 @@ T shuffle(unsigned mask, T v, unsigned src, const char* what) {
 #define blockIdx (::cudasim::block_idx())
 #define blockDim (::cudasim::block_dim())
 #define gridDim (::cudasim::grid_dim())
-#define warpSize 32
 
 inline void __syncthreads() {
   ::cudasim::syncthreads();
@@ -236,38 +228,12 @@ T atomicMax(T* address, T v) {
   *address = old < v ? v : old;
   return old;
 }
-template <class T>
-T atomicMin(T* address, T v) {
-  const T old = *address;
-  *address = v < old ? v : old;
-  return old;
-}
 
 inline float __fdiv_rn(float a, float b) {
   return a / b;
 }
 inline unsigned __float_as_uint(float f) {
-  unsigned u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float __uint_as_float(unsigned u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline int __float_as_int(float f) {
-  int i;
-  std::memcpy(&i, &f, 4);
-  return i;
-}
-inline float __int_as_float(int i) {
-  float f;
-  std::memcpy(&f, &i, 4);
-  return f;
-}
-inline float rsqrtf(float x) {
-  return 1.0f / std::sqrt(x);
+  return std::bit_cast<unsigned>(f);
 }
 // CUDA's min and max overloads for the device (fmin / fmax for the floating types, as its own).
 #define CUDASIM_MIN_MAX(T) \
