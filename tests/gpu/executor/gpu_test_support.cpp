@@ -21,6 +21,10 @@ Backend& cpu_backend() {
   return *backend;
 }
 
+bool on_cudasim() {
+  return cuda_backend().device().name.find("(cudasim)") != std::string::npos;
+}
+
 std::vector<PolicyCase> all_policies() {
   return {{"float32", Policy::float32, false},
           {"tf32", Policy::float32, true},

@@ -26,6 +26,10 @@ namespace mixlab::gpu_test {
 Backend& cuda_backend();
 Backend& cpu_backend();
 
+// Whether the CUDA backend is cudasim's emulation (tests/gpu/sim: the sim.* tests), whose cuDNN
+// has no engine for a graph: cuDNN's fused attention runs on a GPU only.
+bool on_cudasim();
+
 // A precision setting of a run: the Keras policy, and TF32 for float32 on the GPU.
 struct PolicyCase {
   std::string name;  // "float32", "tf32", "mixed_float16", "mixed_bfloat16"

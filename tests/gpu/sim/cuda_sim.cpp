@@ -16,12 +16,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if !defined(__x86_64__)
@@ -62,6 +66,11 @@ cudasim_switch:
 )");
 
 namespace cudasim {
+
+const uint3* current_thread_idx = nullptr;
+const uint3* current_block_idx = nullptr;
+dim3 g_grid, g_block_dim;
+
 namespace {
 
 constexpr std::size_t kStackBytes = 256 * 1024;
@@ -110,9 +119,17 @@ void set_access(bool open) {
   }
   g_device_open = open;
 }
+// Nested scopes (a queued launch inside a synchronisation) keep it open until the outermost ends.
+int g_access_depth = 0;
 struct DeviceAccess {
-  DeviceAccess() { set_access(true); }
-  ~DeviceAccess() { set_access(false); }
+  DeviceAccess() {
+    if (g_access_depth++ == 0) set_access(true);
+  }
+  ~DeviceAccess() {
+    if (--g_access_depth == 0) set_access(false);
+  }
+  DeviceAccess(const DeviceAccess&) = delete;
+  DeviceAccess& operator=(const DeviceAccess&) = delete;
 };
 
 const Allocation* find_allocation(const void* p) {
@@ -163,7 +180,6 @@ struct Block {
 };
 
 const char* g_kernel = "";
-dim3 g_grid, g_block_dim;
 Block* g_current_block = nullptr;
 Fiber* g_current = nullptr;
 void* g_scheduler_sp = nullptr;
@@ -342,6 +358,7 @@ void run_block(Block& b) {
     for (const unsigned t : lanes) {
       Fiber& f = fibers[t];
       g_current = &f;
+      current_thread_idx = &f.idx;
       cudasim_switch(&g_scheduler_sp, f.sp);
       g_current = nullptr;
       if (b.failed) return;
@@ -384,6 +401,8 @@ struct FaultHandler {
 };
 const FaultHandler g_fault_handler;
 
+}  // namespace
+
 bool launch_ok(const char* kernel, const LaunchConfig& c) {
   const unsigned long long threads =
       static_cast<unsigned long long>(c.block.x) * c.block.y * c.block.z;
@@ -407,20 +426,6 @@ bool launch_ok(const char* kernel, const LaunchConfig& c) {
   return false;
 }
 
-}  // namespace
-
-const uint3& thread_idx() {
-  return g_current->idx;
-}
-const uint3& block_idx() {
-  return g_current_block->idx;
-}
-const dim3& block_dim() {
-  return g_block_dim;
-}
-const dim3& grid_dim() {
-  return g_grid;
-}
 unsigned lane() {
   return g_current->linear % 32;
 }
@@ -489,7 +494,6 @@ bool check_argument(const char* kernel, int index, const void* ptr) {
 }
 
 void run_grid(const char* kernel, const LaunchConfig& config, void (*body)(void*), void* ctx) {
-  if (!launch_ok(kernel, config)) return;
   DeviceAccess access;
   g_kernel = kernel;
   g_grid = config.grid;
@@ -517,6 +521,7 @@ void run_grid(const char* kernel, const LaunchConfig& config, void (*body)(void*
   b.shared.resize(kMaxSharedBytes / sizeof(std::max_align_t));
   b.dynamic.resize((config.shared_bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
   g_current_block = &b;
+  current_block_idx = &b.idx;
   for (const unsigned long long i : block_order) {
     b.idx = {static_cast<unsigned>(i % config.grid.x),
              static_cast<unsigned>(i / config.grid.x % config.grid.y),
@@ -540,14 +545,255 @@ void run_grid(const char* kernel, const LaunchConfig& config, void (*body)(void*
   }
 }
 
+// ---- streams, events, graphs ----
+
+struct Op {
+  const char* what = "";
+  std::function<void()> run;
+  std::function<bool()> ready;  // null: always
+  std::shared_ptr<bool> done;   // set once it ran (null: nobody waits for it)
+};
+
+}  // namespace cudasim
+
+struct CUgraph_st {
+  std::vector<cudasim::Op> ops;
+};
+struct CUgraphExec_st {
+  std::vector<cudasim::Op> ops;
+};
+struct CUstream_st {
+  unsigned flags = 0;
+  std::deque<cudasim::Op> ops;
+  CUgraph_st* capture = nullptr;  // while captured
+  bool capture_broken = false;
+  std::thread::id capture_thread;
+};
+struct CUevent_st {
+  unsigned flags = 0;
+  std::uint64_t recorded = 0, done = 0;  // records queued, records run
+  bool captured = false;                 // last recorded inside a capture
+  double ms = 0;
+};
+
+namespace cudasim {
+namespace {
+
+std::set<CUstream_st*> g_streams;
+std::set<CUevent_st*> g_events;
+std::set<CUgraph_st*> g_graphs;
+std::set<CUgraphExec_st*> g_execs;
+std::map<std::uintptr_t, std::size_t> g_pinned;  // start -> bytes
+std::mt19937_64 g_stream_rng(20261207);
+int g_device = 0;
+
+bool is_pinned(const void* p, std::size_t bytes) {
+  const auto u = reinterpret_cast<std::uintptr_t>(p);
+  auto it = g_pinned.upper_bound(u);
+  if (it == g_pinned.begin()) return false;
+  --it;
+  return u + bytes <= it->first + it->second;
+}
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs queued work until `done()` holds, picking among the streams whose next operation may run.
+bool drain_until(const std::function<bool()>& done, const char* waiter) {
+  DeviceAccess access;
+  std::vector<CUstream_st*> ready;
+  while (!done()) {
+    ready.clear();
+    for (CUstream_st* s : g_streams) {
+      if (!s->ops.empty() && (!s->ops.front().ready || s->ops.front().ready())) ready.push_back(s);
+    }
+    if (ready.empty()) {
+      fail(cudaErrorLaunchFailure,
+           std::string(waiter) + " waits forever: every stream with work waits for an event");
+      return false;
+    }
+    CUstream_st* s = ready[g_stream_rng() % ready.size()];
+    Op op = std::move(s->ops.front());
+    s->ops.pop_front();
+    op.run();
+    if (op.done) *op.done = true;
+  }
+  return true;
+}
+
+bool drain_all(const char* waiter) {
+  return drain_until(
+      [] {
+        for (CUstream_st* s : g_streams)
+          if (!s->ops.empty()) return false;
+        return true;
+      },
+      waiter);
+}
+
+// A call that synchronises (or is otherwise illegal) while this thread captures a stream breaks
+// the capture, as CUDA's thread-local and global modes do.
+bool capture_violation(const char* call) {
+  for (CUstream_st* s : g_streams) {
+    if (s->capture != nullptr && s->capture_thread == std::this_thread::get_id()) {
+      s->capture_broken = true;
+      fail(cudaErrorStreamCaptureUnsupported,
+           std::string(call) + " while this thread captures a stream into a CUDA graph");
+      return true;
+    }
+  }
+  return false;
+}
+
+bool valid_stream(cudaStream_t s) {
+  return s == nullptr || g_streams.count(s) != 0;
+}
+
+void push(cudaStream_t stream, Op op) {
+  if (stream == nullptr) {
+    // The legacy default stream: at once (MixLab's streams are non-blocking ones).
+    DeviceAccess access;
+    op.run();
+    if (op.done) *op.done = true;
+  } else if (stream->capture != nullptr) {
+    op.done = nullptr;
+    stream->capture->ops.push_back(std::move(op));
+  } else {
+    stream->ops.push_back(std::move(op));
+  }
+}
+
+}  // namespace
+
+void enqueue(cudaStream_t stream, const char* what, std::function<void()> run) {
+  if (!valid_stream(stream)) {
+    fail(cudaErrorInvalidResourceHandle, std::string(what) + ": a destroyed or unknown stream");
+    return;
+  }
+  Op op;
+  op.what = what;
+  op.run = std::move(run);
+  push(stream, std::move(op));
+}
+
+bool is_device(const void* p, std::size_t bytes) {
+  const Allocation* a = find_allocation(p);
+  return a != nullptr && static_cast<const char*>(p) + bytes <= a->data + a->bytes;
+}
+
+cudaError_t report(cudaError_t err, const std::string& message) {
+  return fail(err, message);
+}
+
+std::recursive_mutex& api_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
 }  // namespace cudasim
 
 using namespace cudasim;
 
 // ---- the runtime API ----
 
+namespace {
+
+struct Emulated {
+  int major = 9, minor = 0;
+  std::string name = "NVIDIA H100 80GB HBM3 (cudasim)";
+  Emulated() {
+    // CUDASIM_DEVICE=major.minor: another compute capability (8.0: an A100's rules, 7.5: ...).
+    if (const char* d = std::getenv("CUDASIM_DEVICE"); d != nullptr && *d != '\0') {
+      major = std::atoi(d);
+      const char* dot = std::strchr(d, '.');
+      minor = dot != nullptr ? std::atoi(dot + 1) : 0;
+      name = std::string("NVIDIA GPU of compute capability ") + d + " (cudasim)";
+    }
+  }
+};
+const Emulated& emulated() {
+  static const Emulated e;
+  return e;
+}
+constexpr std::size_t kDeviceMemory = std::size_t{80} << 30;
+
+}  // namespace
+
 cudaError_t cudaGetDeviceCount(int* count) {
   *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  CUDASIM_API;
+  if (device != 0) return fail(cudaErrorInvalidDevice, "cudaSetDevice: cudasim has one GPU");
+  g_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = g_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties: no such GPU");
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "%s", emulated().name.c_str());
+  prop->totalGlobalMem = kDeviceMemory;
+  prop->major = emulated().major;
+  prop->minor = emulated().minor;
+  prop->multiProcessorCount = 132;
+  prop->warpSize = 32;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: no such GPU");
+  switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = emulated().major;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = emulated().minor;
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = 132;
+      return cudaSuccess;
+    case cudaDevAttrClockRate:
+      *value = 1980000;
+      return cudaSuccess;
+    case cudaDevAttrMemoryClockRate:
+      *value = 2619000;
+      return cudaSuccess;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *value = 5120;
+      return cudaSuccess;
+    case cudaDevAttrL2CacheSize:
+      *value = 50 << 20;
+      return cudaSuccess;
+  }
+  return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute: an attribute cudasim lacks");
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = 13000;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = 13000;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  CUDASIM_API;
+  std::size_t used = 0;
+  for (const auto& [_, a] : g_allocations) used += a.rounded;
+  *total = kDeviceMemory;
+  *free = kDeviceMemory - std::min(used, kDeviceMemory);
   return cudaSuccess;
 }
 
@@ -565,23 +811,42 @@ const char* cudaGetErrorString(cudaError_t err) {
       return "invalid device pointer (cudasim: see stderr)";
     case cudaErrorInvalidMemcpyDirection:
       return "invalid copy direction for memcpy (cudasim: see stderr)";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle (cudasim: see stderr)";
+    case cudaErrorNotReady:
+      return "device not ready";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure (cudasim: see stderr)";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing (cudasim: see stderr)";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureIsolation:
+      return "operation would make the legacy stream depend on a capturing blocking stream "
+             "(cudasim: see stderr)";
   }
   return "unknown error";
 }
 
 cudaError_t cudaGetLastError() {
+  CUDASIM_API;
   const cudaError_t err = g_last_error;
   g_last_error = cudaSuccess;
   g_last_message.clear();
   return err;
 }
+
 cudaError_t cudaDeviceSynchronize() {
+  CUDASIM_API;
+  if (capture_violation("cudaDeviceSynchronize")) return g_last_error;
+  drain_all("cudaDeviceSynchronize");
   return g_last_error;
 }
 
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  CUDASIM_API;
   const std::size_t page = page_size();
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
   const std::size_t body = (rounded + page - 1) / page * page;
@@ -590,7 +855,6 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
   auto* base = static_cast<char*>(m);
   mprotect(base + page, body, PROT_READ | PROT_WRITE);
-  // The allocation ends where the guard page after it starts; 256-byte aligned as CUDA's.
   char* data = base + page + body - rounded;
   std::memset(data, kPoison, bytes);
   std::memset(data + bytes, kRedZone, rounded - bytes);
@@ -601,18 +865,46 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
 }
 
 cudaError_t cudaFree(void* ptr) {
+  CUDASIM_API;
   if (ptr == nullptr) return cudaSuccess;
   auto it = g_allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (it == g_allocations.end())
     return fail(cudaErrorInvalidDevicePointer, "cudaFree of a pointer cudaMalloc did not return");
+  // cudaFree waits for the device's work (which may still use the memory).
+  drain_all("cudaFree");
   munmap(it->second.base, it->second.mapped);
   g_allocations.erase(it);
   return cudaSuccess;
 }
 
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes) {
+  return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault);
+}
+
+cudaError_t cudaHostAlloc(void** ptr, std::size_t bytes, unsigned) {
+  CUDASIM_API;
+  void* p = std::aligned_alloc(4096, (std::max<std::size_t>(bytes, 1) + 4095) / 4096 * 4096);
+  if (p == nullptr) return cudaErrorMemoryAllocation;
+  std::memset(p, kPoison, bytes);  // as unset as cudaMallocHost's memory
+  g_pinned[reinterpret_cast<std::uintptr_t>(p)] = bytes;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  CUDASIM_API;
+  if (ptr == nullptr) return cudaSuccess;
+  auto it = g_pinned.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == g_pinned.end())
+    return fail(cudaErrorInvalidValue, "cudaFreeHost of a pointer cudaMallocHost did not return");
+  drain_all("cudaFreeHost");
+  std::free(ptr);
+  g_pinned.erase(it);
+  return cudaSuccess;
+}
+
 namespace {
 
-// The copy's pointers must be where its kind says, and its ranges inside their allocations.
 cudaError_t check_copy(const char* call, void* dst, const void* src, std::size_t dst_bytes,
                        std::size_t src_bytes, cudaMemcpyKind kind) {
   auto check = [&](const void* p, std::size_t bytes, bool device,
@@ -644,9 +936,53 @@ cudaError_t check_copy(const char* call, void* dst, const void* src, std::size_t
   return check(src, src_bytes, src_device, "source");
 }
 
+// An async copy of `rows` rows of `width` bytes. Host memory that is not pinned behaves as CUDA
+// documents: a source is read at the call, and a copy into it returns once done.
+cudaError_t copy_async(const char* call, void* dst, std::size_t dpitch, const void* src,
+                       std::size_t spitch, std::size_t width, std::size_t rows, cudaMemcpyKind kind,
+                       cudaStream_t stream) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  if (!valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, std::string(call) + ": an unknown stream");
+  const std::size_t dst_bytes = dpitch * (rows - 1) + width,
+                    src_bytes = spitch * (rows - 1) + width;
+  if (const cudaError_t e = check_copy(call, dst, src, dst_bytes, src_bytes, kind)) return e;
+  const bool src_host = find_allocation(src) == nullptr, dst_host = find_allocation(dst) == nullptr;
+  const bool src_pageable = src_host && !is_pinned(src, src_bytes);
+  const bool dst_pageable = dst_host && !is_pinned(dst, dst_bytes);
+  if (stream != nullptr && stream->capture != nullptr && (src_pageable || dst_pageable)) {
+    stream->capture_broken = true;
+    return fail(cudaErrorStreamCaptureUnsupported,
+                std::string(call) + " of pageable host memory into a CUDA graph");
+  }
+  std::shared_ptr<std::vector<char>> staged;
+  if (src_pageable) {
+    staged = std::make_shared<std::vector<char>>(src_bytes);
+    DeviceAccess access;
+    std::memcpy(staged->data(), src, src_bytes);
+  }
+  Op op;
+  op.what = call;
+  op.run = [=] {
+    const char* from = staged ? staged->data() : static_cast<const char*>(src);
+    for (std::size_t r = 0; r < rows; ++r)
+      std::memmove(static_cast<char*>(dst) + r * dpitch, from + r * spitch, width);
+  };
+  std::shared_ptr<bool> done;
+  if (dst_pageable && stream != nullptr) {
+    done = std::make_shared<bool>(false);
+    op.done = done;
+  }
+  push(stream, std::move(op));
+  if (done) drain_until([&] { return *done; }, call);
+  return g_last_error;
+}
+
 }  // namespace
 
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  CUDASIM_API;
+  if (capture_violation("cudaMemcpy")) return g_last_error;
   if (const cudaError_t e = check_copy("cudaMemcpy", dst, src, bytes, bytes, kind)) return e;
   DeviceAccess access;
   if (bytes != 0) std::memmove(dst, src, bytes);
@@ -654,41 +990,259 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-  return cudaMemcpy(dst, src, bytes, kind);
+                            cudaStream_t stream) {
+  CUDASIM_API;
+  return copy_async("cudaMemcpyAsync", dst, bytes, src, bytes, bytes, 1, kind, stream);
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
                               std::size_t width, std::size_t height, cudaMemcpyKind kind,
-                              cudaStream_t) {
+                              cudaStream_t stream) {
+  CUDASIM_API;
   if (width > dpitch || width > spitch)
     return fail(cudaErrorInvalidValue, "cudaMemcpy2DAsync: the width exceeds a pitch");
-  if (height == 0 || width == 0) return cudaSuccess;
-  const std::size_t dst_bytes = dpitch * (height - 1) + width,
-                    src_bytes = spitch * (height - 1) + width;
-  if (const cudaError_t e = check_copy("cudaMemcpy2DAsync", dst, src, dst_bytes, src_bytes, kind))
-    return e;
-  DeviceAccess access;
-  for (std::size_t r = 0; r < height; ++r)
-    std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
-                 width);
-  return g_last_error;
+  return copy_async("cudaMemcpy2DAsync", dst, dpitch, src, spitch, width, height, kind, stream);
 }
 
-cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
-  if (bytes == 0) return cudaSuccess;
+namespace {
+
+cudaError_t check_memset(const char* call, void* ptr, std::size_t bytes) {
   const Allocation* a = find_allocation(ptr);
-  if (a == nullptr) return fail(cudaErrorInvalidValue, "cudaMemset: not device memory");
+  if (a == nullptr) return fail(cudaErrorInvalidValue, std::string(call) + ": not device memory");
   if (static_cast<char*>(ptr) + bytes > a->data + a->bytes)
-    return fail(cudaErrorInvalidValue, "cudaMemset: the range runs past its allocation of " +
+    return fail(cudaErrorInvalidValue, std::string(call) +
+                                           ": the range runs past its allocation of " +
                                            std::to_string(a->bytes) + " bytes");
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
+  CUDASIM_API;
+  if (bytes == 0) return cudaSuccess;
+  if (capture_violation("cudaMemset")) return g_last_error;
+  if (const cudaError_t e = check_memset("cudaMemset", ptr, bytes)) return e;
   DeviceAccess access;
   std::memset(ptr, value, bytes);
   return g_last_error;
 }
 
-cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t) {
-  return cudaMemset(ptr, value, bytes);
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
+  CUDASIM_API;
+  if (bytes == 0) return cudaSuccess;
+  if (const cudaError_t e = check_memset("cudaMemsetAsync", ptr, bytes)) return e;
+  enqueue(stream, "cudaMemsetAsync", [=] { std::memset(ptr, value, bytes); });
+  return g_last_error;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  CUDASIM_API;
+  auto* s = new CUstream_st;
+  s->flags = flags;
+  g_streams.insert(s);
+  *stream = s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  CUDASIM_API;
+  if (stream == nullptr || g_streams.count(stream) == 0)
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy of an unknown stream");
+  if (stream->capture != nullptr)
+    return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamDestroy of a capturing stream");
+  // Its queued work still runs (CUDA lets it finish).
+  drain_until([&] { return stream->ops.empty(); }, "cudaStreamDestroy");
+  g_streams.erase(stream);
+  delete stream;
+  return g_last_error;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  CUDASIM_API;
+  if (!valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize of an unknown stream");
+  if (stream != nullptr && stream->capture != nullptr) {
+    stream->capture_broken = true;
+    return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamSynchronize of a capturing stream");
+  }
+  if (capture_violation("cudaStreamSynchronize")) return g_last_error;
+  if (stream != nullptr) drain_until([&] { return stream->ops.empty(); }, "cudaStreamSynchronize");
+  return g_last_error;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+  CUDASIM_API;
+  auto* e = new CUevent_st;
+  e->flags = flags;
+  g_events.insert(e);
+  *event = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  CUDASIM_API;
+  if (g_events.erase(event) == 0)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy of an unknown event");
+  // A record still queued writes into it: wait for the device, then free.
+  drain_until([&] { return event->done == event->recorded; }, "cudaEventDestroy");
+  delete event;
+  return g_last_error;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  CUDASIM_API;
+  if (g_events.count(event) == 0 || !valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: an unknown event or stream");
+  if (stream != nullptr && stream->capture != nullptr) {
+    // Inside a capture a record only orders the graph's own nodes: launching the graph does not
+    // record it, and the host cannot wait for it.
+    event->captured = true;
+    return cudaSuccess;
+  }
+  event->captured = false;
+  const std::uint64_t generation = ++event->recorded;
+  Op op;
+  op.what = "cudaEventRecord";
+  op.run = [event, generation] {
+    event->done = std::max(event->done, generation);
+    event->ms = now_ms();
+  };
+  push(stream, std::move(op));
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  CUDASIM_API;
+  if (g_events.count(event) == 0 || !valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: an unknown event or stream");
+  if (stream != nullptr && stream->capture != nullptr) {
+    if (!event->captured && event->done != event->recorded) {
+      stream->capture_broken = true;
+      return fail(cudaErrorStreamCaptureIsolation,
+                  "cudaStreamWaitEvent: a captured stream waits for work outside the capture");
+    }
+    return cudaSuccess;
+  }
+  const std::uint64_t target = event->recorded;
+  if (target == 0) return cudaSuccess;  // never recorded: no wait
+  if (stream == nullptr) {
+    drain_until([&] { return event->done >= target; }, "cudaStreamWaitEvent");
+    return g_last_error;
+  }
+  Op op;
+  op.what = "cudaStreamWaitEvent";
+  op.run = [] {};
+  op.ready = [event, target] { return event->done >= target; };
+  stream->ops.push_back(std::move(op));
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  CUDASIM_API;
+  if (g_events.count(event) == 0)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize of an unknown event");
+  if (capture_violation("cudaEventSynchronize")) return g_last_error;
+  if (event->captured)
+    return fail(cudaErrorStreamCaptureUnsupported,
+                "cudaEventSynchronize of an event last recorded inside a graph capture");
+  drain_until([&] { return event->done >= event->recorded; }, "cudaEventSynchronize");
+  return g_last_error;
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  CUDASIM_API;
+  if (g_events.count(start) == 0 || g_events.count(end) == 0)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an unknown event");
+  if ((start->flags & cudaEventDisableTiming) != 0 || (end->flags & cudaEventDisableTiming) != 0)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime of an event created with cudaEventDisableTiming");
+  if (start->recorded == 0 || end->recorded == 0 || start->captured || end->captured)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime of an event never recorded outside a graph capture");
+  if (start->done != start->recorded || end->done != end->recorded) return cudaErrorNotReady;
+  *ms = static_cast<float>(end->ms - start->ms);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  CUDASIM_API;
+  if (stream == nullptr || g_streams.count(stream) == 0)
+    return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamBeginCapture of the legacy stream");
+  if (stream->capture != nullptr)
+    return fail(cudaErrorInvalidValue, "cudaStreamBeginCapture of a stream already captured");
+  stream->capture = new CUgraph_st;
+  stream->capture_broken = false;
+  stream->capture_thread = std::this_thread::get_id();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  CUDASIM_API;
+  if (stream == nullptr || g_streams.count(stream) == 0 || stream->capture == nullptr)
+    return fail(cudaErrorInvalidValue, "cudaStreamEndCapture of a stream not captured");
+  CUgraph_st* g = stream->capture;
+  stream->capture = nullptr;
+  if (stream->capture_broken) {
+    delete g;
+    *graph = nullptr;
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  g_graphs.insert(g);
+  *graph = g;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  CUDASIM_API;
+  if (!valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, "cudaStreamIsCapturing of an unknown stream");
+  *status = stream == nullptr || stream->capture == nullptr ? cudaStreamCaptureStatusNone
+            : stream->capture_broken                        ? cudaStreamCaptureStatusInvalidated
+                                                            : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  CUDASIM_API;
+  if (g_graphs.count(graph) == 0)
+    return fail(cudaErrorInvalidValue, "cudaGraphInstantiate of an unknown graph");
+  auto* x = new CUgraphExec_st;
+  x->ops = graph->ops;
+  g_execs.insert(x);
+  *exec = x;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  CUDASIM_API;
+  if (g_execs.count(exec) == 0 || !valid_stream(stream))
+    return fail(cudaErrorInvalidResourceHandle, "cudaGraphLaunch: an unknown graph or stream");
+  if (stream != nullptr && stream->capture != nullptr)
+    return fail(cudaErrorStreamCaptureUnsupported, "cudaGraphLaunch into a capturing stream");
+  for (const Op& op : exec->ops) push(stream, op);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  CUDASIM_API;
+  if (g_graphs.erase(graph) == 0)
+    return fail(cudaErrorInvalidValue, "cudaGraphDestroy of an unknown graph");
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  CUDASIM_API;
+  if (g_execs.erase(exec) == 0)
+    return fail(cudaErrorInvalidValue, "cudaGraphExecDestroy of an unknown graph");
+  // Launches still queued hold copies of its work: nothing to wait for.
+  delete exec;
+  return cudaSuccess;
 }
 
 // ---- 16-bit conversions ----
