@@ -21,6 +21,11 @@ Backend& cpu_backend() {
   return *backend;
 }
 
+std::string policy_refused_here(Policy policy) {
+  const PolicySupport support = policy_support(cuda_backend().device(), policy);
+  return support.level == Support::unsupported ? support.reason : std::string();
+}
+
 bool on_cudasim() {
   return cuda_backend().device().name.find("(cudasim)") != std::string::npos;
 }

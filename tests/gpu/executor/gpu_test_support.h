@@ -21,6 +21,16 @@ namespace mixlab::gpu_test {
     }                                                                                              \
   } while (0)
 
+// Why the CUDA backend refuses `policy` on this GPU (bfloat16 below compute capability 8.0: the
+// one device/policy rule), empty where it runs it. A test of a refused policy skips with it.
+std::string policy_refused_here(Policy policy);
+#define MIXLAB_SKIP_REFUSED_POLICY(policy)                                                       \
+  do {                                                                                           \
+    if (const std::string why = ::mixlab::gpu_test::policy_refused_here(policy); !why.empty()) { \
+      GTEST_SKIP() << why;                                                                       \
+    }                                                                                            \
+  } while (0)
+
 // The first GPU's backend, created once per test binary (cuBLAS and cuDNN handles are slow to
 // create); and the CPU reference on every core.
 Backend& cuda_backend();

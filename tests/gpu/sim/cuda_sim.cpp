@@ -847,6 +847,12 @@ cudaError_t cudaDeviceSynchronize() {
 
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   CUDASIM_API;
+  std::size_t used = 0;
+  for (const auto& [_, a] : g_allocations) used += a.rounded;
+  // The emulated GPU's memory, not the host's: beyond it is out of memory, as on the GPU.
+  if (bytes > kDeviceMemory - std::min(used, kDeviceMemory))
+    return fail(cudaErrorMemoryAllocation, "cudaMalloc of " + std::to_string(bytes) +
+                                               " bytes: more than the emulated GPU has free");
   const std::size_t page = page_size();
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
   const std::size_t body = (rounded + page - 1) / page * page;

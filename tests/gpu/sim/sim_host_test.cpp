@@ -134,6 +134,15 @@ TEST(CudaSimGraphs, AWaitInsideACaptureBreaksItAndALaunchReplaysTheCapturedWork)
   cudaGraphDestroy(graph);
 }
 
+TEST(CudaSimMemory, AnAllocationBeyondTheEmulatedGpuFailsAsOnAGpu) {
+  std::size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, free_bytes + 1), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 // ---- cuBLASLt ----
 
 struct Lt {
