@@ -584,7 +584,12 @@ std::set<CUevent_st*> g_events;
 std::set<CUgraph_st*> g_graphs;
 std::set<CUgraphExec_st*> g_execs;
 std::map<std::uintptr_t, std::size_t> g_pinned;  // start -> bytes
-std::mt19937_64 g_stream_rng(20261207);
+// The streams' order: from CUDASIM_SEED too, so that another seed tries other interleavings.
+std::uint64_t stream_seed() {
+  const char* seed = std::getenv("CUDASIM_SEED");
+  return seed != nullptr ? std::strtoull(seed, nullptr, 10) + 1 : 20261207;
+}
+std::mt19937_64 g_stream_rng(stream_seed());
 int g_device = 0;
 
 bool is_pinned(const void* p, std::size_t bytes) {
